@@ -1,0 +1,279 @@
+// sightline/events.h — the in-memory event model shared by the collector, the
+// trace reader/writer, the analyzer and the exporters.
+//
+// These are plain structs (no CUDA, no protobuf, no allocation except the few
+// repeated fields) mirroring proto/sightline/v1/trace.proto one to one. The
+// collector fills them from CUPTI records; lib/trace encodes them to the wire
+// format and decodes them back; the analyzer consumes them.
+//
+// Conventions:
+//  * Timestamps are nanoseconds in the collector's clock domain (CUPTI
+//    timestamps). TraceHeader.clock maps that domain to CLOCK_REALTIME.
+//  * `*_id` fields named `name_id`, `domain_id`, `label_id`, `function_id`,
+//    `module_id`, `datatype_id` are interned-string ids of the trace
+//    (0 = none); resolve them through trace::StringTable.
+//  * Enum values equal the proto enum values, so conversion is a cast.
+#ifndef SIGHTLINE_EVENTS_H_
+#define SIGHTLINE_EVENTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sightline {
+
+enum class EventKind : uint8_t {
+  kUnspecified = 0,
+  kKernel = 1,
+  kMemcpy = 2,
+  kMemset = 3,
+  kSync = 4,
+  kApi = 5,
+  kNvtxRange = 6,
+  kNvtxMarker = 7,
+  kNccl = 8,
+  kMetricRange = 9,
+  kCaptureWindow = 10,
+  kOverhead = 11,
+  kStep = 12,
+  kLoss = 13,
+};
+inline constexpr int kNumEventKinds = 14;
+
+// Stable lower-case names used in `sightline info` and JSON ("kernel", ...).
+const char* EventKindName(EventKind kind);
+
+enum class CopyKind : uint8_t {
+  kUnknown = 0, kHtoD = 1, kDtoH = 2, kHtoA = 3, kAtoH = 4, kAtoA = 5,
+  kAtoD = 6, kDtoA = 7, kDtoD = 8, kHtoH = 9, kPtoP = 10,
+};
+const char* CopyKindName(CopyKind kind);  // "HtoD", ...
+
+enum class MemoryKind : uint8_t {
+  kUnknown = 0, kPageable = 1, kPinned = 2, kDevice = 3, kArray = 4,
+  kManaged = 5, kDeviceStatic = 6, kManagedStatic = 7,
+};
+const char* MemoryKindName(MemoryKind kind);  // "pageable", ...
+
+enum class SyncKind : uint8_t {
+  kUnknown = 0, kEventSynchronize = 1, kStreamWaitEvent = 2,
+  kStreamSynchronize = 3, kContextSynchronize = 4,
+};
+const char* SyncKindName(SyncKind kind);
+
+enum class ApiDomain : uint8_t { kUnknown = 0, kRuntime = 1, kDriver = 2 };
+
+enum class PayloadKind : uint8_t { kNone = 0, kInt64 = 1, kUint64 = 2, kDouble = 3 };
+
+enum class NcclOp : uint8_t {
+  kUnknown = 0, kAllReduce = 1, kBroadcast = 2, kReduce = 3, kAllGather = 4,
+  kReduceScatter = 5, kSend = 6, kRecv = 7, kAllToAll = 8, kSendRecv = 9,
+};
+const char* NcclOpName(NcclOp op);  // "AllReduce", ...
+
+enum class CaptureTrigger : uint8_t {
+  kWholeRun = 0, kProfilerApi = 1, kNvtx = 2, kTimer = 3, kApi = 4,
+};
+
+inline constexpr uint32_t kNoStream = 0xffffffffu;
+
+struct KernelEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint32_t name_id = 0;
+  uint32_t grid_x = 0, grid_y = 1, grid_z = 1;
+  uint32_t block_x = 0, block_y = 1, block_z = 1;
+  uint32_t registers_per_thread = 0;
+  uint32_t static_shared_bytes = 0;
+  uint32_t dynamic_shared_bytes = 0;
+  uint32_t local_bytes_per_thread = 0;
+  uint32_t shared_memory_config_bytes = 0;  // carveout in effect, bytes
+  uint64_t graph_id = 0;
+  uint64_t graph_node_id = 0;
+  uint32_t launch_type = 0;  // 0 regular, 1 cooperative, 2 coop multi-device, 3 cluster
+  uint32_t cluster_x = 0, cluster_y = 0, cluster_z = 0;
+  bool replayed = false;     // duration distorted by kernel replay
+  uint32_t cache_config_requested = 0;
+  uint32_t cache_config_executed = 0;
+
+  uint64_t threads_per_block() const {
+    return uint64_t{block_x} * block_y * block_z;
+  }
+  uint64_t blocks() const { return uint64_t{grid_x} * grid_y * grid_z; }
+};
+
+struct MemcpyEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t bytes = 0;
+  CopyKind copy_kind = CopyKind::kUnknown;
+  MemoryKind src_kind = MemoryKind::kUnknown;
+  MemoryKind dst_kind = MemoryKind::kUnknown;
+  bool async = false;
+  uint32_t src_device_id = 0;
+  uint32_t dst_device_id = 0;
+  uint64_t graph_node_id = 0;
+};
+
+struct MemsetEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  uint64_t bytes = 0;
+  uint32_t value = 0;
+  MemoryKind memory_kind = MemoryKind::kUnknown;
+  bool async = false;
+  uint64_t graph_node_id = 0;
+};
+
+struct SyncEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = kNoStream;
+  uint32_t correlation_id = 0;
+  SyncKind sync_kind = SyncKind::kUnknown;
+  uint64_t cuda_event_id = 0;
+  uint32_t device_id = 0;
+};
+
+struct ApiEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  ApiDomain domain = ApiDomain::kUnknown;
+  uint32_t cbid = 0;
+  uint32_t name_id = 0;
+  uint32_t correlation_id = 0;
+  uint32_t thread_id = 0;
+  uint32_t return_value = 0;
+  uint32_t stack_id = 0;  // CallStack id; 0 = none
+};
+
+struct NvtxRangeEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t domain_id = 0;
+  uint32_t name_id = 0;
+  uint32_t thread_id = 0;
+  uint32_t end_thread_id = 0;
+  uint32_t color = 0;
+  uint32_t category = 0;
+  PayloadKind payload_kind = PayloadKind::kNone;
+  int64_t payload_int = 0;
+  double payload_double = 0;
+  bool push_pop = false;
+};
+
+struct NvtxMarkerEvent {
+  uint64_t timestamp_ns = 0;
+  uint32_t domain_id = 0;
+  uint32_t name_id = 0;
+  uint32_t thread_id = 0;
+  uint32_t color = 0;
+  uint32_t category = 0;
+  PayloadKind payload_kind = PayloadKind::kNone;
+  int64_t payload_int = 0;
+  double payload_double = 0;
+};
+
+struct NcclEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t stream_id = 0;
+  uint32_t correlation_id = 0;
+  NcclOp op = NcclOp::kUnknown;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  uint32_t datatype_id = 0;
+  uint64_t comm_id = 0;
+  int32_t rank = -1;
+  int32_t nranks = 0;
+  uint32_t name_id = 0;
+  uint32_t source = 0;  // 1 = GPU kernel, 2 = host NVTX range
+  uint32_t thread_id = 0;
+};
+
+struct MetricValue {
+  uint32_t name_id = 0;
+  double value = 0;
+};
+
+struct MetricRangeEvent {
+  uint64_t start_ns = 0;  // when known (kernel start), else 0
+  uint64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t correlation_id = 0;
+  uint32_t range_name_id = 0;
+  std::vector<MetricValue> values;
+  uint32_t num_passes = 0;
+  uint32_t range_index = 0;
+};
+
+struct CaptureWindowEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t index = 0;
+  uint32_t label_id = 0;
+  CaptureTrigger trigger = CaptureTrigger::kWholeRun;
+};
+
+struct OverheadEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t overhead_kind = 0;
+  uint32_t thread_id = 0;
+  uint32_t device_id = 0;
+};
+
+struct StepEvent {
+  uint64_t timestamp_ns = 0;
+  uint64_t step = 0;
+  uint32_t thread_id = 0;
+  uint32_t name_id = 0;
+};
+
+// Loss counters. Cumulative: each LossReport carries totals so far.
+struct LossReport {
+  uint64_t timestamp_ns = 0;
+  uint64_t cupti_dropped_records = 0;
+  uint64_t queue_dropped_buffers = 0;
+  uint64_t queue_dropped_records = 0;
+  uint64_t invalid_timestamps = 0;
+  uint64_t metric_ranges_dropped = 0;
+  uint64_t unsupported_records = 0;
+  uint64_t write_errors = 0;
+  uint64_t stacks_dropped = 0;
+
+  uint64_t total() const {
+    return cupti_dropped_records + queue_dropped_records + invalid_timestamps +
+           metric_ranges_dropped + write_errors + stacks_dropped;
+  }
+};
+
+struct StackFrame {
+  uint32_t function_id = 0;
+  uint32_t module_id = 0;
+  uint64_t offset = 0;
+  uint64_t address = 0;
+};
+
+struct CallStack {
+  uint32_t id = 0;
+  std::vector<StackFrame> frames;  // innermost first
+};
+
+}  // namespace sightline
+
+#endif  // SIGHTLINE_EVENTS_H_

@@ -1,0 +1,125 @@
+// lib/trace/reader.h — reads .sltrace files chunk by chunk.
+//
+// Never crashes, never trusts a length beyond what the input holds, never
+// materialises the whole trace: events are decoded one chunk at a time and
+// handed to an EventVisitor. A file whose writer died is read up to its last
+// complete frame and the damage is described in Integrity.
+//
+// Errors that make a file unreadable (missing, not a trace, newer format,
+// damaged header) come back as absl::Status naming the file, the byte offset
+// and the problem.
+#ifndef SIGHTLINE_LIB_TRACE_READER_H_
+#define SIGHTLINE_LIB_TRACE_READER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sightline/events.h"
+#include "sightline/trace_header.h"
+
+namespace sightline::trace {
+
+// Receives decoded events. Default implementations ignore the event.
+class EventVisitor {
+ public:
+  virtual ~EventVisitor() = default;
+  virtual void OnKernel(const KernelEvent&) {}
+  virtual void OnMemcpy(const MemcpyEvent&) {}
+  virtual void OnMemset(const MemsetEvent&) {}
+  virtual void OnSync(const SyncEvent&) {}
+  virtual void OnApi(const ApiEvent&) {}
+  virtual void OnNvtxRange(const NvtxRangeEvent&) {}
+  virtual void OnNvtxMarker(const NvtxMarkerEvent&) {}
+  virtual void OnNccl(const NcclEvent&) {}
+  virtual void OnMetricRange(const MetricRangeEvent&) {}
+  virtual void OnCaptureWindow(const CaptureWindowEvent&) {}
+  virtual void OnOverhead(const OverheadEvent&) {}
+  virtual void OnStep(const StepEvent&) {}
+  virtual void OnLoss(const LossReport&) {}
+};
+
+// Interned strings of one trace, id → text. Unknown ids (e.g. defined in a
+// damaged chunk) resolve to "<unknown string N>".
+class StringTable {
+ public:
+  std::string_view Get(uint32_t id) const;
+  bool Has(uint32_t id) const { return id < strings_.size() && defined_[id]; }
+  void Set(uint32_t id, std::string value);
+  size_t size() const { return strings_.size(); }
+
+ private:
+  std::vector<std::string> strings_{std::string()};
+  std::vector<bool> defined_{true};
+  mutable std::string scratch_;
+};
+
+struct Integrity {
+  bool complete = false;        // footer read and no damage anywhere
+  std::string reason;           // why not complete, e.g. "truncated at byte 81234: ..."
+  uint64_t file_bytes = 0;
+  uint64_t bytes_accepted = 0;  // bytes of preamble + valid frames
+  uint64_t chunks_read = 0;
+  uint64_t chunks_damaged = 0;  // CRC mismatch / undecodable, skipped
+  uint64_t bytes_skipped = 0;   // damaged or unparseable bytes skipped
+  uint64_t events_read = 0;
+  std::array<uint64_t, kNumEventKinds> counts{};  // events read, by kind
+  uint64_t invalid_events = 0;  // decoded events with end < start (kept, counted)
+  std::optional<FooterData> footer;
+  // Footer's losses when present; else the last LossReport event seen.
+  LossReport losses;
+  // Events the footer says were written but that were not read (damage).
+  uint64_t events_missing = 0;
+  std::vector<std::string> problems;  // one line per damage found, with offsets
+};
+
+struct ReaderOptions {
+  // Skip damaged frames and resynchronise on the next frame magic (default),
+  // or stop at the first damage.
+  bool resync = true;
+};
+
+class TraceReader {
+ public:
+  // Opens a file: reads the preamble and header frame.
+  static absl::StatusOr<std::unique_ptr<TraceReader>> Open(const std::string& path,
+                                                           const ReaderOptions& options = {});
+  // Reads from memory; `name` is used in messages. `data` must outlive the reader.
+  static absl::StatusOr<std::unique_ptr<TraceReader>> FromBuffer(std::string name,
+                                                                 std::string_view data,
+                                                                 const ReaderOptions& options = {});
+  ~TraceReader();
+
+  const std::string& name() const;
+  const TraceHeaderData& header() const;
+  const StringTable& strings() const;
+  // nullptr for unknown ids.
+  const CallStack* stack(uint32_t id) const;
+
+  // Decodes the next chunk and dispatches its events in file order. Returns
+  // false once no more frames remain (then integrity() is final). An error
+  // Status only for I/O failures; damage is recorded in integrity() instead
+  // (or returned as DataLoss when options.resync is false).
+  absl::StatusOr<bool> NextChunk(EventVisitor& visitor);
+  // NextChunk until the end.
+  absl::Status ReadAll(EventVisitor& visitor);
+
+  const Integrity& integrity() const;
+  // Bytes consumed so far / total, for progress display.
+  uint64_t position() const;
+
+ private:
+  struct Impl;
+  explicit TraceReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sightline::trace
+
+#endif  // SIGHTLINE_LIB_TRACE_READER_H_
