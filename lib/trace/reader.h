@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,16 +48,26 @@ class EventVisitor {
 
 // Interned strings of one trace, id → text. Unknown ids (e.g. defined in a
 // damaged chunk) resolve to "<unknown string N>".
+//
+// Memory grows with the definitions only: ids are stored densely while they
+// stay close to the number of definitions seen (the normal case: 1, 2, 3...)
+// and in a hash map otherwise, so a hostile id of 4e9 costs one entry.
 class StringTable {
  public:
   std::string_view Get(uint32_t id) const;
-  bool Has(uint32_t id) const { return id < strings_.size() && defined_[id]; }
+  bool Has(uint32_t id) const;
+  // Defines (or redefines) `id`. Id 0 is always the empty string.
   void Set(uint32_t id, std::string value);
+  // One past the largest densely stored id (>= 1).
   size_t size() const { return strings_.size(); }
+  // Number of ids defined (id 0 excluded).
+  size_t defined_count() const { return defined_count_; }
 
  private:
   std::vector<std::string> strings_{std::string()};
   std::vector<bool> defined_{true};
+  std::unordered_map<uint32_t, std::string> sparse_;
+  size_t defined_count_ = 0;
   mutable std::string scratch_;
 };
 
@@ -71,6 +82,11 @@ struct Integrity {
   uint64_t events_read = 0;
   std::array<uint64_t, kNumEventKinds> counts{};  // events read, by kind
   uint64_t invalid_events = 0;  // decoded events with end < start (kept, counted)
+  // Span of the events read (ns, collector clock); 0 when no timed event.
+  uint64_t first_ns = 0;
+  uint64_t last_ns = 0;
+  bool truncated = false;       // the file ends inside a frame (writer killed mid-write)
+  uint64_t chunks_missing = 0;  // gaps in the chunk sequence numbers
   std::optional<FooterData> footer;
   // Footer's losses when present; else the last LossReport event seen.
   LossReport losses;

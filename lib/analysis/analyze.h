@@ -1,0 +1,51 @@
+// lib/analysis/analyze.h — the analyzer's entry points.
+//
+//   auto report = sightline::analysis::Analyze({"rank0.sltrace", "rank1.sltrace"}, {});
+//   if (!report.ok()) { ...report.status().message() names the file... }
+//
+// Analyze reads each trace in one streaming pass into a TimelineModel (several
+// traces = several ranks, merged on CLOCK_REALTIME), computes the summary and
+// tables, runs every registered rule and ranks the findings by estimated
+// saving (ns, descending). The overview rules `gpu_idle` and
+// `gpu_low_utilization` say where the GPU idles, not why; they rank as if
+// their saving were kOverviewRankWeight of it, i.e. below any cause finding
+// (cpu_bound, sync_api, kernel_fragmentation, ...) that explains at least a
+// quarter of the same idle time. Damaged or truncated traces are analysed as far as
+// they go; the damage is reported in Report::traces and Report::notes.
+#ifndef SIGHTLINE_LIB_ANALYSIS_ANALYZE_H_
+#define SIGHTLINE_LIB_ANALYSIS_ANALYZE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "lib/analysis/model.h"
+#include "lib/analysis/report.h"
+#include "lib/analysis/rule.h"
+#include "lib/trace/reader.h"
+
+namespace sightline::analysis {
+
+inline constexpr double kOverviewRankWeight = 0.25;
+
+absl::StatusOr<Report> Analyze(const std::vector<std::string>& trace_paths,
+                               const AnalysisOptions& options);
+
+// Over already opened readers (each is read to its end).
+absl::StatusOr<Report> Analyze(const std::vector<trace::TraceReader*>& readers,
+                               const AnalysisOptions& options);
+
+// Over a finished model (synthetic tests, embedding).
+Report AnalyzeModel(const TimelineModel& model, const AnalysisOptions& options);
+
+// Summary and tables only, no rules (used by AnalyzeModel; exposed for tests).
+Report BuildSummaryReport(const TimelineModel& model, const DerivedTimeline& timeline,
+                          const AnalysisOptions& options);
+
+// Runs the rules on a report whose summary is filled; appends and ranks findings.
+void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
+              const AnalysisOptions& options, Report* report);
+
+}  // namespace sightline::analysis
+
+#endif  // SIGHTLINE_LIB_ANALYSIS_ANALYZE_H_

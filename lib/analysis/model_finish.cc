@@ -1,0 +1,310 @@
+// ModelBuilder::Finish: sort every table, link API calls to GPU work by
+// correlation id, nest NVTX ranges, aggregate kernels per name and join metric
+// values by correlation id.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "lib/analysis/model_builder_impl.h"
+
+namespace sightline::analysis {
+
+namespace {
+uint64_t CorrelationKey(uint16_t trace, uint32_t correlation_id) {
+  return (uint64_t{trace} << 32) | correlation_id;
+}
+}  // namespace
+
+void ModelBuilder::Impl::AddNcclGpuActivities() {
+  // NCCL GPU events go on the timeline only for traces whose NCCL kernels were
+  // not recorded as kernels (otherwise they would be counted twice).
+  for (size_t i = 0; i < model.collectives.size(); ++i) {
+    const Collective& c = model.collectives[i];
+    if (c.source != 1 || c.device == kNone || nccl_streams[i] == kNone) continue;
+    if (c.trace < has_comm_kernel.size() && has_comm_kernel[c.trace]) continue;
+    GpuActivity a;
+    a.start_ns = c.start_ns;
+    a.end_ns = c.end_ns;
+    a.device = c.device;
+    a.stream = nccl_streams[i];
+    a.correlation_id = nccl_correlation[i];
+    a.name = c.name;
+    a.detail = static_cast<uint32_t>(i);
+    a.kind = ActivityKind::kNccl;
+    a.klass = ActivityClass::kCommunication;
+    a.trace = c.trace;
+    model.activities.push_back(a);
+  }
+  nccl_streams.clear();
+  nccl_streams.shrink_to_fit();
+  nccl_correlation.clear();
+  nccl_correlation.shrink_to_fit();
+  std::stable_sort(model.collectives.begin(), model.collectives.end(),
+                   [](const Collective& a, const Collective& b) {
+                     return std::tie(a.trace, a.start_ns) < std::tie(b.trace, b.start_ns);
+                   });
+}
+
+void ModelBuilder::Impl::SortAndIndex() {
+  auto& acts = model.activities;
+  std::sort(acts.begin(), acts.end(), [](const GpuActivity& a, const GpuActivity& b) {
+    if (a.device != b.device) return a.device < b.device;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
+    return a.stream < b.stream;
+  });
+  for (auto& d : model.devices) d.activity_begin = d.activity_end = 0;
+  for (size_t i = 0; i < acts.size();) {
+    size_t j = i;
+    while (j < acts.size() && acts[j].device == acts[i].device) ++j;
+    model.devices[acts[i].device].activity_begin = static_cast<uint32_t>(i);
+    model.devices[acts[i].device].activity_end = static_cast<uint32_t>(j);
+    i = j;
+  }
+  std::vector<uint32_t> per_stream(model.streams.size(), 0);
+  for (const GpuActivity& a : acts) per_stream[a.stream]++;
+  for (size_t s = 0; s < model.streams.size(); ++s) {
+    model.streams[s].activities.clear();
+    model.streams[s].activities.reserve(per_stream[s]);
+  }
+  for (size_t i = 0; i < acts.size(); ++i) {
+    model.streams[acts[i].stream].activities.push_back(static_cast<uint32_t>(i));
+  }
+  for (auto& d : model.devices) d.streams.clear();
+  for (size_t s = 0; s < model.streams.size(); ++s) {
+    model.devices[model.streams[s].device].streams.push_back(static_cast<uint32_t>(s));
+  }
+  for (auto& d : model.devices) {
+    std::sort(d.streams.begin(), d.streams.end(), [&](uint32_t a, uint32_t b) {
+      return model.streams[a].stream_id < model.streams[b].stream_id;
+    });
+  }
+
+  auto& apis = model.api_calls;
+  std::sort(apis.begin(), apis.end(), [](const ApiCall& a, const ApiCall& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.end_ns > b.end_ns;  // outer call first
+  });
+  for (auto& t : model.threads) t.api_begin = t.api_end = 0;
+  for (size_t i = 0; i < apis.size();) {
+    size_t j = i;
+    while (j < apis.size() && apis[j].thread == apis[i].thread) ++j;
+    model.threads[apis[i].thread].api_begin = static_cast<uint32_t>(i);
+    model.threads[apis[i].thread].api_end = static_cast<uint32_t>(j);
+    i = j;
+  }
+
+  auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
+  std::stable_sort(model.host_syncs.begin(), model.host_syncs.end(), by_start);
+  std::stable_sort(model.capture_windows.begin(), model.capture_windows.end(), by_start);
+  std::stable_sort(model.overheads.begin(), model.overheads.end(), by_start);
+  std::stable_sort(model.step_markers.begin(), model.step_markers.end(),
+                   [](const StepMarker& a, const StepMarker& b) {
+                     return std::tie(a.trace, a.thread, a.timestamp_ns) <
+                            std::tie(b.trace, b.thread, b.timestamp_ns);
+                   });
+}
+
+void ModelBuilder::Impl::LinkCorrelations() {
+  // (trace, correlation id) → API index, sorted; the outermost (earliest) call
+  // wins when the runtime and driver calls share an id.
+  std::vector<std::pair<uint64_t, uint32_t>> index;
+  index.reserve(model.api_calls.size());
+  for (size_t i = 0; i < model.api_calls.size(); ++i) {
+    const ApiCall& c = model.api_calls[i];
+    if (c.correlation_id == 0) continue;
+    index.emplace_back(CorrelationKey(c.trace, c.correlation_id), static_cast<uint32_t>(i));
+  }
+  std::sort(index.begin(), index.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return model.api_calls[a.second].start_ns < model.api_calls[b.second].start_ns;
+  });
+  for (GpuActivity& a : model.activities) {
+    a.launch_api = kNone;
+    if (a.correlation_id == 0) continue;
+    uint64_t key = CorrelationKey(a.trace, a.correlation_id);
+    auto it = std::lower_bound(index.begin(), index.end(), key,
+                               [](const auto& e, uint64_t k) { return e.first < k; });
+    if (it != index.end() && it->first == key) a.launch_api = it->second;
+  }
+}
+
+void ModelBuilder::Impl::NestNvtx() {
+  auto& ranges = model.nvtx_ranges;
+  std::sort(ranges.begin(), ranges.end(), [](const NvtxRange& a, const NvtxRange& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.end_ns > b.end_ns;
+  });
+  for (auto& t : model.threads) t.nvtx_begin = t.nvtx_end = 0;
+  std::vector<uint64_t> open_ends;  // stack of enclosing ranges' ends
+  for (size_t i = 0; i < ranges.size();) {
+    size_t j = i;
+    open_ends.clear();
+    while (j < ranges.size() && ranges[j].thread == ranges[i].thread) {
+      NvtxRange& r = ranges[j];
+      while (!open_ends.empty() && open_ends.back() <= r.start_ns) open_ends.pop_back();
+      // A range that starts inside another but outlives it (start/end ranges
+      // need not nest) is still counted under the enclosing one.
+      r.depth = static_cast<uint16_t>(std::min<size_t>(open_ends.size(), 0xffff));
+      open_ends.push_back(r.end_ns);
+      ++j;
+    }
+    model.threads[ranges[i].thread].nvtx_begin = static_cast<uint32_t>(i);
+    model.threads[ranges[i].thread].nvtx_end = static_cast<uint32_t>(j);
+    i = j;
+  }
+}
+
+void ModelBuilder::Impl::AggregateKernels() {
+  struct Acc {
+    KernelAggregate agg;
+    double sum_sq = 0;
+    std::vector<std::pair<uint32_t, LaunchConfigUse>> configs;  // (config id, use)
+    std::map<uint32_t, MetricAggregate> metrics;                // by metric name id
+  };
+  absl::flat_hash_map<uint32_t, size_t> by_name;
+  std::vector<Acc> accs;
+  auto acc_for = [&](uint32_t name, ActivityClass klass) -> Acc& {
+    auto [it, inserted] = by_name.try_emplace(name, accs.size());
+    if (inserted) {
+      accs.emplace_back();
+      accs.back().agg.name = name;
+      accs.back().agg.name_text = model.strings[name];
+      accs.back().agg.klass = klass;
+    }
+    return accs[it->second];
+  };
+  auto add_config = [&](Acc& acc, uint32_t config, uint64_t ns, bool timed) {
+    for (auto& [id, use] : acc.configs) {
+      if (id == config) {
+        use.count += timed ? 1 : 0;
+        use.total_ns += ns;
+        return;
+      }
+    }
+    LaunchConfigUse use;
+    use.config = model.launch_configs[config];
+    use.count = timed ? 1 : 0;
+    use.total_ns = ns;
+    acc.configs.emplace_back(config, use);
+    uint32_t device = model.launch_configs[config].device;
+    if (std::find(acc.agg.devices.begin(), acc.agg.devices.end(), device) ==
+        acc.agg.devices.end()) {
+      acc.agg.devices.push_back(device);
+    }
+  };
+  uint64_t all_kernel_ns = 0;
+  for (const GpuActivity& a : model.activities) {
+    if (a.kind != ActivityKind::kKernel) continue;
+    Acc& acc = acc_for(a.name, a.klass);
+    uint64_t d = a.duration();
+    KernelAggregate& k = acc.agg;
+    k.min_ns = k.count == 0 ? d : std::min(k.min_ns, d);
+    k.max_ns = std::max(k.max_ns, d);
+    k.count++;
+    k.total_ns += d;
+    acc.sum_sq += double(d) * double(d);
+    all_kernel_ns += d;
+    add_config(acc, a.detail, d, true);
+  }
+  for (const ReplayedKernel& r : replayed) {
+    Acc& acc = acc_for(r.name, IsCommunicationKernelName(model.strings[r.name])
+                                   ? ActivityClass::kCommunication
+                                   : ActivityClass::kCompute);
+    acc.agg.replayed_count++;
+    add_config(acc, r.config, 0, false);
+  }
+
+  // Metric join: only the correlation ids that metric samples reference.
+  if (!model.metric_samples.empty()) {
+    absl::flat_hash_map<uint64_t, uint32_t> wanted;  // key → kernel name
+    for (const MetricSample& m : model.metric_samples) {
+      if (m.correlation_id != 0) wanted.emplace(CorrelationKey(m.trace, m.correlation_id), 0);
+    }
+    for (const GpuActivity& a : model.activities) {
+      if (a.kind != ActivityKind::kKernel) continue;
+      auto it = wanted.find(CorrelationKey(a.trace, a.correlation_id));
+      if (it != wanted.end()) it->second = a.name;
+    }
+    for (const ReplayedKernel& r : replayed) {
+      auto it = wanted.find(CorrelationKey(r.trace, r.correlation_id));
+      if (it != wanted.end()) it->second = r.name;
+    }
+    for (MetricSample& m : model.metric_samples) {
+      auto it = wanted.find(CorrelationKey(m.trace, m.correlation_id));
+      if (it == wanted.end() || it->second == 0) continue;
+      m.kernel_name = it->second;
+      Acc& acc = accs[by_name.at(m.kernel_name)];
+      for (const auto& [metric, value] : m.values) {
+        MetricAggregate& agg = acc.metrics[metric];
+        if (agg.samples == 0) {
+          agg.name = model.strings[metric];
+          agg.min = agg.max = value;
+        }
+        agg.min = std::min(agg.min, value);
+        agg.max = std::max(agg.max, value);
+        agg.mean += (value - agg.mean) / double(agg.samples + 1);
+        agg.samples++;
+      }
+    }
+  }
+
+  model.kernels.clear();
+  model.kernels.reserve(accs.size());
+  for (Acc& acc : accs) {
+    KernelAggregate& k = acc.agg;
+    if (k.count > 0) {
+      k.mean_ns = double(k.total_ns) / double(k.count);
+      double var = acc.sum_sq / double(k.count) - k.mean_ns * k.mean_ns;
+      k.stddev_ns = var > 0 ? std::sqrt(var) : 0;
+    }
+    k.share_pct = all_kernel_ns ? 100.0 * double(k.total_ns) / double(all_kernel_ns) : 0;
+    std::stable_sort(acc.configs.begin(), acc.configs.end(), [](const auto& a, const auto& b) {
+      if (a.second.count != b.second.count) return a.second.count > b.second.count;
+      return a.second.total_ns > b.second.total_ns;
+    });
+    for (auto& [id, use] : acc.configs) k.configs.push_back(use);
+    for (auto& [id, m] : acc.metrics) k.metrics.push_back(std::move(m));
+    std::sort(k.metrics.begin(), k.metrics.end(),
+              [](const MetricAggregate& a, const MetricAggregate& b) { return a.name < b.name; });
+    model.kernels.push_back(std::move(k));
+  }
+  std::sort(model.kernels.begin(), model.kernels.end(),
+            [](const KernelAggregate& a, const KernelAggregate& b) {
+              if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+              return a.name_text < b.name_text;
+            });
+}
+
+void ModelBuilder::Impl::ComputeBounds() {
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const GpuActivity& a : model.activities) {
+    first = std::min(first, a.start_ns);
+    last = std::max(last, a.end_ns);
+  }
+  for (const ApiCall& c : model.api_calls) {
+    first = std::min(first, c.start_ns);
+    last = std::max(last, c.end_ns);
+  }
+  model.first_ns = first == UINT64_MAX ? 0 : first;
+  model.last_ns = last;
+}
+
+TimelineModel ModelBuilder::Finish() {
+  Impl& m = *impl_;
+  m.AddNcclGpuActivities();
+  m.SortAndIndex();
+  m.LinkCorrelations();
+  m.NestNvtx();
+  m.AggregateKernels();
+  m.ComputeBounds();
+  TimelineModel out = std::move(m.model);
+  impl_ = std::make_unique<Impl>();
+  return out;
+}
+
+}  // namespace sightline::analysis

@@ -1,0 +1,196 @@
+// lib/analysis/report.h — the analyzer's output: plain data, no behaviour.
+//
+// lib/export renders a Report as text / JSON ("schema": "sightline.report.v1") /
+// HTML and diffs two of them. Every field is a value (strings, numbers,
+// vectors of structs) so a renderer just walks it. Times are nanoseconds;
+// absolute times (`*_start_ns`, `*_end_ns`) are CLOCK_REALTIME nanoseconds on
+// the merged clock (see model.h), durations are plain nanoseconds;
+// percentages are 0..100.
+#ifndef SIGHTLINE_LIB_ANALYSIS_REPORT_H_
+#define SIGHTLINE_LIB_ANALYSIS_REPORT_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sightline::analysis {
+
+inline constexpr const char kReportSchema[] = "sightline.report.v1";
+
+enum class Severity : uint8_t { kHigh = 0, kMedium = 1, kLow = 2, kInfo = 3 };
+const char* SeverityName(Severity s);  // "high", "medium", "low", "info"
+// Default mapping from estimated saving (% of window): >= 20 high, >= 5
+// medium, >= 1 low, else info.
+Severity SeverityForSavingPct(double pct);
+
+// One structured evidence item: a number (with a unit) or a text.
+struct EvidenceItem {
+  std::string key;    // snake_case, stable: "gap_count", "host_wait_pct"
+  bool is_number = true;
+  double number = 0;
+  std::string unit;   // "ns", "pct", "count", "bytes", "GB/s", "" ...
+  std::string text;   // when !is_number
+};
+
+// A top offender: a kernel, API call site, NVTX range, stream, rank...
+struct Offender {
+  std::string name;
+  uint64_t count = 0;
+  uint64_t total_ns = 0;
+  double share_pct = 0;  // rule-defined share (e.g. of the idle it explains)
+  std::string detail;    // free text, e.g. a call stack or "stream 7"
+};
+
+struct Finding {
+  std::string rule;  // stable rule id, e.g. "kernel_fragmentation"
+  Severity severity = Severity::kInfo;
+  std::string title;  // one line, with the key number
+  std::string scope;  // "" (whole run), "device 0 (rank 1)", "kernel foo" ...
+  std::vector<EvidenceItem> evidence;
+  std::vector<Offender> offenders;  // most important first
+  uint64_t est_saving_ns = 0;
+  double est_saving_pct = 0;  // of the analysed window
+  std::string recommendation;
+
+  // Builders (keep rule code short).
+  Finding& Number(std::string key, double value, std::string unit = "");
+  Finding& Text(std::string key, std::string value);
+  // Number of evidence `key`, or `fallback`.
+  double EvidenceNumber(const std::string& key, double fallback = -1) const;
+};
+
+struct TraceSummary {
+  std::string path;
+  uint32_t pid = 0;
+  int32_t rank = -1;
+  std::string host;
+  bool complete = false;
+  std::string integrity_reason;  // why not complete
+  uint64_t lost_records = 0;
+  uint64_t events = 0;
+  uint64_t invalid_timestamps = 0;  // zero / inverted, not on the timeline
+  uint64_t replayed_kernels = 0;    // excluded from timing
+  int64_t clock_offset_ns = 0;
+  bool has_clock_mapping = false;
+};
+
+struct StreamSummary {
+  uint32_t device_index = 0;  // into Summary::devices
+  uint32_t stream_id = 0;
+  int32_t rank = -1;
+  uint64_t ops = 0, kernels = 0, memcpys = 0, memsets = 0;
+  uint64_t busy_ns = 0;  // union of the stream's activities
+  double busy_pct = 0;   // of the device window
+};
+
+struct DeviceSummary {
+  uint32_t index = 0;      // model device index
+  uint32_t id = 0;         // CUDA ordinal
+  int32_t rank = -1;
+  uint32_t trace = 0;
+  std::string name;        // "NVIDIA H200" or ""
+  // HTA window: first activity start .. last activity end on this device.
+  uint64_t window_start_ns = 0, window_end_ns = 0, window_ns = 0;
+  uint64_t busy_ns = 0;    // union of all activity
+  uint64_t compute_ns = 0, comm_ns = 0, memory_ns = 0, idle_ns = 0;
+  double gpu_utilization_pct = 0;  // busy / window
+  double compute_pct = 0, comm_pct = 0, memory_pct = 0, idle_pct = 0;
+  uint64_t kernels = 0, memcpys = 0, memsets = 0;
+  // Time with 0, 1, 2, 3+ kernels running at once (within the window).
+  std::array<uint64_t, 4> concurrency_ns{};
+  // Idle attribution (ns): host-wait, sync-wait, kernel-wait, other.
+  uint64_t idle_host_wait_ns = 0, idle_sync_wait_ns = 0, idle_kernel_wait_ns = 0,
+           idle_other_ns = 0;
+  // Communication/compute overlap (HTA): |comm ∩ compute| / comm.
+  double comm_overlap_pct = 0;
+};
+
+struct StepRow {
+  uint32_t index = 0;
+  uint64_t start_ns = 0, end_ns = 0, duration_ns = 0;
+  double gpu_utilization_pct = 0;  // union of GPU activity in the step / duration
+};
+
+struct StepSummary {
+  std::string source;  // "step_marker", "nvtx", "capture_window", "" (none)
+  std::string name;    // NVTX range name / marker name
+  uint64_t count = 0;
+  double mean_ns = 0, stddev_ns = 0;
+  uint64_t p50_ns = 0, p99_ns = 0, min_ns = 0, max_ns = 0;
+  double mean_gpu_utilization_pct = 0;
+  std::vector<StepRow> steps;
+};
+
+struct Summary {
+  uint64_t window_start_ns = 0, window_end_ns = 0, window_ns = 0;
+  std::vector<DeviceSummary> devices;
+  StepSummary steps;
+  uint64_t gpu_activities = 0, api_calls = 0, nvtx_ranges = 0;
+};
+
+struct KernelRow {
+  std::string name;
+  std::string klass;  // "compute", "communication"
+  uint64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  double mean_ns = 0, stddev_ns = 0, share_pct = 0;
+  // Most frequent launch configuration.
+  std::array<uint32_t, 3> grid{}, block{};
+  uint32_t registers_per_thread = 0;
+  uint64_t shared_bytes = 0;  // static + dynamic
+  uint32_t launch_configs = 0;  // distinct configurations seen
+  // From the occupancy calculator when the device is known; -1 = unknown.
+  double theoretical_occupancy_pct = -1;
+  std::string occupancy_limiter;  // "registers", "shared_memory", "warps", "blocks", ""
+};
+
+struct ApiRow {
+  std::string name;
+  uint64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
+  double mean_ns = 0, stddev_ns = 0, share_pct = 0;  // share of all API time
+};
+
+struct MemcpyRow {
+  std::string kind;         // "HtoD", "DtoH", ..., "memset"
+  std::string memory;       // "pageable->device", "pinned->device", "device"...
+  uint64_t count = 0, bytes = 0, total_ns = 0;
+  double mean_ns = 0;
+  double bandwidth_gbps = 0;  // bytes / total time, GB/s (1e9)
+};
+
+// NVTX range projected onto the GPU (per range name).
+struct NvtxRow {
+  std::string name;
+  std::string domain;
+  uint64_t count = 0;
+  uint64_t cpu_total_ns = 0;     // sum of range durations
+  uint64_t gpu_total_ns = 0;     // GPU time of the work launched inside
+  uint64_t gpu_ops = 0;          // activities launched inside
+  double gpu_share_pct = 0;      // gpu_total / all GPU activity time
+};
+
+struct NcclRow {  // per rank
+  int32_t rank = -1;
+  uint32_t device_index = 0;
+  uint64_t count = 0, total_ns = 0, overlapped_ns = 0;
+  double comm_share_pct = 0;     // comm union / device window
+  double overlap_pct = 0;        // HTA comm/compute overlap
+};
+
+struct Report {
+  std::string schema = kReportSchema;
+  std::vector<TraceSummary> traces;
+  Summary summary;
+  std::vector<KernelRow> kernels;   // by total descending
+  std::vector<ApiRow> apis;         // by total descending
+  std::vector<MemcpyRow> memcpys;   // by total descending
+  std::vector<StreamSummary> streams;
+  std::vector<NvtxRow> nvtx;        // by gpu_total descending
+  std::vector<NcclRow> nccl;
+  std::vector<Finding> findings;    // ranked by est_saving_ns descending
+  std::vector<std::string> notes;   // warnings: losses, invalid timestamps, skew
+};
+
+}  // namespace sightline::analysis
+
+#endif  // SIGHTLINE_LIB_ANALYSIS_REPORT_H_

@@ -1,0 +1,33 @@
+// lib/analysis/rule_util.h — small helpers shared by rule files: labels,
+// human-readable durations for titles, call-stack text, per-device lookups.
+#ifndef SIGHTLINE_LIB_ANALYSIS_RULE_UTIL_H_
+#define SIGHTLINE_LIB_ANALYSIS_RULE_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/analysis/model.h"
+#include "lib/analysis/report.h"
+
+namespace sightline::analysis {
+
+// "device 0" for a single trace, "device 0 (rank 1)" when several traces.
+std::string DeviceLabel(const TimelineModel& model, uint32_t device);
+// "1.23 ms", "45.6 µs", "789 ns", "2.50 s".
+std::string FormatNs(double ns);
+// "12.3%".
+std::string FormatPct(double pct);
+// "f (mod+0x12) ← g (mod+0x40)" for at most `max_frames` innermost frames; ""
+// when no stack was recorded.
+std::string StackText(const TimelineModel& model, uint16_t trace, uint32_t stack_id,
+                      size_t max_frames = 3);
+// Summary row of a model device, or nullptr (devices without activity).
+const DeviceSummary* FindDeviceSummary(const Report& report, uint32_t device);
+double PctOf(double part, double whole);
+// Keeps the `n` offenders with the largest total_ns (ties: count, name).
+void KeepTopOffenders(std::vector<Offender>* offenders, size_t n);
+
+}  // namespace sightline::analysis
+
+#endif  // SIGHTLINE_LIB_ANALYSIS_RULE_UTIL_H_

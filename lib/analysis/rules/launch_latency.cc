@@ -1,0 +1,92 @@
+// launch_latency — HTA launch statistics: launch API calls longer than
+// `long_launch_ns` (50 µs) and launch delays (GPU start − end of the launching
+// call) longer than `long_delay_ns` (100 µs). A delay behind a busy stream is
+// only queueing; the rule counts the device idle time inside each long delay.
+// Saving: long launch time beyond the median launch + idle inside long delays.
+#include <algorithm>
+#include <map>
+
+#include "lib/analysis/rule.h"
+#include "lib/analysis/rule_util.h"
+
+namespace sightline::analysis {
+namespace {
+
+void Run(const RuleContext& ctx, std::vector<Finding>* out) {
+  const TimelineModel& model = ctx.model();
+  uint64_t long_launch = static_cast<uint64_t>(ctx.Param("long_launch_ns"));
+  uint64_t long_delay = static_cast<uint64_t>(ctx.Param("long_delay_ns"));
+  std::vector<uint64_t> durations;
+  for (const ApiCall& c : model.api_calls) {
+    if (c.flags & kApiLaunch) durations.push_back(c.duration());
+  }
+  if (durations.empty()) return;
+  std::vector<uint64_t> sorted = durations;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  uint64_t median = sorted[sorted.size() / 2];
+  uint64_t long_count = 0, long_excess = 0;
+  std::map<std::string, Offender> offenders;
+  for (const ApiCall& c : model.api_calls) {
+    if ((c.flags & kApiLaunch) == 0 || c.duration() <= long_launch) continue;
+    ++long_count;
+    long_excess += c.duration() - median;
+    Offender& o = offenders["launch|" + std::string(model.String(c.name))];
+    o.name = std::string(model.String(c.name));
+    o.detail = "launch call > " + FormatNs(double(long_launch));
+    o.count++;
+    o.total_ns += c.duration();
+  }
+  uint64_t delay_count = 0, delay_idle = 0, delay_total = 0;
+  for (const GpuActivity& a : model.activities) {
+    const ApiCall* launch = model.LaunchOf(a);
+    if (launch == nullptr || (launch->flags & kApiLaunch) == 0) continue;
+    if (a.start_ns <= launch->end_ns || a.start_ns - launch->end_ns <= long_delay) continue;
+    ++delay_count;
+    delay_total += a.start_ns - launch->end_ns;
+    const DeviceTimeline& t = ctx.timeline().devices[a.device];
+    uint64_t window = a.start_ns - launch->end_ns;
+    uint64_t idle = window - std::min(window, t.busy.OverlapWith(launch->end_ns, a.start_ns));
+    delay_idle += idle;
+    if (idle > 0) {
+      Offender& o = offenders["delay|" + std::string(model.String(a.name))];
+      o.name = std::string(model.String(a.name));
+      o.detail = "launch delay > " + FormatNs(double(long_delay)) + " on an idle GPU";
+      o.count++;
+      o.total_ns += idle;
+    }
+  }
+  uint64_t saving = long_excess + delay_idle;
+  if ((long_count == 0 && delay_idle == 0) || ctx.PctOfWindow(saving) < ctx.Param("min_saving_pct")) {
+    return;
+  }
+  Finding f = ctx.NewFinding(saving);
+  f.title = std::to_string(long_count) + " launch calls over " + FormatNs(double(long_launch)) +
+            ", " + std::to_string(delay_count) + " launch delays over " +
+            FormatNs(double(long_delay));
+  f.Number("launches", double(durations.size()), "count")
+      .Number("median_launch_ns", double(median), "ns")
+      .Number("long_launches", double(long_count), "count")
+      .Number("long_launch_excess_ns", double(long_excess), "ns")
+      .Number("long_delays", double(delay_count), "count")
+      .Number("long_delay_total_ns", double(delay_total), "ns")
+      .Number("long_delay_idle_ns", double(delay_idle), "ns")
+      .Number("long_launch_ns", double(long_launch), "ns")
+      .Number("long_delay_ns", double(long_delay), "ns");
+  for (auto& [k, o] : offenders) f.offenders.push_back(o);
+  KeepTopOffenders(&f.offenders, 8);
+  f.recommendation =
+      "Slow launch calls usually mean lazy module loading, JIT compilation, first-use "
+      "allocation or a contended driver lock: warm up before measuring "
+      "(CUDA_MODULE_LOADING=EAGER), avoid launching from many threads at once, and capture "
+      "steady-state sequences in CUDA Graphs.";
+  out->push_back(std::move(f));
+}
+
+}  // namespace
+}  // namespace sightline::analysis
+
+SIGHTLINE_RULE(launch_latency, "Long launch calls and launch delays (HTA launch statistics)",
+               sightline::analysis::Run,
+               {"long_launch_ns", 50e3, "launch API calls longer than this"},
+               {"long_delay_ns", 100e3, "GPU start later than this after the launch returned"},
+               {"min_saving_pct", 1, "fire when the estimated saving reaches this % of window"});

@@ -1,0 +1,77 @@
+// sync_api — synchronizing API calls (nsys `cuda_api_sync`):
+// cudaDeviceSynchronize / cudaStreamSynchronize / cudaEventSynchronize and
+// their driver forms. Count, host time blocked, GPU idle they cause (sync-wait
+// gaps whose blocking call is one of them, timeline.h), and their call sites
+// when stacks were recorded. Saving: the sync-wait idle they cause.
+#include <algorithm>
+#include <map>
+
+#include "lib/analysis/rule.h"
+#include "lib/analysis/rule_util.h"
+
+namespace sightline::analysis {
+namespace {
+
+void Run(const RuleContext& ctx, std::vector<Finding>* out) {
+  const TimelineModel& model = ctx.model();
+  double min_idle_pct = ctx.Param("min_idle_pct");
+  uint64_t calls = 0, blocked = 0;
+  std::map<std::pair<std::string, std::string>, Offender> sites;  // (name, stack)
+  std::map<uint32_t, Offender*> by_api;  // api index → its site
+  for (size_t i = 0; i < model.api_calls.size(); ++i) {
+    const ApiCall& c = model.api_calls[i];
+    if ((c.flags & kApiSync) == 0) continue;
+    ++calls;
+    blocked += c.duration();
+    std::string name(model.String(c.name));
+    std::string stack = StackText(model, c.trace, c.stack_id);
+    Offender& o = sites[{name, stack}];
+    o.name = name;
+    o.detail = stack.empty() ? "no call stack recorded" : stack;
+    o.count++;
+    by_api[static_cast<uint32_t>(i)] = &o;
+  }
+  if (calls == 0) return;
+  uint64_t caused = 0, gaps = 0;
+  for (const DeviceTimeline& t : ctx.timeline().devices) {
+    for (const IdleGap& g : t.gaps) {
+      if (g.cause != IdleCause::kSyncWait || g.blocking_api == kNone) continue;
+      auto it = by_api.find(g.blocking_api);
+      if (it == by_api.end()) continue;  // a synchronous memcpy: sync_memcpy's
+      caused += g.length();
+      ++gaps;
+      it->second->total_ns += g.length();
+    }
+  }
+  double idle_pct = ctx.PctOfWindow(caused);
+  if (caused == 0 || idle_pct < min_idle_pct) return;
+  Finding f = ctx.NewFinding(caused);
+  f.title = std::to_string(calls) + " synchronizing calls block the host for " +
+            FormatNs(double(blocked)) + " and leave the GPU idle " + FormatNs(double(caused)) +
+            " (" + FormatPct(idle_pct) + ")";
+  f.Number("sync_calls", double(calls), "count")
+      .Number("host_blocked_ns", double(blocked), "ns")
+      .Number("host_blocked_pct", ctx.PctOfWindow(blocked), "pct")
+      .Number("gpu_idle_caused_ns", double(caused), "ns")
+      .Number("gpu_idle_caused_pct", idle_pct, "pct")
+      .Number("sync_wait_gaps", double(gaps), "count")
+      .Number("cupti_sync_records", double(model.host_syncs.size()), "count");
+  for (auto& [key, o] : sites) {
+    o.share_pct = PctOf(double(o.total_ns), double(caused));
+    f.offenders.push_back(o);
+  }
+  KeepTopOffenders(&f.offenders, 8);
+  f.recommendation =
+      "Each synchronization drains the GPU queue, so the next launch starts from an idle GPU. "
+      "Drop synchronizations inside the loop (e.g. .item(), .cpu(), printing losses every "
+      "step), order streams with cudaEventRecord + cudaStreamWaitEvent instead, and read "
+      "results back asynchronously once per step or every N steps.";
+  out->push_back(std::move(f));
+}
+
+}  // namespace
+}  // namespace sightline::analysis
+
+SIGHTLINE_RULE(sync_api, "Synchronizing API calls that idle the GPU (nsys cuda_api_sync)",
+               sightline::analysis::Run,
+               {"min_idle_pct", 1, "fire when the GPU idle they cause reaches this % of window"});

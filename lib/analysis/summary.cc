@@ -1,0 +1,285 @@
+// BuildSummaryReport part 1: traces, per-device utilization and HTA temporal
+// breakdown, concurrency histogram, idle attribution, per-stream busy time,
+// kernel / API / memcpy tables, NCCL per rank.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <queue>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "lib/analysis/report_builder.h"
+
+namespace sightline::analysis {
+
+namespace {
+
+double Pct(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : 100.0 * double(part) / double(whole);
+}
+
+// Time with 0, 1, 2, 3+ kernels (kernel and NCCL activities) running.
+std::array<uint64_t, 4> ConcurrencyHistogram(const TimelineModel& model,
+                                             const DeviceTimelineInfo& info,
+                                             const DeviceTimeline& t) {
+  std::array<uint64_t, 4> hist{};
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> ends;
+  uint64_t now = t.window_start_ns;
+  auto advance = [&](uint64_t to) {
+    if (to <= now) return;
+    hist[std::min<size_t>(ends.size(), 3)] += to - now;
+    now = to;
+  };
+  for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
+    const GpuActivity& a = model.activities[i];
+    if (a.kind != ActivityKind::kKernel && a.kind != ActivityKind::kNccl) continue;
+    while (!ends.empty() && ends.top() <= a.start_ns) {
+      advance(ends.top());
+      ends.pop();
+    }
+    advance(a.start_ns);
+    if (a.end_ns > a.start_ns) ends.push(a.end_ns);
+  }
+  while (!ends.empty()) {
+    advance(ends.top());
+    ends.pop();
+  }
+  advance(t.window_end_ns);
+  return hist;
+}
+
+struct RunningStats {
+  uint64_t count = 0, total = 0, min = 0, max = 0;
+  double sum_sq = 0;
+  void Add(uint64_t v) {
+    min = count == 0 ? v : std::min(min, v);
+    max = std::max(max, v);
+    ++count;
+    total += v;
+    sum_sq += double(v) * double(v);
+  }
+  double mean() const { return count ? double(total) / double(count) : 0; }
+  double stddev() const {
+    if (count == 0) return 0;
+    double var = sum_sq / double(count) - mean() * mean();
+    return var > 0 ? std::sqrt(var) : 0;
+  }
+};
+
+}  // namespace
+
+void FillTraces(const TimelineModel& model, Report* report) {
+  for (const TraceSource& t : model.traces) {
+    TraceSummary s;
+    s.path = t.name;
+    s.pid = t.header.process.pid;
+    s.rank = t.rank;
+    s.host = t.header.process.host;
+    s.complete = t.integrity.complete;
+    s.integrity_reason = t.integrity.reason;
+    s.lost_records = t.lost_records();
+    for (uint64_t n : t.events_by_kind) s.events += n;
+    s.invalid_timestamps = t.invalid_total();
+    s.replayed_kernels = t.replayed_kernels;
+    s.clock_offset_ns = t.clock_offset_ns;
+    s.has_clock_mapping = t.has_clock_mapping;
+    report->traces.push_back(s);
+    if (!s.complete && !s.integrity_reason.empty()) {
+      report->notes.push_back(absl::StrCat(t.name, ": incomplete trace: ", s.integrity_reason));
+    }
+    if (s.lost_records > 0) {
+      report->notes.push_back(absl::StrCat(t.name, ": ", s.lost_records,
+                                           " records lost during collection; totals are lower "
+                                           "bounds"));
+    }
+    if (s.invalid_timestamps > 0) {
+      report->notes.push_back(absl::StrCat(t.name, ": ", s.invalid_timestamps,
+                                           " events with zero or inverted timestamps were "
+                                           "excluded from the timeline"));
+    }
+    if (s.replayed_kernels > 0) {
+      report->notes.push_back(absl::StrCat(t.name, ": ", s.replayed_kernels,
+                                           " kernels profiled with replay were excluded from "
+                                           "timeline timing"));
+    }
+  }
+  if (model.traces.size() > 1) {
+    size_t without_clock = 0;
+    for (const TraceSource& t : model.traces) without_clock += t.has_clock_mapping ? 0 : 1;
+    if (without_clock > 0) {
+      report->notes.push_back(absl::StrCat(without_clock, " of ", model.traces.size(),
+                                           " traces carry no clock mapping; their timestamps "
+                                           "are merged unshifted"));
+    }
+  }
+}
+
+void FillDevices(const TimelineModel& model, const DerivedTimeline& timeline, Report* report) {
+  Summary& s = report->summary;
+  s.window_start_ns = timeline.window_start_ns;
+  s.window_end_ns = timeline.window_end_ns;
+  s.window_ns = timeline.window_ns();
+  s.gpu_activities = model.activities.size();
+  s.api_calls = model.api_calls.size();
+  s.nvtx_ranges = model.nvtx_ranges.size();
+  for (size_t d = 0; d < model.devices.size(); ++d) {
+    const DeviceTimelineInfo& info = model.devices[d];
+    const DeviceTimeline& t = timeline.devices[d];
+    if (info.activity_begin == info.activity_end) continue;
+    DeviceSummary ds;
+    ds.index = static_cast<uint32_t>(d);
+    ds.id = info.device_id;
+    ds.trace = info.trace;
+    ds.rank = model.traces[info.trace].rank;
+    ds.name = info.info.name;
+    ds.window_start_ns = t.window_start_ns;
+    ds.window_end_ns = t.window_end_ns;
+    ds.window_ns = t.window_ns();
+    ds.busy_ns = t.busy.total();
+    ds.compute_ns = t.compute.total();
+    ds.comm_ns = t.comm.Subtract(t.compute).total();
+    ds.memory_ns = ds.busy_ns - std::min(ds.busy_ns, ds.compute_ns + ds.comm_ns);
+    ds.idle_ns = ds.window_ns - std::min(ds.window_ns, ds.busy_ns);
+    ds.gpu_utilization_pct = Pct(ds.busy_ns, ds.window_ns);
+    ds.compute_pct = Pct(ds.compute_ns, ds.window_ns);
+    ds.comm_pct = Pct(ds.comm_ns, ds.window_ns);
+    ds.memory_pct = Pct(ds.memory_ns, ds.window_ns);
+    ds.idle_pct = Pct(ds.idle_ns, ds.window_ns);
+    for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
+      switch (model.activities[i].kind) {
+        case ActivityKind::kKernel:
+        case ActivityKind::kNccl: ds.kernels++; break;
+        case ActivityKind::kMemcpy: ds.memcpys++; break;
+        case ActivityKind::kMemset: ds.memsets++; break;
+      }
+    }
+    ds.concurrency_ns = ConcurrencyHistogram(model, info, t);
+    for (const IdleGap& g : t.gaps) {
+      switch (g.cause) {
+        case IdleCause::kHostWait: ds.idle_host_wait_ns += g.length(); break;
+        case IdleCause::kSyncWait: ds.idle_sync_wait_ns += g.length(); break;
+        case IdleCause::kKernelWait: ds.idle_kernel_wait_ns += g.length(); break;
+        case IdleCause::kOther: ds.idle_other_ns += g.length(); break;
+      }
+    }
+    uint64_t comm_total = t.comm.total();
+    ds.comm_overlap_pct = Pct(t.comm.Intersect(t.compute).total(), comm_total);
+    s.devices.push_back(ds);
+
+    for (uint32_t stream : info.streams) {
+      const StreamInfo& si = model.streams[stream];
+      StreamSummary ss;
+      ss.device_index = static_cast<uint32_t>(s.devices.size() - 1);
+      ss.stream_id = si.stream_id;
+      ss.rank = ds.rank;
+      IntervalSet busy;
+      for (uint32_t i : si.activities) {
+        const GpuActivity& a = model.activities[i];
+        busy.AddSorted(a.start_ns, a.end_ns);
+        ss.ops++;
+        if (a.kind == ActivityKind::kKernel || a.kind == ActivityKind::kNccl) ss.kernels++;
+        if (a.kind == ActivityKind::kMemcpy) ss.memcpys++;
+        if (a.kind == ActivityKind::kMemset) ss.memsets++;
+      }
+      ss.busy_ns = busy.total();
+      ss.busy_pct = Pct(ss.busy_ns, ds.window_ns);
+      report->streams.push_back(ss);
+    }
+
+    if (comm_total > 0) {
+      NcclRow row;
+      row.rank = ds.rank;
+      row.device_index = ds.index;
+      for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
+        const GpuActivity& a = model.activities[i];
+        if (a.klass != ActivityClass::kCommunication) continue;
+        row.count++;
+        row.total_ns += a.duration();
+      }
+      row.overlapped_ns = t.comm.Intersect(t.compute).total();
+      row.comm_share_pct = Pct(comm_total, ds.window_ns);
+      row.overlap_pct = ds.comm_overlap_pct;
+      report->nccl.push_back(row);
+    }
+  }
+}
+
+void FillTables(const TimelineModel& model, Report* report) {
+  for (const KernelAggregate& k : model.kernels) {
+    if (k.count == 0) continue;
+    KernelRow row;
+    row.name = k.name_text;
+    row.klass = ActivityClassName(k.klass);
+    row.count = k.count;
+    row.total_ns = k.total_ns;
+    row.min_ns = k.min_ns;
+    row.max_ns = k.max_ns;
+    row.mean_ns = k.mean_ns;
+    row.stddev_ns = k.stddev_ns;
+    row.share_pct = k.share_pct;
+    row.launch_configs = static_cast<uint32_t>(k.configs.size());
+    if (!k.configs.empty()) {
+      const LaunchConfig& c = k.configs.front().config;
+      row.grid = {c.grid_x, c.grid_y, c.grid_z};
+      row.block = {c.block_x, c.block_y, c.block_z};
+      row.registers_per_thread = c.registers_per_thread;
+      row.shared_bytes = uint64_t{c.static_shared_bytes} + c.dynamic_shared_bytes;
+      FillOccupancy(model, c, &row);
+    }
+    report->kernels.push_back(std::move(row));
+  }
+
+  absl::flat_hash_map<uint32_t, RunningStats> apis;
+  uint64_t api_total = 0;
+  for (const ApiCall& c : model.api_calls) {
+    apis[c.name].Add(c.duration());
+    api_total += c.duration();
+  }
+  for (const auto& [name, st] : apis) {
+    ApiRow row;
+    row.name = std::string(model.String(name));
+    row.count = st.count;
+    row.total_ns = st.total;
+    row.min_ns = st.min;
+    row.max_ns = st.max;
+    row.mean_ns = st.mean();
+    row.stddev_ns = st.stddev();
+    row.share_pct = Pct(st.total, api_total);
+    report->apis.push_back(std::move(row));
+  }
+  std::sort(report->apis.begin(), report->apis.end(), [](const ApiRow& a, const ApiRow& b) {
+    return std::tie(b.total_ns, a.name) < std::tie(a.total_ns, b.name);
+  });
+
+  // Memcpy / memset by (direction, memory kinds).
+  std::map<std::pair<std::string, std::string>, MemcpyRow> copies;
+  for (const GpuActivity& a : model.activities) {
+    if (a.kind != ActivityKind::kMemcpy && a.kind != ActivityKind::kMemset) continue;
+    const CopyDetail& c = model.copies[a.detail];
+    std::string kind, memory;
+    if (a.kind == ActivityKind::kMemcpy) {
+      kind = CopyKindName(c.copy_kind);
+      memory = absl::StrCat(MemoryKindName(c.src_kind), "->", MemoryKindName(c.dst_kind));
+    } else {
+      kind = "memset";
+      memory = MemoryKindName(c.dst_kind);
+    }
+    MemcpyRow& row = copies[{kind, memory}];
+    row.kind = kind;
+    row.memory = memory;
+    row.count++;
+    row.bytes += c.bytes;
+    row.total_ns += a.duration();
+  }
+  for (auto& [key, row] : copies) {
+    row.mean_ns = row.count ? double(row.total_ns) / double(row.count) : 0;
+    row.bandwidth_gbps = row.total_ns ? double(row.bytes) / double(row.total_ns) : 0;
+    report->memcpys.push_back(row);
+  }
+  std::sort(report->memcpys.begin(), report->memcpys.end(),
+            [](const MemcpyRow& a, const MemcpyRow& b) { return a.total_ns > b.total_ns; });
+}
+
+}  // namespace sightline::analysis

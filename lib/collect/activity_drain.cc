@@ -1,0 +1,39 @@
+// lib/collect/activity_drain.cc — see activity_drain.h.
+#include "lib/collect/activity_drain.h"
+
+namespace sightline::collect {
+
+DrainResult DrainActivityBuffer(const CompletedBuffer& buffer, NextRecordFn next,
+                                RecordConverter* converter) {
+  DrainResult result;
+  if (buffer.data != nullptr && buffer.valid_bytes > 0) {
+    CUpti_Activity* record = nullptr;
+    while (true) {
+      CUptiResult status = next(buffer.data, buffer.valid_bytes, &record);
+      if (status == CUPTI_ERROR_MAX_LIMIT_REACHED) break;
+      if (status != CUPTI_SUCCESS || record == nullptr) {
+        result.broken = true;
+        break;
+      }
+      converter->Convert(record);
+      ++result.records;
+    }
+  }
+  converter->EndBuffer();
+  return result;
+}
+
+LossReport MakeLossReport(const LossInputs& in, uint64_t timestamp_ns) {
+  LossReport r;
+  r.timestamp_ns = timestamp_ns;
+  r.cupti_dropped_records = in.cupti_dropped_records;
+  r.queue_dropped_buffers = in.pool_dropped_requests + in.buffers_not_returned + in.broken_buffers;
+  r.queue_dropped_records = in.host_events_dropped;
+  r.invalid_timestamps = in.invalid_timestamps;
+  r.metric_ranges_dropped = in.metric_ranges_dropped;
+  r.unsupported_records = in.unsupported_records;
+  r.stacks_dropped = in.stacks_dropped;
+  return r;
+}
+
+}  // namespace sightline::collect

@@ -1,0 +1,73 @@
+// lib/collect/collector.h — the process-wide CUPTI collector.
+//
+// One per process, shared by every way in: CUDA_INJECTION64_PATH
+// (InitializeInjection), LD_PRELOAD (the driver calls InitializeInjection at
+// cuInit because the preloaded library points CUDA_INJECTION64_PATH at
+// itself), and the link-in C API (sightline_start). Initialize() is idempotent.
+//
+// Threads and locks (lock order, STYLE.md #8):
+//   * application threads run CUPTI callbacks (API enter/exit, resource, NVTX)
+//     and the buffer-requested callback;
+//   * CUPTI's own thread runs the buffer-completed callback;
+//   * our writer thread owns the TraceWriter, the RecordConverter and the
+//     symboliser, calls cuptiActivityFlushAll periodically, and is woken
+//     through a pipe (writable from signal handlers).
+//   control_mu_ guards the capture state machine and activity enable/disable;
+//   host_mu_ guards link-in API events; the pool and the stack queue have leaf
+//   mutexes. No mutex of ours is held across cuptiActivityFlushAll,
+//   cuptiActivityGetNumDroppedRecords or a call into the KernelLaunchHook.
+//
+// Failure policy: every CUPTI/CUDA call goes through Check(), which records the
+// first error (last_error()) and degrades; nothing throws or aborts into the
+// host. If CUPTI is held by another subscriber, one warning is printed and the
+// collector stays off.
+#ifndef SIGHTLINE_LIB_COLLECT_COLLECTOR_H_
+#define SIGHTLINE_LIB_COLLECT_COLLECTOR_H_
+
+#include <cstdint>
+#include <string>
+
+namespace sightline::collect {
+
+enum class InitSource : uint8_t { kInjection = 0, kPreload = 1, kLinkIn = 2 };
+
+// Thin, stable facade; the implementation lives in collector.cc.
+class Collector {
+ public:
+  // The process's collector (created on first call, never destroyed).
+  static Collector& Get();
+
+  // Subscribes to CUPTI, enables activity kinds per the configuration and the
+  // capture mode, starts the writer thread, registers exit/signal/fork hooks.
+  // Returns true when tracing is (or already was) set up.
+  virtual bool Initialize(InitSource source) = 0;
+  virtual bool initialized() const = 0;
+
+  // Link-in API (sightline.h). Start/stop open and close capture windows when
+  // the capture mode is "api" (the default when only linked in).
+  virtual int ApiStart() = 0;
+  virtual int ApiStop() = 0;
+  // Flushes CUPTI buffers and writes a chunk now. Must not be called from a
+  // CUPTI callback.
+  virtual int ApiFlush() = 0;
+  virtual void RangePush(const char* name) = 0;
+  virtual void RangePop() = 0;
+  virtual void Step(uint64_t step) = 0;
+
+  // Ends the trace: closes the capture, forces CUPTI to flush, writes the
+  // footer, stops the writer. Called at exit; idempotent.
+  virtual void Shutdown(const char* reason) = 0;
+
+  virtual std::string last_error() const = 0;
+
+ protected:
+  virtual ~Collector() = default;
+};
+
+// Fast flag for the link-in API's range push/pop: non-zero while a capture
+// window is open. Read with one relaxed load.
+extern "C" int sightline_internal_capturing;
+
+}  // namespace sightline::collect
+
+#endif  // SIGHTLINE_LIB_COLLECT_COLLECTOR_H_

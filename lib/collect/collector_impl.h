@@ -1,0 +1,150 @@
+// lib/collect/collector_impl.h — internals of the collector (see collector.h);
+// split over collector.cc (set-up, CUPTI callbacks, capture control) and
+// collector_writer.cc (the writer thread). Not a public header.
+#ifndef SIGHTLINE_LIB_COLLECT_COLLECTOR_IMPL_H_
+#define SIGHTLINE_LIB_COLLECT_COLLECTOR_IMPL_H_
+
+#include <cuda.h>
+#include <cupti.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/collect/buffer_pool.h"
+#include "lib/collect/call_stacks.h"
+#include "lib/collect/capture_state.h"
+#include "lib/collect/collector.h"
+#include "lib/collect/config.h"
+#include "lib/collect/kernel_launch_hook.h"
+#include "lib/trace/writer.h"
+
+namespace sightline::collect {
+
+// Events produced outside CUPTI (link-in API, capture windows, metrics); the
+// writer thread interns their strings.
+struct HostEvent {
+  enum Kind : uint8_t { kRange, kStep, kWindow, kMetrics } kind = kRange;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint64_t step = 0;
+  uint32_t thread_id = 0;
+  uint32_t index = 0;
+  CaptureTrigger trigger = CaptureTrigger::kWholeRun;
+  std::string name;  // range name / window label
+  std::shared_ptr<MetricCaptureResult> metrics;
+};
+
+class CollectorImpl final : public Collector {
+ public:
+  CollectorImpl();
+
+  bool Initialize(InitSource source) override;
+  bool initialized() const override { return initialized_.load(); }
+  int ApiStart() override;
+  int ApiStop() override;
+  int ApiFlush() override;
+  void RangePush(const char* name) override;
+  void RangePop() override;
+  void Step(uint64_t step) override;
+  void Shutdown(const char* reason) override;
+  std::string last_error() const override;
+
+  // CUPTI entry points (static trampolines call these).
+  void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
+  void OnBufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t size,
+                         size_t valid_size);
+  void OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // Signal handler path (async-signal-safe).
+  void RequestSignalFlush(bool finish);
+
+ private:
+  // collector.cc
+  bool Check(CUptiResult result, const char* what);
+  void SetError(const std::string& message);
+  void Warn(const std::string& message);
+  bool SetUpCupti();
+  void SetActivities(bool enable);
+  // Applies a state-machine answer; returns true when a window just closed.
+  // Caller holds control_mu_.
+  bool ApplyLocked(CaptureAction action, uint64_t now_ns);
+  void AfterWindowClosed();  // outside control_mu_: metrics, flush request
+  void Control(CaptureAction (CaptureStateMachine::*fn)(uint64_t));
+  void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* data);
+  void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data);
+  void OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
+  void MaybeTearDown();
+  void PushHostEvent(HostEvent event);
+  void Wake();
+  uint64_t Now();
+
+  // collector_writer.cc
+  void WriterMain();
+  void EnsureHeader();
+  void ProcessPending();
+  void WriteLossReport();
+  void FinishTrace(const std::string& reason);
+  void PrintSummary();
+  uint64_t CollectDroppedRecords();
+
+  CollectorConfig config_;
+  std::vector<std::string> config_problems_;
+  std::string output_path_;
+  InitSource source_ = InitSource::kInjection;
+  std::atomic<bool> initialized_{false};
+  std::atomic<bool> initializing_{false};
+  std::atomic<bool> shut_down_{false};
+  std::atomic<bool> tracing_off_{false};  // degraded: another client, errors
+  int owner_pid_ = 0;
+
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::unique_ptr<ActivityBufferPool> pool_;
+  StackCollector stacks_;
+  std::unique_ptr<KernelLaunchHook> hook_;
+
+  std::mutex control_mu_;
+  std::unique_ptr<CaptureStateMachine> capture_;
+  bool activities_on_ = false;
+  std::atomic<bool> teardown_pending_{false};
+  std::atomic<bool> torn_down_{false};
+
+  std::mutex contexts_mu_;
+  std::vector<CUcontext> contexts_;
+  std::atomic<bool> cuda_ready_{false};
+
+  std::mutex host_mu_;
+  std::vector<HostEvent> host_events_;
+  uint64_t host_events_dropped_ = 0;
+
+  mutable std::mutex error_mu_;
+  std::string last_error_;
+  std::atomic<bool> warned_other_client_{false};
+
+  // Writer thread.
+  std::thread writer_thread_;
+  int wake_pipe_[2] = {-1, -1};
+  std::atomic<bool> finish_requested_{false};
+  std::atomic<bool> flush_requested_{false};
+  std::atomic<bool> signal_requested_{false};
+  std::atomic<bool> signal_finish_{false};
+  std::atomic<bool> writer_done_{false};
+  std::atomic<uint64_t> flush_generation_{0};
+  std::atomic<uint64_t> flushed_generation_{0};
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::string finish_reason_;
+  std::unique_ptr<trace::TraceWriter> writer_;
+  bool header_written_ = false;
+  uint64_t cupti_dropped_total_ = 0;
+  uint64_t broken_buffers_ = 0;
+  uint64_t metric_ranges_dropped_ = 0;
+  LossReport last_loss_report_;
+};
+
+}  // namespace sightline::collect
+
+#endif  // SIGHTLINE_LIB_COLLECT_COLLECTOR_IMPL_H_

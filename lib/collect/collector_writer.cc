@@ -1,0 +1,312 @@
+// lib/collect/collector_writer.cc — the collector's writer thread: turns
+// completed CUPTI buffers, call stacks and link-in API events into trace
+// chunks, flushes CUPTI periodically, answers flush/finish requests.
+#include <cupti.h>
+#include <poll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "lib/collect/activity_drain.h"
+#include "lib/collect/collector_impl.h"
+#include "lib/collect/device_info.h"
+#include "lib/collect/event_sink.h"
+#include "lib/collect/record_converter.h"
+#include "lib/collect/signal_flush.h"
+
+#ifndef SIGHTLINE_VERSION
+#define SIGHTLINE_VERSION "0.1.0"
+#endif
+
+namespace sightline::collect {
+namespace {
+
+uint64_t RealtimeNs() {
+  timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return uint64_t(t.tv_sec) * 1000000000ull + t.tv_nsec;
+}
+
+uint64_t MonotonicMs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return uint64_t(t.tv_sec) * 1000ull + t.tv_nsec / 1000000;
+}
+
+const char* ApiName(ApiDomain domain, uint32_t cbid) {
+  const char* name = nullptr;
+  CUpti_CallbackDomain d =
+      domain == ApiDomain::kDriver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (cuptiGetCallbackName(d, cbid, &name) != CUPTI_SUCCESS) return nullptr;
+  return name;
+}
+
+}  // namespace
+
+void CollectorImpl::EnsureHeader() {
+  if (header_written_) return;
+  header_written_ = true;
+  TraceHeaderData h;
+  h.tool_version = SIGHTLINE_VERSION;
+  h.process = ReadProcessInfo();
+  std::vector<std::string> problems;
+  h.devices = ReadDeviceInfo(&problems);
+  uint32_t cupti_version = 0;
+  cuptiGetVersion(&cupti_version);
+  h.cupti_api_version = cupti_version;
+  h.cuda_driver_version = DriverVersion();
+  h.cuda_runtime_version = RuntimeVersion();
+  // Clock mapping: CUPTI timestamp and CLOCK_REALTIME at (nearly) one instant.
+  uint64_t before = RealtimeNs();
+  uint64_t cupti_now = Now();
+  uint64_t after = RealtimeNs();
+  h.clock.trace_ns = cupti_now;
+  h.clock.realtime_ns = before + (after - before) / 2;
+  h.start_realtime_ns = h.clock.realtime_ns;
+  h.enabled = config_.EnabledList();
+  h.metric_set = config_.metric_set;
+  h.capture_range = config_.CaptureDescription();
+  if (!writer_->Begin(h)) Warn("cannot write the trace header: " + writer_->error());
+}
+
+uint64_t CollectorImpl::CollectDroppedRecords() {
+  if (torn_down_) {  // CUPTI finalised: its counters were read before
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    return cupti_dropped_total_;
+  }
+  std::vector<CUcontext> contexts;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    contexts = contexts_;
+  }
+  uint64_t total = 0;
+  for (CUcontext ctx : contexts) {
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, 0, &dropped) == CUPTI_SUCCESS) total += dropped;
+  }
+  size_t global = 0;
+  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &global) == CUPTI_SUCCESS) total += global;
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  cupti_dropped_total_ += total;  // the counters reset when read
+  return cupti_dropped_total_;
+}
+
+void CollectorImpl::WriterMain() {
+  BlockFlushSignalsInThisThread();
+  TraceWriterEventSink sink(writer_.get());
+  ConverterOptions options;
+  options.api_skip = config_.api_skip;
+  options.nccl = config_.trace_nccl;
+  RecordConverter converter(&sink, options, &ApiName);
+  if (hook_ != nullptr) {
+    KernelLaunchHook* hook = hook_.get();
+    converter.set_replayed_fn([hook](uint32_t c) { return hook->IsReplayedCorrelation(c); });
+  }
+  StackSymbolizer symbolizer({"libsightline", "libcupti", "libcuda.so", "libpthread", "libc.so"});
+  std::vector<CompletedBuffer> buffers;
+  std::vector<RawStack> raw_stacks;
+  std::vector<HostEvent> host;
+  uint64_t last_flush_ms = MonotonicMs();
+  uint64_t last_chunk_ms = last_flush_ms;
+  uint32_t sightline_domain = 0;
+
+  auto process = [&]() {
+    if (!header_written_ && !cuda_ready_ && !finish_requested_) {
+      // Nothing can be written before the header; keep buffers queued.
+      return;
+    }
+    EnsureHeader();
+    raw_stacks.clear();
+    stacks_.Take(&raw_stacks);
+    for (const RawStack& raw : raw_stacks) {
+      uint32_t id = symbolizer.Symbolize(raw, &sink);
+      if (id != 0) converter.AttachStack(raw.correlation_id, id);
+    }
+    buffers.clear();
+    pool_->TakeCompleted(&buffers);
+    for (const CompletedBuffer& b : buffers) {
+      DrainResult r = DrainActivityBuffer(b, &cuptiActivityGetNextRecord, &converter);
+      if (r.broken) ++broken_buffers_;
+      pool_->Release(b.data);
+    }
+    pool_->Replenish(2);
+    host.clear();
+    {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      host.swap(host_events_);
+    }
+    for (HostEvent& e : host) {
+      switch (e.kind) {
+        case HostEvent::kRange: {
+          if (sightline_domain == 0) sightline_domain = sink.Intern("sightline");
+          NvtxRangeEvent r;
+          r.start_ns = e.start_ns;
+          r.end_ns = e.end_ns;
+          r.domain_id = sightline_domain;
+          r.name_id = sink.Intern(e.name);
+          r.thread_id = r.end_thread_id = e.thread_id;
+          r.push_pop = true;
+          sink.Add(r);
+          break;
+        }
+        case HostEvent::kStep: {
+          StepEvent s;
+          s.timestamp_ns = e.start_ns;
+          s.step = e.step;
+          s.thread_id = e.thread_id;
+          sink.Add(s);
+          break;
+        }
+        case HostEvent::kWindow: {
+          CaptureWindowEvent w;
+          w.start_ns = e.start_ns;
+          w.end_ns = e.end_ns;
+          w.index = e.index;
+          w.label_id = sink.Intern(e.name);
+          w.trigger = e.trigger;
+          sink.Add(w);
+          break;
+        }
+        case HostEvent::kMetrics: {
+          const MetricCaptureResult& m = *e.metrics;
+          metric_ranges_dropped_ += m.ranges_dropped;
+          if (!m.error.empty()) Warn("metrics: " + m.error);
+          for (size_t i = 0; i < m.ranges.size(); ++i) {
+            MetricRangeEvent out = m.ranges[i];
+            if (i < m.range_names.size()) out.range_name_id = sink.Intern(m.range_names[i]);
+            for (size_t v = 0; v < out.values.size(); ++v) {
+              if (i < m.metric_names.size() && v < m.metric_names[i].size()) {
+                out.values[v].name_id = sink.Intern(m.metric_names[i][v]);
+              }
+            }
+            sink.Add(out);
+          }
+          break;
+        }
+      }
+    }
+  };
+
+  auto loss_report = [&]() {
+    BufferPoolStats ps = pool_->stats();
+    LossInputs in;
+    in.cupti_dropped_records = CollectDroppedRecords();
+    in.pool_dropped_requests = ps.dropped_requests;
+    in.broken_buffers = broken_buffers_;
+    in.invalid_timestamps = converter.stats().invalid_timestamps;
+    in.unsupported_records = converter.stats().unsupported_records;
+    in.metric_ranges_dropped = metric_ranges_dropped_;
+    in.stacks_dropped = stacks_.dropped();
+    {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      in.host_events_dropped = host_events_dropped_;
+    }
+    if (finish_requested_ || signal_finish_) in.buffers_not_returned = ps.outstanding;
+    LossReport r = MakeLossReport(in, Now());
+    LossReport prev = last_loss_report_;
+    prev.timestamp_ns = r.timestamp_ns;
+    if (std::memcmp(&prev, &r, sizeof(r)) != 0 || finish_requested_) {
+      sink.Add(r);
+      last_loss_report_ = r;
+    }
+    return ps;
+  };
+
+  while (true) {
+    int timeout_ms = static_cast<int>(config_.flush_period_ms);
+    {
+      std::lock_guard<std::mutex> lock(control_mu_);
+      uint64_t deadline = capture_->next_deadline_ns();
+      if (deadline != 0) {
+        uint64_t now = Now();
+        int until = deadline > now ? static_cast<int>((deadline - now) / 1000000) + 1 : 0;
+        if (until < timeout_ms) timeout_ms = until;
+      }
+    }
+    if (wake_pipe_[0] >= 0) {
+      pollfd p = {wake_pipe_[0], POLLIN, 0};
+      poll(&p, 1, timeout_ms);
+      char drain[64];
+      while (read(wake_pipe_[0], drain, sizeof(drain)) > 0) {
+      }
+    } else {
+      usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+    }
+    Control(&CaptureStateMachine::OnTick);
+    bool finishing = finish_requested_.load();
+    bool signalled = signal_requested_.exchange(false);
+    bool flush_now = flush_requested_.exchange(false);
+    uint64_t now_ms = MonotonicMs();
+    if (!finishing && !torn_down_ &&
+        (signalled || flush_now || now_ms - last_flush_ms >= config_.flush_period_ms)) {
+      // Never under a lock of ours (CUPTI calls back into OnBufferCompleted).
+      cuptiActivityFlushAll(signalled ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+      last_flush_ms = now_ms;
+    }
+    uint64_t generation = flush_generation_.load();
+    process();
+    if (header_written_ &&
+        (finishing || signalled || flush_now || now_ms - last_chunk_ms >= config_.flush_period_ms)) {
+      loss_report();
+      writer_->Flush();
+      last_chunk_ms = now_ms;
+    }
+    if (flush_now) {
+      flushed_generation_ = generation;
+      done_cv_.notify_all();
+    }
+    if (signalled) {
+      if (signal_finish_) {
+        converter.CloseOpenRanges(Now());
+        loss_report();
+        FinishTrace("signal");
+        SignalFlushDone();
+        break;
+      }
+      SignalFlushDone();
+    }
+    if (finishing) {
+      process();
+      converter.CloseOpenRanges(Now());
+      BufferPoolStats ps = loss_report();
+      if (ps.outstanding > 0 && !config_.quiet) {
+        Warn(std::to_string(ps.outstanding) +
+             " activity buffers were not returned by CUPTI: another CUPTI client (e.g. "
+             "torch.profiler) took over activity recording; records after that point are "
+             "missing from this trace");
+      }
+      FinishTrace(finish_reason_.empty() ? "exit" : finish_reason_);
+      break;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(done_mu_);
+    writer_done_ = true;
+  }
+  done_cv_.notify_all();
+}
+
+void CollectorImpl::FinishTrace(const std::string& reason) {
+  EnsureHeader();
+  if (!writer_->Finish(reason)) Warn("trace write error: " + writer_->error());
+  PrintSummary();
+}
+
+void CollectorImpl::PrintSummary() {
+  if (config_.quiet) return;
+  const FooterData& t = writer_->totals();
+  auto count = [&](EventKind k) {
+    return static_cast<unsigned long long>(t.counts[static_cast<int>(k)]);
+  };
+  std::fprintf(stderr,
+               "sightline: wrote %s: %llu events (%llu kernels, %llu memcpy, %llu memset, "
+               "%llu api, %llu nvtx ranges), %llu lost\n",
+               output_path_.c_str(), static_cast<unsigned long long>(t.events),
+               count(EventKind::kKernel), count(EventKind::kMemcpy), count(EventKind::kMemset),
+               count(EventKind::kApi), count(EventKind::kNvtxRange),
+               static_cast<unsigned long long>(last_loss_report_.total()));
+}
+
+}  // namespace sightline::collect

@@ -1,0 +1,247 @@
+// lib/collect/config.cc — SIGHTLINE_* parsing (see config.h).
+#include "lib/collect/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+
+#include "lib/trace/sink.h"
+
+namespace sightline::collect {
+namespace {
+
+const char* DefaultGetenv(const char* name) { return std::getenv(name); }
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= s.size()) {
+    size_t end = s.find(',', begin);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(begin, end - begin);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty()) out.push_back(item);
+    begin = end + 1;
+  }
+  return out;
+}
+
+bool ParseDouble(const char* text, double* out) {
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !(v >= 0)) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseUint(const char* text, uint64_t min, uint64_t max, uint64_t* out) {
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+const std::vector<std::string>& DefaultApiSkipList() {
+  static const auto* list = new std::vector<std::string>{
+      "cudaGetDevice",         "cudaGetLastError",        "cudaPeekAtLastError",
+      "cudaGetDeviceCount",    "cudaStreamIsCapturing",   "cudaStreamGetCaptureInfo",
+      "cudaDriverGetVersion",  "cudaRuntimeGetVersion",   "cudaGetDeviceProperties",
+      "cudaDeviceGetAttribute", "cudaPointerGetAttributes", "cudaGetFuncBySymbol",
+      "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion",
+      "cuCtxGetCurrent",       "cuCtxGetDevice",          "cuDeviceGet",
+      "cuDeviceGetCount",      "cuDeviceGetAttribute",    "cuGetProcAddress",
+      "cuGetProcAddress_v2",   "cuStreamIsCapturing",     "cuPointerGetAttribute",
+      "cuPointerGetAttributes", "cuDriverGetVersion",     "cuGetErrorString",
+      "cuGetErrorName",        "cuStreamGetCaptureInfo",  "cuCtxGetStreamPriorityRange",
+      "cuDevicePrimaryCtxGetState", "cuKernelGetAttribute", "cuFuncGetAttribute",
+  };
+  return *list;
+}
+
+bool ParseCaptureRange(const std::string& value, CollectorConfig* config) {
+  if (value.empty() || value == "none" || value == "whole") {
+    config->capture = CaptureMode::kWholeRun;
+  } else if (value == "cudaProfilerApi") {
+    config->capture = CaptureMode::kProfilerApi;
+  } else if (value == "api") {
+    config->capture = CaptureMode::kApi;
+  } else if (value.rfind("nvtx:", 0) == 0 && value.size() > 5) {
+    config->capture = CaptureMode::kNvtx;
+    config->capture_nvtx_name = value.substr(5);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
+                                      std::vector<std::string>* problems) {
+  if (getenv_fn == nullptr) getenv_fn = &DefaultGetenv;
+  CollectorConfig c;
+  auto problem = [&](const char* var, const char* value, const char* what) {
+    if (problems != nullptr) {
+      problems->push_back(std::string(var) + ": '" + value + "' " + what);
+    }
+  };
+  if (const char* v = getenv_fn("SIGHTLINE_OUTPUT"); v != nullptr && *v != '\0') {
+    c.output_pattern = v;
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_TRACE"); v != nullptr && *v != '\0') {
+    c.trace_cuda = c.trace_driver_api = c.trace_nvtx = c.trace_nccl = c.trace_backtrace = false;
+    for (const std::string& item : SplitList(v)) {
+      if (item == "cuda") {
+        c.trace_cuda = true;
+      } else if (item == "cuda-driver") {
+        c.trace_cuda = c.trace_driver_api = true;
+      } else if (item == "nvtx") {
+        c.trace_nvtx = true;
+      } else if (item == "nccl") {
+        c.trace_nccl = true;
+      } else if (item == "backtrace" || item == "cudabacktrace") {
+        c.trace_backtrace = true;
+      } else if (item == "graph") {
+        c.trace_graph_nodes = false;
+      } else if (item == "none") {
+      } else {
+        problem("SIGHTLINE_TRACE", item.c_str(),
+                "is unknown (expected cuda, cuda-driver, nvtx, nccl, backtrace, graph, none)");
+      }
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_CAPTURE"); v != nullptr) {
+    if (!ParseCaptureRange(v, &c)) {
+      problem("SIGHTLINE_CAPTURE", v, "is unknown (expected cudaProfilerApi, nvtx:NAME or api)");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_CAPTURE_END"); v != nullptr && *v != '\0') {
+    if (std::strcmp(v, "repeat") == 0) {
+      c.capture_repeat = true;
+    } else if (std::strcmp(v, "stop") == 0) {
+      c.capture_repeat = false;
+    } else {
+      problem("SIGHTLINE_CAPTURE_END", v, "is unknown (expected repeat or stop)");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_DELAY"); v != nullptr && *v != '\0') {
+    if (!ParseDouble(v, &c.delay_s)) problem("SIGHTLINE_DELAY", v, "is not a number of seconds");
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_DURATION"); v != nullptr && *v != '\0') {
+    if (!ParseDouble(v, &c.duration_s)) {
+      problem("SIGHTLINE_DURATION", v, "is not a number of seconds");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS"); v != nullptr) c.metric_set = v;
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_KERNELS"); v != nullptr) {
+    c.metric_kernel_filter = v;
+  }
+  uint64_t n = 0;
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_MAX_RANGES"); v != nullptr && *v != '\0') {
+    if (ParseUint(v, 1, 1u << 24, &n)) {
+      c.metric_max_ranges = static_cast<uint32_t>(n);
+    } else {
+      problem("SIGHTLINE_METRICS_MAX_RANGES", v, "is not a count in [1, 16777216]");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_BUFFER_KB"); v != nullptr && *v != '\0') {
+    if (ParseUint(v, 64, 256 * 1024, &n)) {
+      c.buffer_bytes = static_cast<uint32_t>(n * 1024);
+    } else {
+      problem("SIGHTLINE_BUFFER_KB", v, "is not a size in [64, 262144] KiB");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_BUFFERS"); v != nullptr && *v != '\0') {
+    if (ParseUint(v, 2, 4096, &n)) {
+      c.max_buffers = static_cast<uint32_t>(n);
+      if (c.initial_buffers > c.max_buffers) c.initial_buffers = c.max_buffers;
+    } else {
+      problem("SIGHTLINE_BUFFERS", v, "is not a count in [2, 4096]");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_FLUSH_MS"); v != nullptr && *v != '\0') {
+    if (ParseUint(v, 10, 600000, &n)) {
+      c.flush_period_ms = static_cast<uint32_t>(n);
+    } else {
+      problem("SIGHTLINE_FLUSH_MS", v, "is not a period in [10, 600000] ms");
+    }
+  }
+  c.api_skip = DefaultApiSkipList();
+  if (const char* v = getenv_fn("SIGHTLINE_API_SKIP"); v != nullptr && *v != '\0') {
+    for (const std::string& item : SplitList(v)) {
+      if (item == "none") {
+        c.api_skip.clear();
+      } else {
+        c.api_skip.push_back(item);
+      }
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_BACKTRACE_US"); v != nullptr && *v != '\0') {
+    if (!ParseDouble(v, &c.backtrace_threshold_us)) {
+      problem("SIGHTLINE_BACKTRACE_US", v, "is not a number of microseconds");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_QUIET"); v != nullptr) {
+    c.quiet = *v != '\0' && std::strcmp(v, "0") != 0;
+  }
+  return c;
+}
+
+std::vector<std::string> CollectorConfig::EnabledList() const {
+  std::vector<std::string> out;
+  if (trace_cuda) out.push_back("cuda");
+  if (trace_driver_api) out.push_back("cuda-driver");
+  if (trace_nvtx) out.push_back("nvtx");
+  if (trace_nccl) out.push_back("nccl");
+  if (trace_backtrace) out.push_back("backtrace");
+  if (!trace_graph_nodes) out.push_back("graph");
+  if (!metric_set.empty()) out.push_back("metrics");
+  return out;
+}
+
+std::string CollectorConfig::CaptureDescription() const {
+  std::string s;
+  switch (capture) {
+    case CaptureMode::kWholeRun: s = "whole"; break;
+    case CaptureMode::kProfilerApi: s = "cudaProfilerApi"; break;
+    case CaptureMode::kNvtx: s = "nvtx:" + capture_nvtx_name; break;
+    case CaptureMode::kApi: s = "api"; break;
+  }
+  char buf[96];
+  if (delay_s > 0) {
+    std::snprintf(buf, sizeof(buf), " delay=%gs", delay_s);
+    s += buf;
+  }
+  if (duration_s > 0) {
+    std::snprintf(buf, sizeof(buf), " duration=%gs", duration_s);
+    s += buf;
+  }
+  if (!capture_repeat) s += " end=stop";
+  return s;
+}
+
+std::string ResolveOutputPath(const std::string& pattern, uint32_t pid, const std::string& host,
+                              const char* (*getenv_fn)(const char*)) {
+  trace::PatternContext context;
+  context.pid = pid;
+  context.host = host;
+  context.getenv_fn = getenv_fn;
+  context.rank = trace::RankFromEnvironment(getenv_fn);
+  std::string path = trace::ExpandOutputPattern(pattern, context);
+  if (path.rfind("unix:", 0) == 0) return path;
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+    path += ".sltrace";
+  }
+  return path;
+}
+
+}  // namespace sightline::collect

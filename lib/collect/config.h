@@ -1,0 +1,102 @@
+// lib/collect/config.h — collector settings, read from SIGHTLINE_* variables.
+//
+// Every `sightline profile` flag maps 1:1 onto one variable, so a process can be
+// profiled by setting the variables by hand (CUDA_INJECTION64_PATH + these):
+//
+//   SIGHTLINE_OUTPUT     output path pattern or "unix:PATH"
+//                        (default "sightline-%p.sltrace"; %p %h %r %q{VAR} %%)
+//   SIGHTLINE_TRACE      comma list of what to record (default "cuda,nvtx,nccl,backtrace"):
+//                        cuda        kernels, memcpy, memset, sync, overhead, runtime API
+//                        cuda-driver driver API records too (costly; off by default)
+//                        nvtx        NVTX ranges and markers
+//                        nccl        NCCL collectives (from kernels and NVTX)
+//                        backtrace   host call stacks of synchronizing API calls
+//                        graph       one record per CUDA graph launch instead of per node
+//                        none        nothing (the collector stays passive)
+//   SIGHTLINE_CAPTURE    "" | "cudaProfilerApi" | "nvtx:NAME" | "api"
+//   SIGHTLINE_CAPTURE_END  "repeat" (default: every start/stop pair is a window)
+//                        | "stop" (the first window ends tracing; CUPTI torn down)
+//   SIGHTLINE_DELAY      seconds after start-up before capturing
+//   SIGHTLINE_DURATION   seconds a capture window lasts at most
+//   SIGHTLINE_METRICS    metric set for per-kernel hardware metrics ("" none)
+//   SIGHTLINE_METRICS_KERNELS  substring filter on kernel names for metrics
+//   SIGHTLINE_BUFFER_KB  size of one activity buffer (default 4096)
+//   SIGHTLINE_BUFFERS    most buffers alive at once (default 64; 4 preallocated)
+//   SIGHTLINE_FLUSH_MS   period of the writer's CUPTI flush (default 500)
+//   SIGHTLINE_API_SKIP   extra API names not to record ("none" clears the default
+//                        list of high-frequency no-op queries)
+//   SIGHTLINE_BACKTRACE_US  also capture stacks of any runtime API call longer than
+//                        this (µs); unset = synchronizing calls only
+//   SIGHTLINE_QUIET      1 = no banner on stderr (warnings are still printed)
+//
+// Parsing is pure (takes a getenv function) so it is tested on the CPU.
+#ifndef SIGHTLINE_LIB_COLLECT_CONFIG_H_
+#define SIGHTLINE_LIB_COLLECT_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sightline::collect {
+
+enum class CaptureMode : uint8_t {
+  kWholeRun = 0,     // from the first CUDA call to exit
+  kProfilerApi = 1,  // between cudaProfilerStart/Stop (and cuProfilerStart/Stop)
+  kNvtx = 2,         // inside NVTX ranges named capture_nvtx_name
+  kApi = 3,          // between sightline_start()/sightline_stop()
+};
+
+struct CollectorConfig {
+  std::string output_pattern = "sightline-%p.sltrace";
+  CaptureMode capture = CaptureMode::kWholeRun;
+  std::string capture_nvtx_name;  // for kNvtx
+  bool capture_repeat = true;     // SIGHTLINE_CAPTURE_END=repeat
+  double delay_s = 0;
+  double duration_s = 0;  // 0 = unlimited
+
+  bool trace_cuda = true;
+  bool trace_driver_api = false;
+  bool trace_nvtx = true;
+  bool trace_nccl = true;
+  bool trace_backtrace = true;
+  bool trace_graph_nodes = true;  // false with "graph": one record per graph launch
+  double backtrace_threshold_us = -1;  // < 0: synchronizing calls only
+
+  std::string metric_set;
+  std::string metric_kernel_filter;
+  uint32_t metric_max_ranges = 2000;
+
+  uint32_t buffer_bytes = 4u << 20;
+  uint32_t max_buffers = 64;
+  uint32_t initial_buffers = 4;
+  uint32_t flush_period_ms = 500;
+  std::vector<std::string> api_skip;  // API names (e.g. "cudaGetDevice") not recorded
+  bool quiet = false;
+
+  // The list written into TraceHeader.enabled ("cuda", "nvtx", ...).
+  std::vector<std::string> EnabledList() const;
+  // The capture setting as written in TraceHeader.capture_range.
+  std::string CaptureDescription() const;
+};
+
+// API calls left out by default: cheap queries that programs call in tight
+// loops and that say nothing about performance.
+const std::vector<std::string>& DefaultApiSkipList();
+
+// Reads SIGHTLINE_* through `getenv_fn` (getenv when null). Bad values are
+// reported in *problems ("SIGHTLINE_DELAY: 'abc' is not a number") and the
+// default is kept; parsing never fails as a whole.
+CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
+                                      std::vector<std::string>* problems);
+
+// Parses one SIGHTLINE_CAPTURE value into *config. False on an unknown value.
+bool ParseCaptureRange(const std::string& value, CollectorConfig* config);
+
+// Resolves the output pattern for this process: expands %p/%h/%r/%q{VAR} and
+// appends ".sltrace" when a file path has no extension.
+std::string ResolveOutputPath(const std::string& pattern, uint32_t pid, const std::string& host,
+                              const char* (*getenv_fn)(const char*));
+
+}  // namespace sightline::collect
+
+#endif  // SIGHTLINE_LIB_COLLECT_CONFIG_H_

@@ -1,0 +1,116 @@
+// lib/collect/kernel_launch_hook.h — the seam between the collector's CUPTI
+// API-callback subscriber and per-kernel hardware-metric collection (the range
+// profiler in lib/collect/range_profiler.{h,cc}).
+//
+// The collector owns the one CUPTI subscriber of the process (CUPTI allows only
+// one). When metrics are requested (`SIGHTLINE_METRICS` non-empty) it creates a
+// KernelLaunchHook through CreateKernelLaunchHook() and calls it from its
+// callbacks:
+//
+//   resource callback  CONTEXT_CREATED   → OnContextCreated(ctx)
+//   driver/runtime API ENTER of a launch → OnLaunchEnter(...)
+//   driver/runtime API EXIT  of a launch → OnLaunchExit(...)
+//   resource callback  CONTEXT_DESTROY_STARTING → OnContextDestroy(ctx)
+//   capture end / process exit (writer side)    → OnCaptureEnd()
+//
+// Threading: the On* callbacks run on the application's launching threads
+// (CUPTI callbacks run inline in the API call). The hook serialises itself if it
+// needs to. No callback may throw, abort or block indefinitely; the hook
+// reports its failures through `last_error()` / Stats and degrades to a no-op.
+// The collector never holds its own locks while calling into the hook.
+//
+// Kernels whose duration was distorted by replay are reported by the hook in
+// `IsReplayedCorrelation()` so the collector can set KernelEvent.replayed.
+#ifndef SIGHTLINE_LIB_COLLECT_KERNEL_LAUNCH_HOOK_H_
+#define SIGHTLINE_LIB_COLLECT_KERNEL_LAUNCH_HOOK_H_
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sightline/events.h"
+
+namespace sightline::collect {
+
+// What the collector knows about one kernel launch at API enter/exit.
+struct KernelLaunchInfo {
+  CUcontext context = nullptr;
+  uint32_t device_id = 0;
+  uint32_t correlation_id = 0;   // CUPTI correlation id (matches KernelEvent)
+  const char* kernel_name = "";  // mangled or demangled as CUPTI gives it; may be ""
+  uint32_t grid_x = 0, grid_y = 1, grid_z = 1;
+  uint32_t block_x = 0, block_y = 1, block_z = 1;
+  uint32_t dynamic_shared_bytes = 0;
+  CUstream stream = nullptr;
+  uint32_t cbid = 0;             // CUPTI callback id of the launch API
+  bool is_runtime_api = false;   // cudaLaunchKernel* vs cuLaunchKernel*
+};
+
+// Settings passed to the hook on creation (from SIGHTLINE_* variables).
+struct KernelLaunchHookConfig {
+  std::string metric_set;          // SIGHTLINE_METRICS, e.g. "basic" or "a,b,c"
+  std::string kernel_filter;       // SIGHTLINE_METRICS_KERNELS regex-ish substring; "" all
+  uint32_t max_ranges = 2000;      // SIGHTLINE_METRICS_MAX_RANGES
+  bool exclude_nccl = true;        // NCCL kernels can hang under replay
+  // Added by the range-profiler owner (additive): per distinct kernel
+  // (name + grid + block), profile launch i when i % every_nth == 0, at most
+  // launches_per_kernel times (0 = no cap). SIGHTLINE_METRICS_LAUNCHES /
+  // SIGHTLINE_METRICS_EVERY; the hook reads those variables itself when these
+  // fields are left at their defaults.
+  uint32_t launches_per_kernel = 0;
+  uint32_t every_nth = 1;
+  uint32_t device_id = 0;
+};
+
+// Returned by OnCaptureEnd: the events to append to the trace, plus counts.
+struct MetricCaptureResult {
+  std::vector<MetricRangeEvent> ranges;  // name ids are NOT interned yet:
+  // metric/range names are carried as strings below; the collector interns
+  // them on its writer thread and fills MetricValue::name_id /
+  // MetricRangeEvent::range_name_id.
+  std::vector<std::string> range_names;                 // parallel to `ranges`
+  std::vector<std::vector<std::string>> metric_names;   // parallel to `ranges`
+  uint64_t ranges_dropped = 0;  // counted into LossReport.metric_ranges_dropped
+  std::string error;            // empty when fine
+};
+
+class KernelLaunchHook {
+ public:
+  virtual ~KernelLaunchHook() = default;
+
+  // A context was created (also called for contexts that existed before the
+  // hook was installed). Set up per-context state; must not launch work.
+  virtual void OnContextCreated(CUcontext context, uint32_t device_id) = 0;
+  // Just before a kernel launch API runs on the calling thread.
+  virtual void OnLaunchEnter(const KernelLaunchInfo& launch) = 0;
+  // Just after the launch API returned (the kernel may still be running).
+  virtual void OnLaunchExit(const KernelLaunchInfo& launch) = 0;
+  // Context is about to be destroyed: collect what is pending for it.
+  virtual void OnContextDestroy(CUcontext context) = 0;
+  // The capture ended (or the process exits): stop, decode, return everything
+  // collected since the last call. Called from the collector's control path,
+  // never from inside a CUPTI buffer callback.
+  virtual MetricCaptureResult OnCaptureEnd() = 0;
+  // True when the kernel with this correlation id was replayed (its timing is
+  // distorted). Called on the writer thread; must be thread-safe.
+  virtual bool IsReplayedCorrelation(uint32_t correlation_id) const = 0;
+  // Number of passes of the configured metric set (0 when unknown).
+  virtual uint32_t num_passes() const = 0;
+  // Last error, human-readable ("" when none).
+  virtual std::string last_error() const = 0;
+};
+
+// Implemented by lib/collect/range_profiler.cc. Returns nullptr (and fills
+// *error) when metrics cannot be collected (no permission, unknown metric,
+// unsupported device); tracing then continues without metrics. When
+// range_profiler.cc is absent from the build, lib/collect/CMakeLists.txt
+// compiles no_kernel_launch_hook.cc instead, whose version returns nullptr.
+std::unique_ptr<KernelLaunchHook> CreateKernelLaunchHook(const KernelLaunchHookConfig& config,
+                                                         std::string* error);
+
+}  // namespace sightline::collect
+
+#endif  // SIGHTLINE_LIB_COLLECT_KERNEL_LAUNCH_HOOK_H_

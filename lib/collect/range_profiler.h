@@ -1,0 +1,103 @@
+// lib/collect/range_profiler.h — per-kernel hardware metrics with the CUPTI
+// range profiler (CUDA 12.6+ API: cupti_range_profiler.h + cupti_profiler_host.h),
+// behind the collector's KernelLaunchHook (kernel_launch_hook.h).
+//
+// Mode: auto range + kernel replay, one range per selected kernel launch. For
+// each selected launch, on the launching thread, inside the launch API's
+// callbacks:
+//
+//   enter: (first time on this context) cuptiRangeProfilerEnable
+//          initialise the counter-data image, SetConfig(AutoRange, KernelReplay),
+//          cuptiRangeProfilerStart
+//   ... the launch runs; CUPTI replays the kernel once per pass ...
+//   exit:  cuptiRangeProfilerStop, DecodeData (dropped ranges counted),
+//          evaluate every decoded range to GPU values (host API) and keep them
+//          as a MetricRangeEvent tied to the launch's correlation id; the
+//          correlation id is remembered as "replayed" so the collector marks
+//          the KernelEvent (its duration includes replay and save/restore).
+//
+// Serialisation: auto range records every kernel of the context between Start
+// and Stop, so the hook holds one mutex from the enter of a profiled launch to
+// its exit, and every other launch (any thread) passes through that mutex at
+// its enter: unprofiled launches wait while a profiled one is replaying. A
+// thread-local flag makes nested launch callbacks on the same thread no-ops.
+//
+// Selection (KernelSelector, pure C++): NCCL kernels are never replayed by
+// default (replay serialises the context; collectives waiting for peers hang);
+// an optional POSIX extended regex on the kernel name (mangled or demangled);
+// per distinct kernel (name + grid + block) launch index i is profiled when
+// i % every_nth == 0 and at most `launches_per_kernel` times (0 = no cap);
+// at most `max_ranges` ranges overall (the rest is counted, not profiled).
+//
+// Failure policy: no exception or abort escapes; every CUPTI call goes through
+// one checked helper. Unknown metric / chip / bad regex → CreateKernelLaunchHook
+// returns nullptr with the message. Counters unavailable at run time
+// (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES, another profiler or DCGM holding the
+// counters) → one warning on stderr, the hook turns itself off, tracing goes on.
+#ifndef SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_H_
+#define SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_H_
+
+#include <regex.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "lib/collect/kernel_launch_hook.h"
+
+namespace sightline::collect {
+
+struct KernelSelectorOptions {
+  std::string name_regex;            // "" = every kernel
+  uint32_t launches_per_kernel = 0;  // per name+grid+block; 0 = unlimited
+  uint32_t every_nth = 1;            // per name+grid+block launch index
+  uint32_t max_ranges = 2000;        // overall budget
+  bool exclude_nccl = true;
+};
+
+enum class SelectDecision : uint8_t {
+  kProfile = 0,
+  kSkipNccl,
+  kSkipName,      // regex did not match
+  kSkipNth,       // not an every-Nth launch
+  kSkipQuota,     // launches_per_kernel reached for this configuration
+  kSkipBudget,    // max_ranges reached
+};
+
+// Decides which launches are profiled. Not thread-safe (the hook serialises).
+class KernelSelector {
+ public:
+  KernelSelector() = default;
+  ~KernelSelector();
+  KernelSelector(const KernelSelector&) = delete;
+  KernelSelector& operator=(const KernelSelector&) = delete;
+
+  // Compiles the regex; false with *error on a bad pattern.
+  bool Init(const KernelSelectorOptions& options, std::string* error);
+  SelectDecision Decide(std::string_view kernel_name, uint32_t grid_x, uint32_t grid_y,
+                        uint32_t grid_z, uint32_t block_x, uint32_t block_y, uint32_t block_z);
+  uint64_t profiled() const { return profiled_; }
+  uint64_t skipped(SelectDecision d) const { return skipped_[static_cast<int>(d)]; }
+
+ private:
+  bool NameMatches(std::string_view name);
+  KernelSelectorOptions options_;
+  regex_t regex_{};
+  bool has_regex_ = false;
+  std::unordered_map<std::string, bool> name_match_cache_;
+  std::unordered_map<std::string, uint64_t> launches_by_key_;
+  uint64_t profiled_ = 0;
+  uint64_t skipped_[6] = {};
+};
+
+// "_Z..." → demangled name, otherwise the input.
+std::string DemangleKernelName(std::string_view name);
+
+// Reads SIGHTLINE_METRICS_LAUNCHES / SIGHTLINE_METRICS_EVERY into the options
+// when the config leaves them at their defaults (see kernel_launch_hook.h).
+KernelSelectorOptions SelectorOptionsFromConfig(const KernelLaunchHookConfig& config);
+
+}  // namespace sightline::collect
+
+#endif  // SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_H_

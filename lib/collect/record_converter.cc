@@ -1,0 +1,439 @@
+// lib/collect/record_converter.cc — see record_converter.h.
+#include "lib/collect/record_converter.h"
+
+#include <cstring>
+#include <string>
+
+#include "lib/collect/nccl_names.h"
+
+namespace sightline::collect {
+namespace {
+
+MemoryKind ToMemoryKind(uint32_t k) {
+  return k <= static_cast<uint32_t>(MemoryKind::kManagedStatic) ? static_cast<MemoryKind>(k)
+                                                                : MemoryKind::kUnknown;
+}
+
+CopyKind ToCopyKind(uint32_t k) {
+  return k <= static_cast<uint32_t>(CopyKind::kPtoP) ? static_cast<CopyKind>(k)
+                                                     : CopyKind::kUnknown;
+}
+
+SyncKind ToSyncKind(uint32_t k) {
+  return k <= static_cast<uint32_t>(SyncKind::kContextSynchronize) ? static_cast<SyncKind>(k)
+                                                                    : SyncKind::kUnknown;
+}
+
+uint32_t ThreadOf(CUpti_ActivityObjectKind kind, const CUpti_ActivityObjectKindId& id) {
+  return kind == CUPTI_ACTIVITY_OBJECT_THREAD || kind == CUPTI_ACTIVITY_OBJECT_PROCESS
+             ? id.pt.threadId
+             : 0;
+}
+
+}  // namespace
+
+RecordConverter::RecordConverter(EventSink* sink, ConverterOptions options, ApiNameFn api_name)
+    : sink_(sink), options_(std::move(options)), api_name_(std::move(api_name)) {
+  api_skip_set_.insert(options_.api_skip.begin(), options_.api_skip.end());
+}
+
+bool RecordConverter::ValidSpan(uint64_t start, uint64_t end) {
+  if (start == 0 || end == 0 || end < start) {
+    ++stats_.invalid_timestamps;
+    return false;
+  }
+  return true;
+}
+
+void RecordConverter::Convert(const CUpti_Activity* record) {
+  ++stats_.records;
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      ConvertKernel(*reinterpret_cast<const CUpti_ActivityKernel10*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      ConvertMemcpy(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      ConvertPeerMemcpy(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      ConvertMemset(*reinterpret_cast<const CUpti_ActivityMemset4*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      ConvertSync(*reinterpret_cast<const CUpti_ActivitySynchronization2*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      ConvertApi(*reinterpret_cast<const CUpti_ActivityAPI*>(record), ApiDomain::kRuntime);
+      break;
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      ConvertApi(*reinterpret_cast<const CUpti_ActivityAPI*>(record), ApiDomain::kDriver);
+      break;
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      ConvertMarker(*reinterpret_cast<const CUpti_ActivityMarker2*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MARKER_DATA:
+      ConvertMarkerData(*reinterpret_cast<const CUpti_ActivityMarkerData2*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      ConvertOverhead(*reinterpret_cast<const CUpti_ActivityOverhead3*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
+      ConvertGraph(*reinterpret_cast<const CUpti_ActivityGraphTrace2*>(record));
+      break;
+    default:
+      ++stats_.unsupported_records;
+      break;
+  }
+}
+
+void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
+  if (!ValidSpan(k.start, k.end)) return;
+  context_device_[k.contextId] = k.deviceId;
+  KernelEvent e;
+  e.start_ns = k.start;
+  e.end_ns = k.end;
+  e.device_id = k.deviceId;
+  e.context_id = k.contextId;
+  e.stream_id = k.streamId;
+  e.correlation_id = k.correlationId;
+  const char* name = k.name != nullptr ? k.name : "";
+  e.name_id = sink_->Intern(name);
+  e.grid_x = static_cast<uint32_t>(k.gridX);
+  e.grid_y = static_cast<uint32_t>(k.gridY);
+  e.grid_z = static_cast<uint32_t>(k.gridZ);
+  e.block_x = static_cast<uint32_t>(k.blockX);
+  e.block_y = static_cast<uint32_t>(k.blockY);
+  e.block_z = static_cast<uint32_t>(k.blockZ);
+  e.registers_per_thread = k.registersPerThread;
+  e.static_shared_bytes = static_cast<uint32_t>(k.staticSharedMemory);
+  e.dynamic_shared_bytes = static_cast<uint32_t>(k.dynamicSharedMemory);
+  e.local_bytes_per_thread = k.localMemoryPerThread;
+  e.shared_memory_config_bytes = k.sharedMemoryExecuted;
+  e.graph_id = k.graphId;
+  e.graph_node_id = k.graphNodeId;
+  e.launch_type = k.launchType;
+  e.cluster_x = k.clusterX;
+  e.cluster_y = k.clusterY;
+  e.cluster_z = k.clusterZ;
+  e.cache_config_requested = k.cacheConfig.config.requested;
+  e.cache_config_executed = k.cacheConfig.config.executed;
+  e.replayed = replayed_fn_ && replayed_fn_(k.correlationId);
+  sink_->Add(e);
+  Count(EventKind::kKernel);
+
+  NcclKernelInfo info;
+  if (options_.nccl && ParseNcclKernelName(name, &info)) {
+    NcclEvent n;
+    n.start_ns = k.start;
+    n.end_ns = k.end;
+    n.device_id = k.deviceId;
+    n.stream_id = k.streamId;
+    n.correlation_id = k.correlationId;
+    n.op = info.op;
+    n.datatype_id = info.datatype.empty() ? 0 : sink_->Intern(info.datatype);
+    n.name_id = e.name_id;
+    n.source = 1;
+    sink_->Add(n);
+    Count(EventKind::kNccl);
+  }
+}
+
+void RecordConverter::ConvertMemcpy(const CUpti_ActivityMemcpy6& m) {
+  if (!ValidSpan(m.start, m.end)) return;
+  MemcpyEvent e;
+  e.start_ns = m.start;
+  e.end_ns = m.end;
+  e.device_id = m.deviceId;
+  e.context_id = m.contextId;
+  e.stream_id = m.streamId;
+  e.correlation_id = m.correlationId;
+  e.bytes = m.bytes;
+  e.copy_kind = ToCopyKind(m.copyKind);
+  e.src_kind = ToMemoryKind(m.srcKind);
+  e.dst_kind = ToMemoryKind(m.dstKind);
+  e.async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  e.src_device_id = m.deviceId;
+  e.dst_device_id = m.deviceId;
+  e.graph_node_id = m.graphNodeId;
+  sink_->Add(e);
+  Count(EventKind::kMemcpy);
+}
+
+void RecordConverter::ConvertPeerMemcpy(const CUpti_ActivityMemcpyPtoP4& m) {
+  if (!ValidSpan(m.start, m.end)) return;
+  MemcpyEvent e;
+  e.start_ns = m.start;
+  e.end_ns = m.end;
+  e.device_id = m.deviceId;
+  e.context_id = m.contextId;
+  e.stream_id = m.streamId;
+  e.correlation_id = m.correlationId;
+  e.bytes = m.bytes;
+  e.copy_kind = ToCopyKind(m.copyKind);
+  e.src_kind = ToMemoryKind(m.srcKind);
+  e.dst_kind = ToMemoryKind(m.dstKind);
+  e.async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  e.src_device_id = m.srcDeviceId;
+  e.dst_device_id = m.dstDeviceId;
+  e.graph_node_id = m.graphNodeId;
+  sink_->Add(e);
+  Count(EventKind::kMemcpy);
+}
+
+void RecordConverter::ConvertMemset(const CUpti_ActivityMemset4& m) {
+  if (!ValidSpan(m.start, m.end)) return;
+  MemsetEvent e;
+  e.start_ns = m.start;
+  e.end_ns = m.end;
+  e.device_id = m.deviceId;
+  e.context_id = m.contextId;
+  e.stream_id = m.streamId;
+  e.correlation_id = m.correlationId;
+  e.bytes = m.bytes;
+  e.value = m.value;
+  e.memory_kind = ToMemoryKind(m.memoryKind);
+  e.async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
+  e.graph_node_id = m.graphNodeId;
+  sink_->Add(e);
+  Count(EventKind::kMemset);
+}
+
+void RecordConverter::ConvertSync(const CUpti_ActivitySynchronization2& s) {
+  if (!ValidSpan(s.start, s.end)) return;
+  SyncEvent e;
+  e.start_ns = s.start;
+  e.end_ns = s.end;
+  e.context_id = s.contextId;
+  e.stream_id = s.streamId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? kNoStream : s.streamId;
+  e.correlation_id = s.correlationId;
+  e.sync_kind = ToSyncKind(s.type);
+  e.cuda_event_id = s.cudaEventId == CUPTI_SYNCHRONIZATION_INVALID_VALUE ? 0 : s.cudaEventId;
+  auto it = context_device_.find(s.contextId);
+  e.device_id = it != context_device_.end() ? it->second : 0;
+  sink_->Add(e);
+  Count(EventKind::kSync);
+}
+
+uint32_t RecordConverter::ApiNameId(ApiDomain domain, uint32_t cbid, bool* skip) {
+  uint64_t key = (uint64_t{static_cast<uint8_t>(domain)} << 32) | cbid;
+  auto it = api_names_.find(key);
+  if (it == api_names_.end()) {
+    const char* name = api_name_ ? api_name_(domain, cbid) : nullptr;
+    std::string text = name != nullptr ? name : "";
+    if (text.empty()) {
+      text = (domain == ApiDomain::kDriver ? "driver_cbid_" : "runtime_cbid_") +
+             std::to_string(cbid);
+    }
+    bool skipped = api_skip_set_.count(text) > 0;
+    // Runtime names come with a version suffix ("cudaGetDevice_v3020").
+    size_t v = text.rfind("_v");
+    if (!skipped && v != std::string::npos && v + 2 < text.size() &&
+        text.find_first_not_of("0123456789", v + 2) == std::string::npos) {
+      skipped = api_skip_set_.count(text.substr(0, v)) > 0;
+    }
+    uint32_t id = skipped ? 0 : sink_->Intern(text);
+    it = api_names_.emplace(key, std::make_pair(uint8_t{skipped ? uint8_t{2} : uint8_t{1}}, id))
+             .first;
+  }
+  *skip = it->second.first == 2;
+  return it->second.second;
+}
+
+void RecordConverter::ConvertApi(const CUpti_ActivityAPI& a, ApiDomain domain) {
+  bool skip = false;
+  uint32_t name_id = ApiNameId(domain, a.cbid, &skip);
+  if (skip) {
+    ++stats_.skipped_api_records;
+    return;
+  }
+  if (!ValidSpan(a.start, a.end)) return;
+  ApiEvent e;
+  e.start_ns = a.start;
+  e.end_ns = a.end;
+  e.domain = domain;
+  e.cbid = a.cbid;
+  e.name_id = name_id;
+  e.correlation_id = a.correlationId;
+  e.thread_id = a.threadId;
+  e.return_value = a.returnValue;
+  if (!stacks_.empty()) {
+    auto it = stacks_.find(a.correlationId);
+    if (it != stacks_.end()) {
+      e.stack_id = it->second;
+      stacks_.erase(it);
+    }
+  }
+  sink_->Add(e);
+  Count(EventKind::kApi);
+}
+
+void RecordConverter::AttachStack(uint32_t correlation_id, uint32_t stack_id) {
+  stacks_[correlation_id] = stack_id;
+}
+
+void RecordConverter::ConvertMarker(const CUpti_ActivityMarker2& m) {
+  uint32_t thread = ThreadOf(m.objectKind, m.objectId);
+  if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+    PendingRange r;
+    r.start_ns = m.timestamp;
+    const char* name = m.name != nullptr ? m.name : "";
+    r.name_id = sink_->Intern(name);
+    r.domain_id = m.domain != nullptr ? sink_->Intern(m.domain) : 0;
+    r.thread_id = thread;
+    if (options_.nccl && m.domain != nullptr && std::strcmp(m.domain, "NCCL") == 0) {
+      r.is_nccl = ParseNcclApiName(name, &r.nccl_op);
+    }
+    open_ranges_[m.id] = r;
+    return;
+  }
+  if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+    auto it = open_ranges_.find(m.id);
+    if (it == open_ranges_.end()) {
+      ++stats_.unmatched_range_ends;
+      return;
+    }
+    PendingRange r = it->second;
+    open_ranges_.erase(it);
+    EmitRange(r, m.timestamp, thread, m.id);
+    return;
+  }
+  // Instantaneous marker (flag 1) or sync markers: a point in time.
+  NvtxMarkerEvent e;
+  e.timestamp_ns = m.timestamp;
+  e.name_id = sink_->Intern(m.name != nullptr ? m.name : "");
+  e.domain_id = m.domain != nullptr ? sink_->Intern(m.domain) : 0;
+  e.thread_id = thread;
+  pending_instants_.emplace_back(e, m.id);
+}
+
+void RecordConverter::ConvertMarkerData(const CUpti_ActivityMarkerData2& d) {
+  MarkerData data;
+  data.color = d.color;
+  data.category = d.category;
+  switch (d.payloadKind) {
+    case CUPTI_METRIC_VALUE_KIND_INT64:
+      data.payload_kind = PayloadKind::kInt64;
+      data.payload_int = d.payload.metricValueInt64;
+      break;
+    case CUPTI_METRIC_VALUE_KIND_UINT64:
+      data.payload_kind = PayloadKind::kUint64;
+      data.payload_int = static_cast<int64_t>(d.payload.metricValueUint64);
+      break;
+    case CUPTI_METRIC_VALUE_KIND_DOUBLE:
+      data.payload_kind = PayloadKind::kDouble;
+      data.payload_double = d.payload.metricValueDouble;
+      break;
+    default: break;
+  }
+  marker_data_[d.id] = data;
+}
+
+void RecordConverter::EmitRange(const PendingRange& r, uint64_t end_ns, uint32_t end_thread,
+                                uint32_t marker_id) {
+  if (end_ns < r.start_ns || r.start_ns == 0) {
+    ++stats_.invalid_timestamps;
+    marker_data_.erase(marker_id);
+    return;
+  }
+  NvtxRangeEvent e;
+  e.start_ns = r.start_ns;
+  e.end_ns = end_ns;
+  e.domain_id = r.domain_id;
+  e.name_id = r.name_id;
+  e.thread_id = r.thread_id;
+  e.end_thread_id = end_thread;
+  // CUPTI does not say push/pop vs start/end; a range closed on the thread
+  // that opened it is reported as push/pop.
+  e.push_pop = end_thread == r.thread_id;
+  auto d = marker_data_.find(marker_id);
+  if (d != marker_data_.end()) {
+    e.color = d->second.color;
+    e.category = d->second.category;
+    e.payload_kind = d->second.payload_kind;
+    e.payload_int = d->second.payload_int;
+    e.payload_double = d->second.payload_double;
+    marker_data_.erase(d);
+  }
+  sink_->Add(e);
+  Count(EventKind::kNvtxRange);
+  if (r.is_nccl) {
+    NcclEvent n;
+    n.start_ns = r.start_ns;
+    n.end_ns = end_ns;
+    n.op = r.nccl_op;
+    n.name_id = r.name_id;
+    n.source = 2;
+    n.thread_id = r.thread_id;
+    n.stream_id = kNoStream;
+    if (e.payload_kind == PayloadKind::kUint64 || e.payload_kind == PayloadKind::kInt64) {
+      n.bytes = static_cast<uint64_t>(e.payload_int);
+    }
+    sink_->Add(n);
+    Count(EventKind::kNccl);
+  }
+}
+
+void RecordConverter::EndBuffer() {
+  for (auto& [event, id] : pending_instants_) {
+    auto d = marker_data_.find(id);
+    if (d != marker_data_.end()) {
+      event.color = d->second.color;
+      event.category = d->second.category;
+      event.payload_kind = d->second.payload_kind;
+      event.payload_int = d->second.payload_int;
+      event.payload_double = d->second.payload_double;
+      marker_data_.erase(d);
+    }
+    sink_->Add(event);
+    Count(EventKind::kNvtxMarker);
+  }
+  pending_instants_.clear();
+  // Marker data whose marker never came (or came in an earlier buffer) must not
+  // accumulate without bound.
+  if (marker_data_.size() > 65536) marker_data_.clear();
+}
+
+void RecordConverter::ConvertOverhead(const CUpti_ActivityOverhead3& o) {
+  if (!ValidSpan(o.start, o.end)) return;
+  OverheadEvent e;
+  e.start_ns = o.start;
+  e.end_ns = o.end;
+  e.overhead_kind = static_cast<uint32_t>(o.overheadKind);
+  if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+    e.thread_id = o.objectId.pt.threadId;
+  } else if (o.objectKind == CUPTI_ACTIVITY_OBJECT_DEVICE ||
+             o.objectKind == CUPTI_ACTIVITY_OBJECT_CONTEXT ||
+             o.objectKind == CUPTI_ACTIVITY_OBJECT_STREAM) {
+    e.device_id = o.objectId.dcs.deviceId;
+  }
+  sink_->Add(e);
+  Count(EventKind::kOverhead);
+}
+
+void RecordConverter::ConvertGraph(const CUpti_ActivityGraphTrace2& g) {
+  if (!ValidSpan(g.start, g.end)) return;
+  KernelEvent e;
+  e.start_ns = g.start;
+  e.end_ns = g.end;
+  e.device_id = g.deviceId;
+  e.context_id = g.contextId;
+  e.stream_id = g.streamId;
+  e.correlation_id = g.correlationId;
+  e.graph_id = g.graphId;
+  e.name_id = sink_->Intern("[CUDA graph " + std::to_string(g.graphId) + "]");
+  sink_->Add(e);
+  Count(EventKind::kKernel);
+}
+
+void RecordConverter::CloseOpenRanges(uint64_t end_ns) {
+  EndBuffer();
+  for (auto& [id, r] : open_ranges_) {
+    ++stats_.open_ranges_at_end;
+    EmitRange(r, end_ns > r.start_ns ? end_ns : r.start_ns, r.thread_id, id);
+  }
+  open_ranges_.clear();
+}
+
+}  // namespace sightline::collect

@@ -1,0 +1,76 @@
+// lib/export/output_file.h — a buffered, error-checked output file.
+//
+// Every exporter streams into an OutputFile: bytes are appended to a fixed
+// buffer (default 1 MiB) that is written out with write(2) when full, so an
+// export's memory is bounded by the buffer, not by the trace. Errors (cannot
+// create, disk full, EIO) are remembered and reported once by Close() as an
+// absl::Status naming the path, so callers can append without checking each
+// call. Path "-" means standard output.
+//
+// The file is written to "<path>.tmp-<pid>" and renamed over `path` by a
+// successful Close(), so a failed or interrupted export never leaves a
+// half-written file under the final name.
+#ifndef SIGHTLINE_LIB_EXPORT_OUTPUT_FILE_H_
+#define SIGHTLINE_LIB_EXPORT_OUTPUT_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace sightline::exporter {
+
+class OutputFile {
+ public:
+  // Creates the temporary file next to `path` (checked at once, so an
+  // unwritable destination is reported before any work is done).
+  static absl::StatusOr<std::unique_ptr<OutputFile>> Open(const std::string& path,
+                                                          size_t buffer_bytes = 1 << 20);
+  ~OutputFile();  // removes the temporary file unless Close() succeeded
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void Append(std::string_view bytes) {
+    if (bytes.size() <= capacity_ - used_) {
+      std::memcpy(buffer_.get() + used_, bytes.data(), bytes.size());
+      used_ += bytes.size();
+    } else {
+      AppendSlow(bytes);
+    }
+  }
+  void Append(char c) {
+    if (used_ == capacity_) FlushBuffer();
+    buffer_[used_++] = c;
+  }
+
+  // Flushes, fsyncs nothing (exports are re-creatable), closes and renames the
+  // temporary file to the final path. Idempotent; returns the first error.
+  absl::Status Close();
+
+  const std::string& path() const { return path_; }
+  uint64_t bytes_written() const { return bytes_flushed_ + used_; }
+
+ private:
+  OutputFile(std::string path, std::string temp_path, int fd, size_t buffer_bytes);
+  void AppendSlow(std::string_view bytes);
+  void FlushBuffer();
+
+  std::string path_;
+  std::string temp_path_;  // empty for stdout
+  int fd_ = -1;
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+  uint64_t bytes_flushed_ = 0;
+  int error_ = 0;  // first errno seen
+  bool closed_ = false;
+};
+
+}  // namespace sightline::exporter
+
+#endif  // SIGHTLINE_LIB_EXPORT_OUTPUT_FILE_H_

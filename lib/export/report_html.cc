@@ -1,0 +1,191 @@
+// lib/export/report_html.cc — see report_html.h. The stylesheet and script
+// are lib/export/html/report.{css,js}, embedded at build time.
+#include "lib/export/report_html.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "lib/export/report_render.h"
+
+namespace sightline::exporter {
+
+namespace assets {
+extern const char kReportCss[];
+extern const char kReportJs[];
+}  // namespace assets
+
+namespace {
+
+using analysis::Report;
+
+void Card(std::string* out, const std::string& key, const std::string& value,
+          const std::string& sub = "") {
+  absl::StrAppend(out, "<div class=\"card\"><div class=\"k\">", HtmlEscape(key),
+                  "</div><div class=\"v\">", HtmlEscape(value), "</div>");
+  if (!sub.empty()) absl::StrAppend(out, "<div class=\"k\">", HtmlEscape(sub), "</div>");
+  absl::StrAppend(out, "</div>");
+}
+
+void SummaryCards(std::string* out, const Report& r, const std::string& label) {
+  absl::StrAppend(out, "<section class=\"cards\" id=\"summary\">");
+  Card(out, "analysed window", FormatDuration(r.summary.window_ns), label);
+  for (const analysis::DeviceSummary& d : r.summary.devices) {
+    Card(out, absl::StrCat("GPU ", d.id, d.rank >= 0 ? absl::StrCat(" rank ", d.rank) : "",
+                           " utilization"),
+         FormatPct(d.gpu_utilization_pct),
+         absl::StrCat("compute ", FormatPct(d.compute_pct), " · idle ", FormatPct(d.idle_pct)));
+    if (r.summary.devices.size() > 4) break;
+  }
+  const analysis::StepSummary& s = r.summary.steps;
+  if (s.count > 0) {
+    Card(out, "step time (mean)", FormatDuration(s.mean_ns),
+         absl::StrCat(s.count, " steps · p99 ", FormatDuration(s.p99_ns)));
+  }
+  uint64_t events = 0, lost = 0;
+  bool complete = true;
+  for (const analysis::TraceSummary& t : r.traces) {
+    events += t.events;
+    lost += t.lost_records;
+    complete &= t.complete;
+  }
+  Card(out, "events", absl::StrCat(events),
+       absl::StrCat(lost, " lost", complete ? "" : " · INCOMPLETE trace"));
+  Card(out, "findings", absl::StrCat(r.findings.size()),
+       r.findings.empty() ? "" : absl::StrCat("top saving ", FormatDuration(r.findings[0].est_saving_ns)));
+  absl::StrAppend(out, "</section>\n");
+}
+
+void Findings(std::string* out, const Report& r) {
+  absl::StrAppend(out, "<section id=\"findings\"><h2>Findings, most important first</h2>");
+  if (r.findings.empty()) absl::StrAppend(out, "<p class=\"empty\">No findings.</p>");
+  for (const analysis::Finding& f : r.findings) {
+    const char* sev = analysis::SeverityName(f.severity);
+    absl::StrAppend(out, "<div class=\"finding ", sev, "\"><div><span class=\"badge ", sev, "\">",
+                    sev, "</span><span class=\"t\">", HtmlEscape(f.title), "</span> <span class=\"rule\">",
+                    HtmlEscape(f.rule), f.scope.empty() ? "" : " · ", HtmlEscape(f.scope),
+                    "</span></div>");
+    absl::StrAppend(out, "<div class=\"ev\">estimated saving ", FormatDuration(f.est_saving_ns), " (",
+                    FormatPct(f.est_saving_pct), " of the window)");
+    for (const analysis::EvidenceItem& e : f.evidence) {
+      std::string v = !e.is_number ? e.text
+                      : e.unit == "ns" ? FormatDuration(e.number)
+                      : e.unit == "pct" ? FormatPct(e.number)
+                      : e.unit == "bytes" ? FormatBytes(e.number)
+                                          : absl::StrFormat("%.4g%s%s", e.number, e.unit.empty() || e.unit == "count" ? "" : " ",
+                                                            e.unit == "count" ? "" : e.unit);
+      absl::StrAppend(out, " · ", HtmlEscape(e.key), " ", HtmlEscape(v));
+    }
+    absl::StrAppend(out, "</div>");
+    if (!f.offenders.empty()) {
+      absl::StrAppend(out, "<div class=\"ev\">top: ");
+      for (size_t i = 0; i < f.offenders.size() && i < 3; ++i) {
+        const analysis::Offender& o = f.offenders[i];
+        absl::StrAppend(out, i ? "; " : "", HtmlEscape(Ellipsize(o.name, 80)), " (", o.count, "x, ",
+                        FormatDuration(o.total_ns), ")");
+      }
+      absl::StrAppend(out, "</div>");
+    }
+    if (!f.recommendation.empty()) {
+      absl::StrAppend(out, "<div class=\"rec\">&rarr; ", HtmlEscape(f.recommendation), "</div>");
+    }
+    absl::StrAppend(out, "</div>");
+  }
+  absl::StrAppend(out, "</section>\n");
+}
+
+void Comparison(std::string* out, const Report& before, const Report& after) {
+  DiffResult d = DiffReports(before, after, DiffOptions{});
+  absl::StrAppend(out, "<section id=\"comparison\"><h2>Before / after</h2><table><tr><th>quantity</th>"
+                       "<th class=\"n\">before</th><th class=\"n\">after</th><th class=\"n\">change</th></tr>");
+  for (const QuantityChange& q : d.quantities) {
+    bool pct = q.unit == "pct";
+    bool worse = q.lower_is_better ? q.change > 1 : q.change < -1;
+    bool better = q.improvement;
+    absl::StrAppend(out, "<tr><td>", HtmlEscape(q.name), "</td><td class=\"n\">",
+                    pct ? FormatPct(q.base) : FormatDuration(q.base), "</td><td class=\"n\">",
+                    pct ? FormatPct(q.now) : FormatDuration(q.now), "</td><td class=\"n ",
+                    better ? "imp" : worse ? "reg" : "", "\">",
+                    pct ? absl::StrFormat("%+.1f pt", q.change) : absl::StrFormat("%+.1f%%", q.change),
+                    "</td></tr>");
+  }
+  absl::StrAppend(out, "</table>");
+  auto list = [&](const char* title, const std::vector<FindingChange>& l) {
+    if (l.empty()) return;
+    absl::StrAppend(out, "<p><b>", title, ":</b> ");
+    for (size_t i = 0; i < l.size(); ++i) {
+      absl::StrAppend(out, i ? ", " : "", HtmlEscape(l[i].rule),
+                      l[i].scope.empty() ? "" : absl::StrCat(" (", HtmlEscape(l[i].scope), ")"));
+    }
+    absl::StrAppend(out, "</p>");
+  };
+  list("Findings resolved", d.findings_resolved);
+  list("Findings appeared", d.findings_appeared);
+  absl::StrAppend(out, "<h2>Kernel time, before (blue) vs after (green)</h2><svg id=\"cmp-kernels\"></svg></section>\n");
+}
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOptions& options,
+                             HtmlDataStats* stats) {
+  std::string out;
+  if (runs.empty()) return out;
+  const HtmlRun& main_run = runs.back();
+  const Report& r = *main_run.report;
+  std::string title = runs.size() == 2
+                          ? absl::StrCat(runs[0].label, " vs ", runs[1].label)
+                          : main_run.label;
+  absl::StrAppend(&out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                        "<title>sightline report — ", HtmlEscape(title), "</title>\n<style>\n",
+                  assets::kReportCss, "</style></head>\n<body>\n<header><h1>sightline report</h1>"
+                  "<div class=\"sub\">", HtmlEscape(title), "</div></header>\n<main>\n");
+  SummaryCards(&out, r, main_run.label);
+  if (runs.size() == 2) Comparison(&out, *runs[0].report, r);
+  Findings(&out, r);
+  absl::StrAppend(&out, "<section><h2>Timeline: CUDA streams and NVTX ranges");
+  if (runs.size() == 2) absl::StrAppend(&out, "<select id=\"run-select\"></select>");
+  absl::StrAppend(&out, "</h2><div class=\"hint\">wheel: zoom · drag: pan · double-click: reset · "
+                        "hover: details (dense regions are merged into blocks; exact events are in "
+                        "<code>sightline export</code>)</div><div id=\"timeline-wrap\"><canvas "
+                        "id=\"timeline\"></canvas></div><div id=\"tooltip\"></div></section>\n"
+                        "<section><h2>GPU utilization over time</h2><svg id=\"util\"></svg></section>\n"
+                        "<section class=\"two\"><div><h2>Kernel time breakdown</h2><svg id=\"kernels\">"
+                        "</svg></div><div><h2>Step time distribution</h2><svg id=\"steps\"></svg></div>"
+                        "</section>\n");
+  if (!r.notes.empty()) {
+    absl::StrAppend(&out, "<section><h2>Notes</h2><ul>");
+    for (const std::string& n : r.notes) absl::StrAppend(&out, "<li>", HtmlEscape(n), "</li>");
+    absl::StrAppend(&out, "</ul></section>\n");
+  }
+  absl::StrAppend(&out, "</main>\n<script type=\"application/json\" id=\"sl-data\">{\"runs\":[");
+  std::string data;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (i) data += ',';
+    AppendRunData(*runs[i].model, *runs[i].report, runs[i].label, options, &data, stats);
+  }
+  // "</" inside JSON strings would end the script element: "<\/" is the same JSON.
+  absl::StrAppend(&out, absl::StrReplaceAll(data, {{"</", "<\\/"}}), "]}</script>\n<script>\n",
+                  assets::kReportJs, "</script>\n</body></html>\n");
+  return out;
+}
+
+}  // namespace sightline::exporter

@@ -1,0 +1,275 @@
+// lib/export/report_json.cc — Report → JSON ("schema": "sightline.report.v1").
+// Field list: docs/report-schema.md. Fields are only ever added.
+#include <string>
+
+#include "lib/export/report_render.h"
+#include "lib/trace/json_writer.h"
+
+namespace sightline::exporter {
+namespace {
+
+using analysis::Report;
+using json::JsonWriter;
+
+// -1 marks "unknown" in the report; JSON says null.
+void NumberOrNull(JsonWriter& w, double v) {
+  if (v < 0) {
+    w.Null();
+  } else {
+    w.Double(v);
+  }
+}
+
+void WriteTraces(JsonWriter& w, const Report& r) {
+  w.Key("traces").BeginArray();
+  for (const analysis::TraceSummary& t : r.traces) {
+    w.BeginObject();
+    w.Key("path").String(t.path);
+    w.Key("pid").Uint(t.pid);
+    w.Key("rank").Int(t.rank);
+    w.Key("host").String(t.host);
+    w.Key("complete").Bool(t.complete);
+    w.Key("integrity").String(t.complete ? "complete" : t.integrity_reason);
+    w.Key("lost_records").Uint(t.lost_records);
+    w.Key("events").Uint(t.events);
+    w.Key("invalid_timestamps").Uint(t.invalid_timestamps);
+    w.Key("replayed_kernels").Uint(t.replayed_kernels);
+    w.Key("clock_offset_ns").Int(t.clock_offset_ns);
+    w.Key("has_clock_mapping").Bool(t.has_clock_mapping);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteDevice(JsonWriter& w, const analysis::DeviceSummary& d) {
+  w.BeginObject();
+  w.Key("index").Uint(d.index);
+  w.Key("id").Uint(d.id);
+  w.Key("rank").Int(d.rank);
+  w.Key("trace").Uint(d.trace);
+  w.Key("name").String(d.name);
+  w.Key("window_start_ns").Uint(d.window_start_ns);
+  w.Key("window_end_ns").Uint(d.window_end_ns);
+  w.Key("window_ns").Uint(d.window_ns);
+  w.Key("busy_ns").Uint(d.busy_ns);
+  w.Key("gpu_utilization_pct").Double(d.gpu_utilization_pct);
+  w.Key("compute_pct").Double(d.compute_pct);
+  w.Key("comm_pct").Double(d.comm_pct);
+  w.Key("memory_pct").Double(d.memory_pct);
+  w.Key("idle_pct").Double(d.idle_pct);
+  w.Key("compute_ns").Uint(d.compute_ns);
+  w.Key("comm_ns").Uint(d.comm_ns);
+  w.Key("memory_ns").Uint(d.memory_ns);
+  w.Key("idle_ns").Uint(d.idle_ns);
+  w.Key("kernels").Uint(d.kernels);
+  w.Key("memcpys").Uint(d.memcpys);
+  w.Key("memsets").Uint(d.memsets);
+  w.Key("concurrency_ns").BeginArray();
+  for (uint64_t v : d.concurrency_ns) w.Uint(v);
+  w.EndArray();
+  w.Key("idle_attribution_ns").BeginObject();
+  w.Key("host_wait").Uint(d.idle_host_wait_ns);
+  w.Key("sync_wait").Uint(d.idle_sync_wait_ns);
+  w.Key("kernel_wait").Uint(d.idle_kernel_wait_ns);
+  w.Key("other").Uint(d.idle_other_ns);
+  w.EndObject();
+  w.Key("comm_overlap_pct").Double(d.comm_overlap_pct);
+  w.EndObject();
+}
+
+void WriteSteps(JsonWriter& w, const analysis::StepSummary& s) {
+  w.Key("steps").BeginObject();
+  w.Key("source").String(s.source);
+  w.Key("name").String(s.name);
+  w.Key("count").Uint(s.count);
+  w.Key("mean_ns").Double(s.mean_ns);
+  w.Key("stddev_ns").Double(s.stddev_ns);
+  w.Key("p50_ns").Uint(s.p50_ns);
+  w.Key("p99_ns").Uint(s.p99_ns);
+  w.Key("min_ns").Uint(s.min_ns);
+  w.Key("max_ns").Uint(s.max_ns);
+  w.Key("mean_gpu_utilization_pct").Double(s.mean_gpu_utilization_pct);
+  w.Key("items").BeginArray();
+  for (const analysis::StepRow& row : s.steps) {
+    w.BeginObject();
+    w.Key("index").Uint(row.index);
+    w.Key("start_ns").Uint(row.start_ns);
+    w.Key("duration_ns").Uint(row.duration_ns);
+    w.Key("gpu_utilization_pct").Double(row.gpu_utilization_pct);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteKernels(JsonWriter& w, const Report& r) {
+  w.Key("kernels").BeginArray();
+  for (const analysis::KernelRow& k : r.kernels) {
+    w.BeginObject();
+    w.Key("name").String(k.name);
+    w.Key("class").String(k.klass);
+    w.Key("count").Uint(k.count);
+    w.Key("total_ns").Uint(k.total_ns);
+    w.Key("mean_ns").Double(k.mean_ns);
+    w.Key("min_ns").Uint(k.min_ns);
+    w.Key("max_ns").Uint(k.max_ns);
+    w.Key("stddev_ns").Double(k.stddev_ns);
+    w.Key("share_pct").Double(k.share_pct);
+    w.Key("grid").BeginArray().Uint(k.grid[0]).Uint(k.grid[1]).Uint(k.grid[2]).EndArray();
+    w.Key("block").BeginArray().Uint(k.block[0]).Uint(k.block[1]).Uint(k.block[2]).EndArray();
+    w.Key("registers_per_thread").Uint(k.registers_per_thread);
+    w.Key("shared_bytes").Uint(k.shared_bytes);
+    w.Key("launch_configs").Uint(k.launch_configs);
+    w.Key("theoretical_occupancy_pct");
+    NumberOrNull(w, k.theoretical_occupancy_pct);
+    w.Key("occupancy_limiter").String(k.occupancy_limiter);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteTables(JsonWriter& w, const Report& r) {
+  w.Key("apis").BeginArray();
+  for (const analysis::ApiRow& a : r.apis) {
+    w.BeginObject();
+    w.Key("name").String(a.name);
+    w.Key("count").Uint(a.count);
+    w.Key("total_ns").Uint(a.total_ns);
+    w.Key("mean_ns").Double(a.mean_ns);
+    w.Key("min_ns").Uint(a.min_ns);
+    w.Key("max_ns").Uint(a.max_ns);
+    w.Key("stddev_ns").Double(a.stddev_ns);
+    w.Key("share_pct").Double(a.share_pct);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("memcpys").BeginArray();
+  for (const analysis::MemcpyRow& m : r.memcpys) {
+    w.BeginObject();
+    w.Key("kind").String(m.kind);
+    w.Key("memory").String(m.memory);
+    w.Key("count").Uint(m.count);
+    w.Key("bytes").Uint(m.bytes);
+    w.Key("total_ns").Uint(m.total_ns);
+    w.Key("mean_ns").Double(m.mean_ns);
+    w.Key("bandwidth_gbps").Double(m.bandwidth_gbps);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("streams").BeginArray();
+  for (const analysis::StreamSummary& s : r.streams) {
+    w.BeginObject();
+    w.Key("device_index").Uint(s.device_index);
+    w.Key("stream_id").Uint(s.stream_id);
+    w.Key("rank").Int(s.rank);
+    w.Key("ops").Uint(s.ops);
+    w.Key("kernels").Uint(s.kernels);
+    w.Key("memcpys").Uint(s.memcpys);
+    w.Key("memsets").Uint(s.memsets);
+    w.Key("busy_ns").Uint(s.busy_ns);
+    w.Key("busy_pct").Double(s.busy_pct);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("nvtx").BeginArray();
+  for (const analysis::NvtxRow& n : r.nvtx) {
+    w.BeginObject();
+    w.Key("name").String(n.name);
+    w.Key("domain").String(n.domain);
+    w.Key("count").Uint(n.count);
+    w.Key("cpu_total_ns").Uint(n.cpu_total_ns);
+    w.Key("gpu_total_ns").Uint(n.gpu_total_ns);
+    w.Key("gpu_ops").Uint(n.gpu_ops);
+    w.Key("gpu_share_pct").Double(n.gpu_share_pct);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("nccl").BeginArray();
+  for (const analysis::NcclRow& n : r.nccl) {
+    w.BeginObject();
+    w.Key("rank").Int(n.rank);
+    w.Key("device_index").Uint(n.device_index);
+    w.Key("count").Uint(n.count);
+    w.Key("total_ns").Uint(n.total_ns);
+    w.Key("overlapped_ns").Uint(n.overlapped_ns);
+    w.Key("comm_share_pct").Double(n.comm_share_pct);
+    w.Key("overlap_pct").Double(n.overlap_pct);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteFindings(JsonWriter& w, const Report& r) {
+  w.Key("findings").BeginArray();
+  for (const analysis::Finding& f : r.findings) {
+    w.BeginObject();
+    w.Key("rule").String(f.rule);
+    w.Key("severity").String(analysis::SeverityName(f.severity));
+    w.Key("title").String(f.title);
+    w.Key("scope").String(f.scope);
+    w.Key("est_saving_ns").Uint(f.est_saving_ns);
+    w.Key("est_saving_pct").Double(f.est_saving_pct);
+    w.Key("evidence").BeginObject();
+    for (const analysis::EvidenceItem& e : f.evidence) {
+      w.Key(e.key);
+      if (e.is_number) {
+        w.Double(e.number);
+      } else {
+        w.String(e.text);
+      }
+    }
+    w.EndObject();
+    w.Key("evidence_units").BeginObject();
+    for (const analysis::EvidenceItem& e : f.evidence) {
+      if (e.is_number && !e.unit.empty()) w.Key(e.key).String(e.unit);
+    }
+    w.EndObject();
+    w.Key("offenders").BeginArray();
+    for (const analysis::Offender& o : f.offenders) {
+      w.BeginObject();
+      w.Key("name").String(o.name);
+      w.Key("count").Uint(o.count);
+      w.Key("total_ns").Uint(o.total_ns);
+      w.Key("share_pct").Double(o.share_pct);
+      w.Key("detail").String(o.detail);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("recommendation").String(f.recommendation);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+}  // namespace
+
+std::string RenderReportJson(const Report& r) {
+  std::string out;
+  JsonWriter w(&out, 2);
+  w.BeginObject();
+  w.Key("schema").String(r.schema.empty() ? analysis::kReportSchema : r.schema);
+  WriteTraces(w, r);
+  w.Key("summary").BeginObject();
+  w.Key("window_start_ns").Uint(r.summary.window_start_ns);
+  w.Key("window_end_ns").Uint(r.summary.window_end_ns);
+  w.Key("window_ns").Uint(r.summary.window_ns);
+  w.Key("gpu_activities").Uint(r.summary.gpu_activities);
+  w.Key("api_calls").Uint(r.summary.api_calls);
+  w.Key("nvtx_ranges").Uint(r.summary.nvtx_ranges);
+  w.Key("devices").BeginArray();
+  for (const analysis::DeviceSummary& d : r.summary.devices) WriteDevice(w, d);
+  w.EndArray();
+  WriteSteps(w, r.summary.steps);
+  w.EndObject();
+  WriteKernels(w, r);
+  WriteTables(w, r);
+  WriteFindings(w, r);
+  w.Key("notes").BeginArray();
+  for (const std::string& n : r.notes) w.String(n);
+  w.EndArray();
+  w.EndObject();
+  out += '\n';
+  return out;
+}
+
+}  // namespace sightline::exporter

@@ -1,0 +1,225 @@
+// lib/export/report_text.cc — the one-screen terminal report.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/export/report_render.h"
+
+namespace sightline::exporter {
+namespace {
+
+using analysis::Report;
+
+// Word-wraps `text` into lines of at most `width` columns, each prefixed by
+// `indent` (the first by `first_indent`).
+void Wrap(std::string* out, const std::string& text, size_t width, const std::string& first_indent,
+          const std::string& indent) {
+  std::string line = first_indent;
+  size_t line_start_len = first_indent.size();
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(' ', i);
+    if (j == std::string::npos) j = text.size();
+    std::string word = text.substr(i, j - i);
+    i = j + 1;
+    if (word.empty()) continue;
+    if (line.size() > line_start_len && line.size() + 1 + word.size() > width) {
+      absl::StrAppend(out, line, "\n");
+      line = indent;
+      line_start_len = indent.size();
+    }
+    if (line.size() > line_start_len) line += ' ';
+    if (word.size() > width - line.size() && width > line.size() + 4) {
+      word = Ellipsize(word, width - line.size());
+    }
+    line += word;
+  }
+  if (line.size() > line_start_len) absl::StrAppend(out, line, "\n");
+}
+
+std::string Evidence(const analysis::EvidenceItem& e) {
+  if (!e.is_number) return absl::StrCat(e.key, "=", e.text);
+  if (e.unit == "ns") return absl::StrCat(e.key, "=", FormatDuration(e.number));
+  if (e.unit == "pct") return absl::StrCat(e.key, "=", FormatPct(e.number));
+  if (e.unit == "bytes") return absl::StrCat(e.key, "=", FormatBytes(e.number));
+  std::string num = (std::fabs(e.number - std::round(e.number)) < 1e-9 && std::fabs(e.number) < 1e15)
+                        ? absl::StrFormat("%.0f", e.number)
+                        : absl::StrFormat("%.3g", e.number);
+  return absl::StrCat(e.key, "=", num, e.unit.empty() || e.unit == "count" ? "" : " ", 
+                      e.unit == "count" ? "" : e.unit);
+}
+
+std::string DeviceLabel(const analysis::DeviceSummary& d) {
+  std::string name = d.name;
+  if (absl::StartsWith(name, "NVIDIA ")) name = name.substr(7);
+  std::string label = absl::StrCat("GPU ", d.id);
+  if (d.rank >= 0) absl::StrAppend(&label, " r", d.rank);
+  if (!name.empty()) absl::StrAppend(&label, " ", name);
+  return label;
+}
+
+}  // namespace
+
+std::string TrimLineEnds(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t nl = text.find('\n', start);
+    size_t end = nl == std::string::npos ? text.size() : nl;
+    size_t last = end;
+    while (last > start && text[last - 1] == ' ') --last;
+    out.append(text, start, last - start);
+    if (nl == std::string::npos) break;
+    out += '\n';
+    start = nl + 1;
+  }
+  return out;
+}
+
+std::string FormatDuration(double ns) {
+  double a = std::fabs(ns);
+  if (a < 1e3) return absl::StrFormat("%.0f ns", ns);
+  if (a < 1e6) return absl::StrFormat("%.1f us", ns / 1e3);
+  if (a < 1e9) return absl::StrFormat("%.2f ms", ns / 1e6);
+  return absl::StrFormat("%.2f s", ns / 1e9);
+}
+
+std::string FormatBytes(double b) {
+  double a = std::fabs(b);
+  if (a < 1e3) return absl::StrFormat("%.0f B", b);
+  if (a < 1e6) return absl::StrFormat("%.1f kB", b / 1e3);
+  if (a < 1e9) return absl::StrFormat("%.2f MB", b / 1e6);
+  return absl::StrFormat("%.2f GB", b / 1e9);
+}
+
+std::string FormatPct(double pct) { return absl::StrFormat("%.1f%%", pct); }
+
+std::string Ellipsize(const std::string& s, size_t width) {
+  if (s.size() <= width) return s;
+  if (width <= 3) return s.substr(0, width);
+  size_t keep = width - 3;
+  size_t head = (keep + 1) / 2, tail = keep / 2;
+  return absl::StrCat(s.substr(0, head), "...", s.substr(s.size() - tail));
+}
+
+std::string RenderReportText(const Report& r, const TextOptions& options) {
+  const size_t width = static_cast<size_t>(std::max(60, options.width));
+  std::string out;
+  const analysis::Summary& s = r.summary;
+  absl::StrAppend(&out, "sightline analysis: ", r.traces.size(),
+                  r.traces.size() == 1 ? " trace" : " traces", ", window ",
+                  FormatDuration(static_cast<double>(s.window_ns)), ", ", s.gpu_activities,
+                  " GPU activities, ", s.api_calls, " API calls\n");
+  for (const analysis::TraceSummary& t : r.traces) {
+    std::string state = t.complete ? "complete" : absl::StrCat("INCOMPLETE: ", t.integrity_reason);
+    std::string line = absl::StrCat("  ", Ellipsize(t.path, 40), "  pid ", t.pid,
+                                    t.rank >= 0 ? absl::StrCat(" rank ", t.rank) : "", "  ",
+                                    t.events, " events, ", t.lost_records, " lost; ", state);
+    absl::StrAppend(&out, Ellipsize(line, width), "\n");
+  }
+
+  if (!s.devices.empty()) {
+    absl::StrAppend(&out, "\n",
+                    absl::StrFormat("%-26s %7s %8s %7s %7s %7s %9s %11s\n", "GPU", "util",
+                                    "compute", "comm", "memory", "idle", "kernels", "window"));
+    for (const analysis::DeviceSummary& d : s.devices) {
+      absl::StrAppend(&out, absl::StrFormat("%-26s %7s %8s %7s %7s %7s %9d %11s\n",
+                                            Ellipsize(DeviceLabel(d), 26),
+                                            FormatPct(d.gpu_utilization_pct),
+                                            FormatPct(d.compute_pct), FormatPct(d.comm_pct),
+                                            FormatPct(d.memory_pct), FormatPct(d.idle_pct),
+                                            d.kernels, FormatDuration(d.window_ns)));
+    }
+  }
+
+  const analysis::StepSummary& st = s.steps;
+  if (st.count > 0) {
+    std::string src = st.name.empty() ? st.source : absl::StrCat(st.source, " \"", st.name, "\"");
+    out += '\n';
+    Wrap(&out,
+         absl::StrCat("Steps (", src, "): ", st.count, ", mean ", FormatDuration(st.mean_ns),
+                      ", p50 ", FormatDuration(st.p50_ns), ", p99 ", FormatDuration(st.p99_ns),
+                      ", min ", FormatDuration(st.min_ns), ", max ", FormatDuration(st.max_ns),
+                      ", GPU util ", FormatPct(st.mean_gpu_utilization_pct)),
+         width, "", "  ");
+  } else {
+    absl::StrAppend(&out, "\nSteps: none detected (mark iterations with an NVTX range or "
+                          "sightline step markers)\n");
+  }
+
+  if (!r.kernels.empty()) {
+    // name column takes what is left of `width`.
+    const size_t fixed = 8 + 11 + 11 + 8 + 18 + 5;
+    size_t name_w = width > fixed + 20 ? width - fixed : 20;
+    absl::StrAppend(&out, "\n", absl::StrFormat("%-*s %8s %10s %10s %7s  %-17s\n",
+                                                static_cast<int>(name_w + 1), "Top kernels",
+                                                "count", "total", "mean", "share", "occupancy"));
+    size_t n = std::min(options.max_kernels, r.kernels.size());
+    for (size_t i = 0; i < n; ++i) {
+      const analysis::KernelRow& k = r.kernels[i];
+      std::string occ = k.theoretical_occupancy_pct < 0
+                            ? "-"
+                            : absl::StrCat(FormatPct(k.theoretical_occupancy_pct),
+                                           k.occupancy_limiter.empty()
+                                               ? ""
+                                               : absl::StrCat(" (", k.occupancy_limiter, ")"));
+      absl::StrAppend(&out, absl::StrFormat("  %-*s %8d %10s %10s %7s  %-17s\n",
+                                            static_cast<int>(name_w - 1),
+                                            Ellipsize(k.name, name_w - 1), k.count,
+                                            FormatDuration(k.total_ns), FormatDuration(k.mean_ns),
+                                            FormatPct(k.share_pct), Ellipsize(occ, 17)));
+    }
+    if (r.kernels.size() > n) {
+      absl::StrAppend(&out, "  ... ", r.kernels.size() - n, " more kernels (see --format json)\n");
+    }
+  }
+
+  if (r.findings.empty()) {
+    absl::StrAppend(&out, "\nFindings: none\n");
+  } else {
+    absl::StrAppend(&out, "\nFindings (", r.findings.size(), ", most important first):\n");
+    size_t n = std::min(options.max_findings, r.findings.size());
+    for (size_t i = 0; i < n; ++i) {
+      const analysis::Finding& f = r.findings[i];
+      std::string head = absl::StrFormat("[%s] %s: %s", analysis::SeverityName(f.severity),
+                                         f.rule, f.title);
+      Wrap(&out, head, width, absl::StrFormat("%2d. ", static_cast<int>(i + 1)), "      ");
+      std::string saving = absl::StrCat("saving ~", FormatDuration(f.est_saving_ns), " (",
+                                        FormatPct(f.est_saving_pct), " of the window)");
+      if (!f.scope.empty()) absl::StrAppend(&saving, "; scope: ", f.scope);
+      Wrap(&out, saving, width, "      ", "      ");
+      if (!f.evidence.empty()) {
+        std::string ev = "evidence:";
+        for (size_t k = 0; k < f.evidence.size() && k < 6; ++k) {
+          absl::StrAppend(&ev, " ", Evidence(f.evidence[k]), k + 1 < f.evidence.size() && k < 5 ? ";" : "");
+        }
+        Wrap(&out, ev, width, "      ", "        ");
+      }
+      for (size_t k = 0; k < f.offenders.size() && k < 3; ++k) {
+        const analysis::Offender& o = f.offenders[k];
+        std::string line = absl::StrCat("- ", o.name, ": ", o.count, "x, ",
+                                        FormatDuration(o.total_ns));
+        if (o.share_pct > 0) absl::StrAppend(&line, ", ", FormatPct(o.share_pct));
+        if (!o.detail.empty()) absl::StrAppend(&line, " (", o.detail, ")");
+        absl::StrAppend(&out, "      ", Ellipsize(line, width - 6), "\n");
+      }
+      if (!f.recommendation.empty()) {
+        Wrap(&out, absl::StrCat("-> ", f.recommendation), width, "      ", "         ");
+      }
+    }
+    if (r.findings.size() > n) {
+      absl::StrAppend(&out, "  ... ", r.findings.size() - n, " more findings (see --format json)\n");
+    }
+  }
+  if (!r.notes.empty()) {
+    absl::StrAppend(&out, "\nNotes:\n");
+    for (const std::string& note : r.notes) Wrap(&out, absl::StrCat("- ", note), width, "  ", "    ");
+  }
+  return TrimLineEnds(out);
+}
+
+}  // namespace sightline::exporter

@@ -1,0 +1,520 @@
+// TraceReader: frames → CRC check → chunk decoding, with resynchronisation
+// after damage and an exact account of what was lost.
+#include "lib/trace/reader.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "lib/trace/chunk_decoder.h"
+#include "lib/trace/crc32c.h"
+#include "lib/trace/format.h"
+
+namespace sightline::trace {
+
+// ---- StringTable ------------------------------------------------------------
+
+std::string_view StringTable::Get(uint32_t id) const {
+  if (id < strings_.size()) {
+    if (defined_[id]) return strings_[id];
+  } else if (auto it = sparse_.find(id); it != sparse_.end()) {
+    return it->second;
+  }
+  scratch_ = absl::StrCat("<unknown string ", id, ">");
+  return scratch_;
+}
+
+bool StringTable::Has(uint32_t id) const {
+  if (id < strings_.size()) return defined_[id];
+  return sparse_.count(id) != 0;
+}
+
+void StringTable::Set(uint32_t id, std::string value) {
+  if (id == 0) return;
+  if (id < strings_.size()) {
+    if (!defined_[id]) ++defined_count_;
+    defined_[id] = true;
+    strings_[id] = std::move(value);
+    return;
+  }
+  // Grow the dense part only while it stays proportional to the definitions.
+  if (id <= 2 * defined_count_ + 1024) {
+    // (id >= size(): if it is defined, it is in the sparse part; the new
+    // value replaces it.)
+    if (sparse_.erase(id) == 0) ++defined_count_;
+    size_t old_size = strings_.size();
+    strings_.resize(id + 1);
+    defined_.resize(id + 1, false);
+    defined_[id] = true;
+    strings_[id] = std::move(value);
+    // Move sparse entries that now fall into the dense range (cost bounded
+    // by the growth, which is bounded by the definitions seen).
+    for (size_t i = old_size; i < id && !sparse_.empty(); ++i) {
+      auto s = sparse_.find(static_cast<uint32_t>(i));
+      if (s == sparse_.end()) continue;
+      defined_[i] = true;
+      strings_[i] = std::move(s->second);
+      sparse_.erase(s);
+    }
+    return;
+  }
+  auto [it, inserted] = sparse_.try_emplace(id);
+  if (inserted) ++defined_count_;
+  it->second = std::move(value);
+}
+
+// ---- TraceReader ------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kMaxProblemsListed = 100;
+
+struct FrameHead {
+  uint32_t magic;
+  uint8_t type;
+  uint32_t length;
+  uint32_t crc;
+};
+
+FrameHead ParseFrameHead(const uint8_t* p) {
+  FrameHead h;
+  std::memcpy(&h.magic, p, 4);
+  h.type = p[4];
+  std::memcpy(&h.length, p + 8, 4);
+  std::memcpy(&h.crc, p + 12, 4);
+  return h;
+}
+
+const char* FrameTypeName(uint8_t type) {
+  switch (static_cast<FrameType>(type)) {
+    case FrameType::kHeader: return "header";
+    case FrameType::kChunk: return "chunk";
+    case FrameType::kFooter: return "footer";
+  }
+  return "unknown";
+}
+
+// Memory-mapped file: pages are read on demand, never the whole file at once.
+struct MappedFile {
+  void* addr = nullptr;
+  size_t size = 0;
+  ~MappedFile() {
+    if (addr != nullptr) munmap(addr, size);
+  }
+};
+
+}  // namespace
+
+struct TraceReader::Impl {
+  std::string name;
+  ReaderOptions options;
+  MappedFile mapping;
+  const uint8_t* data = nullptr;
+  uint64_t size = 0;
+  uint64_t pos = 0;
+  bool finished = false;
+  bool footer_seen = false;
+  bool data_after_footer_reported = false;
+  uint64_t next_sequence = 0;
+  uint64_t problems_dropped = 0;
+  bool has_loss_event = false;
+
+  TraceHeaderData header;
+  StringTable strings;
+  std::unordered_map<uint32_t, CallStack> stacks;
+  Integrity integrity;
+  internal::ChunkDecoder decoder;
+
+  void Problem(std::string text) {
+    if (integrity.problems.size() < kMaxProblemsListed) {
+      integrity.problems.push_back(std::move(text));
+    } else {
+      ++problems_dropped;
+    }
+  }
+
+  // Offset of the next frame magic at or after `from`, or size.
+  uint64_t FindMagic(uint64_t from) const {
+    static constexpr char kMagicBytes[4] = {'S', 'L', 'F', 'R'};
+    if (from >= size) return size;
+    const void* hit = memmem(data + from, size - from, kMagicBytes, 4);
+    return hit ? static_cast<uint64_t>(static_cast<const uint8_t*>(hit) - data) : size;
+  }
+
+  // Skips damaged bytes [pos, next magic after `search_from`).
+  void Resync(uint64_t search_from) {
+    uint64_t next = FindMagic(search_from);
+    integrity.bytes_skipped += next - pos;
+    pos = next;
+  }
+
+  void Finalize();
+  absl::Status Damage(std::string text, uint64_t resync_from);
+  // Without resync: the first damage ends the read (integrity finalised).
+  absl::Status StopAtDamage(const std::string& problem) {
+    finished = true;
+    Finalize();
+    return absl::DataLossError(absl::StrCat(name, ": ", problem));
+  }
+  absl::StatusOr<bool> ReadFrame(EventVisitor& visitor);
+};
+
+absl::Status TraceReader::Impl::Damage(std::string text, uint64_t resync_from) {
+  Problem(text);
+  Resync(resync_from);
+  if (!options.resync) return StopAtDamage(text);
+  return absl::OkStatus();
+}
+
+void TraceReader::Impl::Finalize() {
+  Integrity& in = integrity;
+  if (in.footer.has_value()) {
+    const FooterData& f = *in.footer;
+    in.losses = f.losses;
+    in.events_missing = f.events > in.events_read ? f.events - in.events_read : 0;
+    if (in.events_missing > 0) {
+      Problem(absl::StrCat(in.events_missing, " of the ", f.events,
+                           " events listed in the footer were not read"));
+    }
+  }
+  if (problems_dropped > 0) {
+    in.problems.push_back(absl::StrCat("... and ", problems_dropped, " more problems"));
+  }
+  in.complete = in.footer.has_value() && in.problems.empty();
+  if (in.complete) {
+    in.reason.clear();
+    return;
+  }
+  std::string reason = in.problems.empty() ? "" : in.problems.front();
+  if (in.problems.size() > 1) absl::StrAppend(&reason, " (", in.problems.size(), " problems)");
+  if (!in.footer.has_value()) {
+    absl::StrAppend(&reason, reason.empty() ? "" : "; ",
+                    "no footer: the writer did not finish (killed, crashed or still "
+                    "running); ",
+                    in.chunks_read, " complete chunks read up to byte ", in.bytes_accepted);
+  }
+  in.reason = std::move(reason);
+}
+
+absl::StatusOr<bool> TraceReader::Impl::ReadFrame(EventVisitor& visitor) {
+  const uint64_t at = pos;
+  const uint64_t remaining = size - at;
+  if (remaining < kFrameHeaderSize) {
+    std::string text = absl::StrFormat("truncated at byte %d: partial frame header (%d of %d bytes)",
+                                       at, remaining, kFrameHeaderSize);
+    Problem(text);
+    integrity.truncated = true;
+    integrity.bytes_skipped += remaining;
+    pos = size;
+    if (!options.resync) return StopAtDamage(text);
+    return false;
+  }
+  FrameHead head = ParseFrameHead(data + at);
+  if (head.magic != kFrameMagic) {
+    uint64_t next = FindMagic(at + 1);
+    absl::Status s = Damage(
+        next < size ? absl::StrFormat("garbage at byte %d: no frame magic; skipped %d bytes to the "
+                                      "next frame",
+                                      at, next - at)
+                    : absl::StrFormat("garbage at byte %d: no frame magic in the last %d bytes", at,
+                                      size - at),
+        at + 1);
+    if (!s.ok()) return s;
+    return false;
+  }
+  if (head.length > kMaxFramePayload) {
+    absl::Status s = Damage(absl::StrFormat("damaged frame at byte %d: length %d exceeds the %d "
+                                            "byte limit",
+                                            at, head.length, kMaxFramePayload),
+                            at + 4);
+    if (!s.ok()) return s;
+    return false;
+  }
+  const uint64_t payload_at = at + kFrameHeaderSize;
+  if (head.length > size - payload_at) {
+    uint64_t next = FindMagic(at + 4);
+    if (next < size) {  // a later frame exists: the length is damaged
+      absl::Status s = Damage(absl::StrFormat("damaged frame at byte %d: length %d runs past the "
+                                              "next frame at byte %d",
+                                              at, head.length, next),
+                              at + 4);
+      if (!s.ok()) return s;
+      return false;
+    }
+    std::string text = absl::StrFormat("truncated at byte %d: %s frame of %d bytes, only %d present",
+                                       at, FrameTypeName(head.type),
+                                       head.length + kFrameHeaderSize, remaining);
+    Problem(text);
+    integrity.truncated = true;
+    integrity.bytes_skipped += remaining;
+    pos = size;
+    if (!options.resync) return StopAtDamage(text);
+    return false;
+  }
+  std::string_view payload(reinterpret_cast<const char*>(data + payload_at), head.length);
+  if (Crc32c(payload.data(), payload.size()) != head.crc) {
+    if (head.type == static_cast<uint8_t>(FrameType::kChunk)) ++integrity.chunks_damaged;
+    absl::Status s = Damage(absl::StrFormat("bad CRC at byte %d (%s frame of %d bytes); skipped",
+                                            at, FrameTypeName(head.type), head.length),
+                            payload_at);
+    if (!s.ok()) return s;
+    return false;
+  }
+  pos = payload_at + head.length;
+  if (footer_seen && !data_after_footer_reported) {
+    data_after_footer_reported = true;
+    Problem(absl::StrFormat("data after the footer at byte %d", at));
+  }
+  switch (static_cast<FrameType>(head.type)) {
+    case FrameType::kHeader:
+      Problem(absl::StrFormat("unexpected header frame at byte %d (concatenated traces?); skipped",
+                              at));
+      integrity.bytes_skipped += pos - at;
+      return false;
+    case FrameType::kFooter: {
+      FooterData footer;
+      internal::DecodeError error;
+      if (!internal::DecodeFooter(payload, &footer, &error)) {
+        Problem(absl::StrFormat("undecodable footer at byte %d: %s", at, error.what));
+        integrity.bytes_skipped += pos - at;
+        return false;
+      }
+      integrity.footer = std::move(footer);
+      footer_seen = true;
+      integrity.bytes_accepted += pos - at;
+      return false;
+    }
+    case FrameType::kChunk: {
+      internal::ChunkStats stats;
+      internal::DecodeError error;
+      bool ok = decoder.Decode(payload, &strings, &stacks, visitor, &stats, &error);
+      // Account for what was visited, even from a chunk that turned out bad.
+      integrity.events_read += stats.events;
+      for (int k = 0; k < kNumEventKinds; ++k) integrity.counts[k] += stats.counts[k];
+      integrity.invalid_events += stats.invalid_events;
+      if (stats.events && stats.first_ns != UINT64_MAX) {
+        integrity.first_ns =
+            integrity.first_ns ? std::min(integrity.first_ns, stats.first_ns) : stats.first_ns;
+        integrity.last_ns = std::max(integrity.last_ns, stats.last_ns);
+      }
+      if (stats.has_last_loss) {
+        has_loss_event = true;
+        if (!integrity.footer) integrity.losses = stats.last_loss;
+      }
+      if (stats.string_conflicts) {
+        Problem(absl::StrFormat("chunk at byte %d redefines %d string ids with different text", at,
+                                stats.string_conflicts));
+      }
+      if (!ok) {
+        ++integrity.chunks_damaged;
+        integrity.bytes_skipped += pos - at;
+        std::string text = absl::StrFormat("undecodable chunk at byte %d: %s at payload offset %d",
+                                           at, error.what, error.offset);
+        Problem(text);
+        if (!options.resync) return StopAtDamage(text);
+        return true;
+      }
+      ++integrity.chunks_read;
+      integrity.bytes_accepted += pos - at;
+      if (stats.sequence != next_sequence) {
+        if (stats.sequence > next_sequence) {
+          integrity.chunks_missing += stats.sequence - next_sequence;
+          Problem(absl::StrFormat("chunks %d to %d missing before byte %d", next_sequence,
+                                  stats.sequence - 1, at));
+        } else {
+          Problem(absl::StrFormat("chunk sequence goes back from %d to %d at byte %d",
+                                  next_sequence, stats.sequence, at));
+        }
+      }
+      next_sequence = stats.sequence + 1;
+      return true;
+    }
+  }
+  Problem(absl::StrFormat("unknown frame type %d at byte %d; skipped", head.type, at));
+  integrity.bytes_skipped += pos - at;
+  return false;
+}
+
+TraceReader::TraceReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TraceReader::~TraceReader() = default;
+
+const std::string& TraceReader::name() const { return impl_->name; }
+const TraceHeaderData& TraceReader::header() const { return impl_->header; }
+const StringTable& TraceReader::strings() const { return impl_->strings; }
+const Integrity& TraceReader::integrity() const { return impl_->integrity; }
+uint64_t TraceReader::position() const { return impl_->pos; }
+
+const CallStack* TraceReader::stack(uint32_t id) const {
+  auto it = impl_->stacks.find(id);
+  return it == impl_->stacks.end() ? nullptr : &it->second;
+}
+
+absl::StatusOr<bool> TraceReader::NextChunk(EventVisitor& visitor) {
+  Impl& m = *impl_;
+  while (!m.finished) {
+    if (m.pos >= m.size) {
+      m.finished = true;
+      m.Finalize();
+      break;
+    }
+    absl::StatusOr<bool> chunk = m.ReadFrame(visitor);
+    if (!chunk.ok()) return chunk;
+    if (*chunk) return true;
+  }
+  return false;
+}
+
+absl::Status TraceReader::ReadAll(EventVisitor& visitor) {
+  while (true) {
+    absl::StatusOr<bool> more = NextChunk(visitor);
+    if (!more.ok()) return more.status();
+    if (!*more) return absl::OkStatus();
+  }
+}
+
+namespace {
+
+// Validates the preamble and the header frame of `impl` (data/size set).
+absl::Status ReadPreambleAndHeader(const std::string& name,
+                                   const uint8_t* data, uint64_t size, TraceHeaderData* header,
+                                   uint64_t* header_end) {
+  if (size == 0) return absl::InvalidArgumentError(absl::StrCat(name, ": empty file"));
+  size_t magic_present = std::min<uint64_t>(size, sizeof(kFileMagic));
+  if (std::memcmp(data, kFileMagic, magic_present) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": not a sightline trace (bad magic at byte 0)"));
+  }
+  if (size < kFilePreambleSize) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: truncated at byte %d: the %d-byte file preamble is incomplete", name, size,
+        kFilePreambleSize));
+  }
+  uint32_t version;
+  std::memcpy(&version, data + 8, 4);
+  if (version == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": damaged preamble at byte 8: format version 0"));
+  }
+  if (version > kFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: format version %d (at byte 8) is newer than this reader supports (%d); "
+        "use a newer sightline",
+        name, version, kFormatVersion));
+  }
+  const uint64_t at = kFilePreambleSize;
+  if (size - at < kFrameHeaderSize) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: truncated header at byte %d: %d of %d frame header bytes present", name, at,
+        size - at, kFrameHeaderSize));
+  }
+  FrameHead head = ParseFrameHead(data + at);
+  if (head.magic != kFrameMagic) {
+    return absl::DataLossError(
+        absl::StrFormat("%s: damaged header at byte %d: no frame magic", name, at));
+  }
+  if (head.type != static_cast<uint8_t>(FrameType::kHeader)) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: damaged header at byte %d: first frame has type %d, expected a header", name, at,
+        head.type));
+  }
+  if (head.length > kMaxFramePayload) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: damaged header at byte %d: length %d exceeds the limit", name, at, head.length));
+  }
+  if (head.length > size - at - kFrameHeaderSize) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: truncated header at byte %d: frame of %d bytes, only %d present", name, at,
+        head.length + kFrameHeaderSize, size - at));
+  }
+  const uint8_t* payload = data + at + kFrameHeaderSize;
+  if (Crc32c(payload, head.length) != head.crc) {
+    return absl::DataLossError(
+        absl::StrFormat("%s: damaged header at byte %d: CRC mismatch", name, at));
+  }
+  internal::DecodeError error;
+  if (!internal::DecodeHeader(
+          std::string_view(reinterpret_cast<const char*>(payload), head.length), header,
+          &error)) {
+    return absl::DataLossError(absl::StrFormat("%s: damaged header at byte %d: %s", name,
+                                               at + kFrameHeaderSize + error.offset, error.what));
+  }
+  header->format_version = version;
+  *header_end = at + kFrameHeaderSize + head.length;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::FromBuffer(std::string name,
+                                                                     std::string_view data,
+                                                                     const ReaderOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->name = std::move(name);
+  impl->options = options;
+  impl->data = reinterpret_cast<const uint8_t*>(data.data());
+  impl->size = data.size();
+  uint64_t header_end = 0;
+  absl::Status status = ReadPreambleAndHeader(impl->name, impl->data, impl->size,
+                                              &impl->header, &header_end);
+  if (!status.ok()) return status;
+  impl->pos = header_end;
+  impl->integrity.file_bytes = impl->size;
+  impl->integrity.bytes_accepted = header_end;
+  return std::unique_ptr<TraceReader>(new TraceReader(std::move(impl)));
+}
+
+absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
+                                                               const ReaderOptions& options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string message = absl::StrCat(path, ": cannot open: ", std::strerror(err));
+    if (err == ENOENT) return absl::NotFoundError(message);
+    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
+    return absl::InvalidArgumentError(message);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot stat: ", std::strerror(err)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a trace file"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
+  }
+  if (st.st_size == 0) {
+    ::close(fd);
+    return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
+  }
+  MappedFile mapping;
+  mapping.size = static_cast<size_t>(st.st_size);
+  mapping.addr = ::mmap(nullptr, mapping.size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int map_errno = errno;
+  ::close(fd);
+  if (mapping.addr == MAP_FAILED) {
+    mapping.addr = nullptr;
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": cannot map: ", std::strerror(map_errno)));
+  }
+  ::madvise(mapping.addr, mapping.size, MADV_SEQUENTIAL);
+  auto reader = FromBuffer(
+      path, std::string_view(static_cast<const char*>(mapping.addr), mapping.size), options);
+  if (!reader.ok()) return reader.status();
+  std::swap((*reader)->impl_->mapping.addr, mapping.addr);
+  std::swap((*reader)->impl_->mapping.size, mapping.size);
+  return reader;
+}
+
+}  // namespace sightline::trace

@@ -1,0 +1,188 @@
+// Golden tests of the overlap rules (pageable copies, stream concurrency,
+// copy/compute and communication/compute overlap, NCCL straggler).
+#include "gtest/gtest.h"
+#include "lib/analysis/analyze.h"
+#include "tests/analysis/synthetic.h"
+
+namespace sightline::analysis {
+namespace {
+
+using testing::BuildPath;
+using testing::FindFinding;
+using testing::ms;
+using testing::TraceBuilder;
+using testing::us;
+
+class OverlapRuleTest : public ::testing::TestWithParam<BuildPath> {
+ protected:
+  Report Analyze(const std::vector<SyntheticTrace>& traces) {
+    return testing::AnalyzeTraces(traces, GetParam());
+  }
+  Report Analyze(const TraceBuilder& b) { return Analyze(std::vector<SyntheticTrace>{b.trace()}); }
+};
+
+// ---- pageable_memcpy ------------------------------------------------------
+
+TraceBuilder UploadTrace(MemoryKind kind) {
+  TraceBuilder b;
+  const uint64_t bytes = 10'000'000;
+  // One pinned reference copy: 10 MB in 250 us = 40 GB/s.
+  b.Memcpy(CopyKind::kHtoD, MemoryKind::kPinned, bytes, ms(1), ms(1) + us(250), 9,
+           "cudaMemcpyAsync", ms(1) - us(10), ms(1) - us(5), true);
+  for (int k = 0; k < 5; ++k) {
+    uint64_t start = ms(2) + k * ms(2);
+    uint64_t duration = kind == MemoryKind::kPageable ? ms(1) : us(250);
+    b.Memcpy(CopyKind::kHtoD, kind, bytes, start, start + duration, 9, "cudaMemcpyAsync",
+             start - us(10), start - us(5), true);
+  }
+  return b;
+}
+
+TEST_P(OverlapRuleTest, PageableAsyncCopiesFire) {
+  Report report = Analyze(UploadTrace(MemoryKind::kPageable));
+  const Finding* f = FindFinding(report, "pageable_memcpy");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("pageable_async_copies"), 5);
+  EXPECT_EQ(f->EvidenceNumber("bytes"), 5 * 10e6);
+  EXPECT_NEAR(f->EvidenceNumber("observed_gbps"), 10.0, 1e-9);
+  EXPECT_EQ(f->est_saving_ns, 5 * us(750));
+  EXPECT_FALSE(f->offenders.empty());
+}
+
+TEST_P(OverlapRuleTest, PinnedCopiesAreSilent) {
+  EXPECT_EQ(FindFinding(Analyze(UploadTrace(MemoryKind::kPinned)), "pageable_memcpy"), nullptr);
+}
+
+// ---- stream_serialization -------------------------------------------------
+
+TEST_P(OverlapRuleTest, SerializedStreamsFire) {
+  TraceBuilder b;
+  b.Kernel("a", ms(1), ms(2), 7);
+  b.Kernel("b", ms(2), ms(3), 8);
+  b.Kernel("a", ms(3), ms(4), 7);
+  b.Kernel("b", ms(4), ms(5), 8);
+  Report report = Analyze(b);
+  const Finding* f = FindFinding(report, "stream_serialization");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("streams_used"), 2);
+  EXPECT_EQ(f->EvidenceNumber("overlap_possible_ns"), double(ms(2)));
+  EXPECT_EQ(f->EvidenceNumber("overlap_achieved_ns"), 0);
+  EXPECT_EQ(f->est_saving_ns, ms(1));
+  EXPECT_NEAR(f->est_saving_pct, 25.0, 1e-9);
+  ASSERT_EQ(f->offenders.size(), 2u);
+}
+
+TEST_P(OverlapRuleTest, ConcurrentStreamsAreSilent) {
+  TraceBuilder b;
+  b.Kernel("a", ms(1), ms(3), 7);
+  b.Kernel("b", us(1500), us(3500), 8);
+  EXPECT_EQ(FindFinding(Analyze(b), "stream_serialization"), nullptr);
+}
+
+// ---- copy_compute_overlap -------------------------------------------------
+
+TEST_P(OverlapRuleTest, ExposedCopiesFire) {
+  TraceBuilder b;
+  b.Kernel("k", ms(1), ms(2));
+  b.Memcpy(CopyKind::kHtoD, MemoryKind::kPinned, 4'000'000, ms(2), ms(3), 9, "cudaMemcpyAsync",
+           ms(1), ms(1) + us(5), true);
+  b.Kernel("k", ms(3), ms(4));
+  b.Memcpy(CopyKind::kDtoH, MemoryKind::kPinned, 4'000'000, ms(4), ms(5), 9, "cudaMemcpyAsync",
+           ms(3), ms(3) + us(5), true);
+  b.Kernel("k", ms(5), ms(6));
+  Report report = Analyze(b);
+  const Finding* f = FindFinding(report, "copy_compute_overlap");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("copy_ns"), double(ms(2)));
+  EXPECT_EQ(f->EvidenceNumber("overlapped_ns"), 0);
+  EXPECT_NEAR(f->EvidenceNumber("exposed_pct_of_window"), 40.0, 1e-9);
+  EXPECT_EQ(f->est_saving_ns, ms(2));
+  ASSERT_EQ(f->offenders.size(), 2u);
+  EXPECT_EQ(f->offenders[0].total_ns, ms(1));
+}
+
+TEST_P(OverlapRuleTest, OverlappedCopiesAreSilent) {
+  TraceBuilder b;
+  b.Kernel("k", ms(1), ms(4));
+  b.Memcpy(CopyKind::kHtoD, MemoryKind::kPinned, 4'000'000, us(1500), us(2500), 9,
+           "cudaMemcpyAsync", ms(1), ms(1) + us(5), true);
+  b.Memcpy(CopyKind::kDtoH, MemoryKind::kPinned, 4'000'000, us(2500), us(3500), 9,
+           "cudaMemcpyAsync", ms(1), ms(1) + us(5), true);
+  EXPECT_EQ(FindFinding(Analyze(b), "copy_compute_overlap"), nullptr);
+}
+
+// ---- comm_compute_overlap -------------------------------------------------
+
+TEST_P(OverlapRuleTest, ExposedCommunicationFires) {
+  TraceBuilder b(0);
+  b.Kernel("gemm", ms(1), ms(3));
+  b.NcclKernel(ms(3), ms(5));
+  b.Kernel("gemm", ms(5), ms(6));
+  Report report = Analyze(b);
+  const Finding* f = FindFinding(report, "comm_compute_overlap");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("comm_ns"), double(ms(2)));
+  EXPECT_NEAR(f->EvidenceNumber("comm_pct"), 40.0, 1e-9);
+  EXPECT_EQ(f->EvidenceNumber("overlap_pct"), 0);
+  EXPECT_EQ(f->est_saving_ns, ms(2));
+  EXPECT_EQ(f->offenders.at(0).name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+}
+
+TEST_P(OverlapRuleTest, OverlappedCommunicationIsSilent) {
+  TraceBuilder b(0);
+  b.Kernel("gemm", ms(1), ms(3));
+  b.NcclKernel(ms(1), ms(3));
+  b.Kernel("gemm", ms(3), ms(4));
+  Report r = Analyze(b);
+  EXPECT_EQ(FindFinding(r, "comm_compute_overlap"), nullptr);
+  ASSERT_EQ(r.nccl.size(), 1u);
+  EXPECT_NEAR(r.nccl[0].overlap_pct, 100.0, 1e-9);
+}
+
+// ---- nccl_straggler -------------------------------------------------------
+
+std::vector<SyntheticTrace> FourRanks(bool rank2_slow) {
+  std::vector<SyntheticTrace> traces;
+  const uint64_t realtime = 1'800'000'000'000'000'000ull;
+  for (int rank = 0; rank < 4; ++rank) {
+    TraceBuilder b(rank, "rank" + std::to_string(rank));
+    // Every rank's collector clock has its own origin (skew up to 7 s).
+    uint64_t skew = rank == 2 ? ms(7000) : ms(10) * rank;
+    b.SetClock(ms(100) + skew, realtime);
+    for (int k = 0; k < 5; ++k) {
+      uint64_t base = ms(1) + k * ms(5) + skew + ms(100);
+      uint64_t compute = (rank2_slow && rank == 2) ? ms(3) : ms(2);
+      b.Kernel("gemm", base, base + compute);
+      b.NcclKernel(base + compute, base + us(3500));
+    }
+    traces.push_back(b.trace());
+  }
+  return traces;
+}
+
+TEST_P(OverlapRuleTest, NcclStragglerFindsTheLateRankAcrossClockSkew) {
+  Report r = Analyze(FourRanks(true));
+  const Finding* f = FindFinding(r, "nccl_straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("straggler_rank"), 2);
+  EXPECT_EQ(f->EvidenceNumber("ranks"), 4);
+  EXPECT_EQ(f->EvidenceNumber("collectives_matched"), 5);
+  EXPECT_EQ(f->EvidenceNumber("mean_arrival_delay_ns"), double(ms(1)));
+  EXPECT_EQ(f->EvidenceNumber("last_arrivals"), 5);
+  EXPECT_EQ(f->est_saving_ns, 5 * ms(1));
+  EXPECT_EQ(f->scope, "rank 2");
+  EXPECT_EQ(r.summary.devices.size(), 4u);
+}
+
+TEST_P(OverlapRuleTest, BalancedRanksHaveNoStraggler) {
+  EXPECT_EQ(FindFinding(Analyze(FourRanks(false)), "nccl_straggler"), nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, OverlapRuleTest,
+                         ::testing::Values(BuildPath::kDirect, BuildPath::kWireFormat),
+                         [](const auto& info) {
+                           return info.param == BuildPath::kDirect ? "direct" : "wire";
+                         });
+
+}  // namespace
+}  // namespace sightline::analysis

@@ -1,0 +1,294 @@
+// Golden tests of the system-level rules (GPU idle, CPU-bound, fragmentation,
+// synchronization, launch latency): each must fire on its synthetic trace with
+// the expected numbers and stay silent on the fixed variant. Every trace is
+// analysed twice: built directly, and through the .sltrace wire format.
+#include "gtest/gtest.h"
+#include "lib/analysis/analyze.h"
+#include "tests/analysis/synthetic.h"
+
+namespace sightline::analysis {
+namespace {
+
+using testing::BuildPath;
+using testing::FindFinding;
+using testing::ms;
+using testing::TraceBuilder;
+using testing::us;
+
+class SystemRuleTest : public ::testing::TestWithParam<BuildPath> {
+ protected:
+  Report Analyze(const TraceBuilder& b, const AnalysisOptions& o = {}) {
+    return testing::AnalyzeTraces({b.trace()}, GetParam(), o);
+  }
+};
+
+// ---- gpu_idle -------------------------------------------------------------
+
+TraceBuilder IdleGapsTrace(uint64_t gap) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    uint64_t start = ms(1) + i * (ms(1) + gap);
+    b.Kernel("step_kernel", start, start + ms(1));
+  }
+  return b;
+}
+
+TEST_P(SystemRuleTest, GpuIdleFiresOnLongHostWaitGaps) {
+  Report r = Analyze(IdleGapsTrace(ms(1)));
+  const Finding* f = FindFinding(r, "gpu_idle");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->est_saving_ns, ms(9));
+  EXPECT_NEAR(f->est_saving_pct, 100.0 * 9 / 19, 1e-9);
+  EXPECT_EQ(f->severity, Severity::kHigh);
+  EXPECT_EQ(f->EvidenceNumber("gap_count"), 9);
+  EXPECT_EQ(f->EvidenceNumber("longest_gap_ns"), double(ms(1)));
+  EXPECT_EQ(f->EvidenceNumber("host_wait_ns"), double(ms(9)));
+  EXPECT_EQ(f->EvidenceNumber("sync_wait_ns"), 0);
+  EXPECT_EQ(f->scope, "device 0");
+  ASSERT_EQ(f->offenders.size(), 5u);
+  EXPECT_EQ(f->offenders[0].total_ns, ms(1));
+  EXPECT_FALSE(f->recommendation.empty());
+}
+
+TEST_P(SystemRuleTest, GpuIdleSilentWhenGapsAreShort) {
+  Report r = Analyze(IdleGapsTrace(us(50)));
+  EXPECT_EQ(FindFinding(r, "gpu_idle"), nullptr);
+}
+
+TEST_P(SystemRuleTest, GpuIdleThresholdIsConfigurable) {
+  AnalysisOptions o;
+  ASSERT_TRUE(o.SetFromString("gpu_idle.min_gap_ns=20us").ok());
+  ASSERT_TRUE(o.SetFromString("gpu_idle.min_idle_pct=1").ok());
+  Report report = Analyze(IdleGapsTrace(us(50)), o);
+  const Finding* f = FindFinding(report, "gpu_idle");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->est_saving_ns, 9 * us(50));
+}
+
+// ---- gpu_low_utilization --------------------------------------------------
+
+TEST_P(SystemRuleTest, LowUtilizationChunksAreFlagged) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) b.Kernel("sparse", ms(1) + ms(i), ms(1) + ms(i) + us(100));
+  for (int j = 0; j < 20; ++j) b.Kernel("dense", ms(11) + ms(j), ms(12) + ms(j));
+  Report report = Analyze(b);
+  const Finding* f = FindFinding(report, "gpu_low_utilization");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("chunks_flagged"), 10);
+  EXPECT_EQ(f->EvidenceNumber("chunk_ns"), double(ms(1)));
+  EXPECT_NEAR(f->EvidenceNumber("flagged_mean_util_pct"), 10.0, 1e-9);
+  EXPECT_EQ(f->est_saving_ns, ms(9));
+  EXPECT_NEAR(f->est_saving_pct, 30.0, 1e-9);
+}
+
+TEST_P(SystemRuleTest, LowUtilizationSilentWhenBusy) {
+  TraceBuilder b;
+  for (int j = 0; j < 30; ++j) b.Kernel("dense", ms(1) + ms(j), ms(2) + ms(j));
+  EXPECT_EQ(FindFinding(Analyze(b), "gpu_low_utilization"), nullptr);
+}
+
+// ---- cpu_bound --------------------------------------------------------------
+
+TraceBuilder ClipEncodeTrace(bool overlapped) {
+  TraceBuilder b;
+  for (int i = 0; i < 5; ++i) {
+    uint64_t t = ms(1) + i * ms(3);
+    b.Nvtx("step", t, t + ms(3));
+    b.Nvtx("clip.encode", t, t + ms(2));
+    if (overlapped) {
+      // The GPU work of step i runs while the CPU encodes step i+1.
+      uint64_t start = ms(3) + us(20) + i * ms(3);
+      b.Kernel("clip_forward", start, start + ms(3), 7, t + ms(2), us(3));
+    } else {
+      b.Kernel("clip_forward", t + ms(2) + us(20), t + ms(3), 7, t + ms(2), us(3));
+    }
+  }
+  return b;
+}
+
+TEST_P(SystemRuleTest, CpuBoundNamesTheCpuSpanThatMakesTheGpuWait) {
+  Report report = Analyze(ClipEncodeTrace(false));
+  const Finding* f = FindFinding(report, "cpu_bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->est_saving_ns, 4 * us(2020));
+  EXPECT_NEAR(f->EvidenceNumber("host_wait_pct_of_window"), 100.0 * 8080 / 12980, 1e-6);
+  EXPECT_NEAR(f->EvidenceNumber("host_wait_pct_of_idle"), 100.0, 1e-9);
+  EXPECT_EQ(f->EvidenceNumber("uncovered_ns"), 0);
+  ASSERT_GE(f->offenders.size(), 2u);
+  EXPECT_EQ(f->offenders[0].name, "clip.encode");
+  EXPECT_EQ(f->offenders[0].count, 4u);
+  EXPECT_EQ(f->offenders[0].total_ns, ms(8));
+  EXPECT_EQ(f->offenders[1].name, "step");
+  EXPECT_EQ(f->offenders[1].total_ns, 4 * us(20));
+  EXPECT_NE(f->recommendation.find("clip.encode"), std::string::npos);
+}
+
+TEST_P(SystemRuleTest, CpuBoundSilentWhenCpuWorkOverlapsGpu) {
+  Report r = Analyze(ClipEncodeTrace(true));
+  EXPECT_EQ(FindFinding(r, "cpu_bound"), nullptr);
+  EXPECT_EQ(FindFinding(r, "gpu_idle"), nullptr);
+}
+
+// ---- kernel_fragmentation -------------------------------------------------
+
+TraceBuilder ManyKernelsTrace(uint64_t duration) {
+  TraceBuilder b;
+  for (int i = 0; i < 200; ++i) {
+    uint64_t start = ms(1) + i * (duration + us(8));
+    b.Kernel(i % 2 ? "add" : "mul", start, start + duration, 7, start - us(7), us(5));
+  }
+  return b;
+}
+
+TEST_P(SystemRuleTest, KernelFragmentationFiresOnManyShortKernels) {
+  Report r = Analyze(ManyKernelsTrace(us(5)));
+  const Finding* f = FindFinding(r, "kernel_fragmentation");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("short_kernels"), 200);
+  EXPECT_NEAR(f->EvidenceNumber("short_share_pct"), 100.0, 1e-9);
+  EXPECT_EQ(f->EvidenceNumber("mean_short_kernel_ns"), double(us(5)));
+  EXPECT_EQ(f->EvidenceNumber("mean_launch_api_ns"), double(us(5)));
+  EXPECT_NEAR(f->EvidenceNumber("launch_overhead_ratio"), 1.0, 1e-9);
+  EXPECT_EQ(f->est_saving_ns, 199 * us(8));
+  EXPECT_NEAR(f->est_saving_pct, 100.0 * 1592 / 2592, 1e-9);
+  ASSERT_EQ(f->offenders.size(), 2u);
+  EXPECT_EQ(f->offenders[0].count, 100u);
+  EXPECT_EQ(r.findings.front().rule, "kernel_fragmentation");
+}
+
+TEST_P(SystemRuleTest, KernelFragmentationSilentForLongKernels) {
+  EXPECT_EQ(FindFinding(Analyze(ManyKernelsTrace(us(100))), "kernel_fragmentation"), nullptr);
+}
+
+// ---- sync_api ---------------------------------------------------------------
+
+TraceBuilder SyncLoopTrace(bool synchronize) {
+  TraceBuilder b;
+  uint32_t stack = b.Stack({"cudaStreamSynchronize", "train_loop", "main"});
+  uint64_t t = ms(1);
+  for (int i = 0; i < 20; ++i) {
+    uint64_t start = t + us(15);
+    uint64_t end = start + ms(1);
+    if (synchronize) {
+      b.Kernel("k", start, end, 7, t, us(3));
+      b.Api("cudaStreamSynchronize", t + us(5), end + us(5), 1, stack);
+      t = end + us(10);
+    } else {
+      b.Kernel("k", ms(1) + us(15) + i * ms(1), ms(1) + us(15) + (i + 1) * ms(1), 7,
+               ms(1) + i * us(10), us(3));
+    }
+  }
+  return b;
+}
+
+TEST_P(SystemRuleTest, SyncApiFiresWithCallSites) {
+  Report report = Analyze(SyncLoopTrace(true));
+  const Finding* f = FindFinding(report, "sync_api");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("sync_calls"), 20);
+  EXPECT_EQ(f->EvidenceNumber("gpu_idle_caused_ns"), double(19 * us(25)));
+  EXPECT_EQ(f->EvidenceNumber("sync_wait_gaps"), 19);
+  EXPECT_EQ(f->EvidenceNumber("host_blocked_ns"), double(20 * us(1015)));
+  EXPECT_EQ(f->est_saving_ns, 19 * us(25));
+  EXPECT_NEAR(f->est_saving_pct, 100.0 * 475 / 20475, 1e-9);
+  ASSERT_EQ(f->offenders.size(), 1u);
+  EXPECT_EQ(f->offenders[0].name, "cudaStreamSynchronize");
+  EXPECT_EQ(f->offenders[0].count, 20u);
+  EXPECT_NE(f->offenders[0].detail.find("train_loop"), std::string::npos);
+}
+
+TEST_P(SystemRuleTest, SyncApiSilentWithoutSynchronization) {
+  EXPECT_EQ(FindFinding(Analyze(SyncLoopTrace(false)), "sync_api"), nullptr);
+}
+
+// ---- sync_memcpy ----------------------------------------------------------
+
+TraceBuilder ReadbackTrace(bool synchronous) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  for (int i = 0; i < 10; ++i) {
+    b.Kernel("k", t, t + ms(1));
+    if (synchronous) {
+      b.Memcpy(CopyKind::kDtoH, MemoryKind::kPageable, 3'000'000, t + ms(1), t + us(1300), 7,
+               "cudaMemcpy", t + us(10), t + us(1300), false);
+      t += us(1320);
+    } else {
+      b.Memcpy(CopyKind::kDtoH, MemoryKind::kPinned, 3'000'000, t + us(100), t + us(400), 9,
+               "cudaMemcpyAsync", t + us(10), t + us(15), true);
+      t += ms(1);
+    }
+  }
+  return b;
+}
+
+TEST_P(SystemRuleTest, SyncMemcpyFires) {
+  Report report = Analyze(ReadbackTrace(true));
+  const Finding* f = FindFinding(report, "sync_memcpy");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("sync_memcpy_calls"), 10);
+  EXPECT_EQ(f->EvidenceNumber("gpu_not_computing_ns"), double(ms(3)));
+  EXPECT_EQ(f->EvidenceNumber("bytes"), 30e6);
+  EXPECT_EQ(f->EvidenceNumber("host_blocked_ns"), double(10 * us(1290)));
+  EXPECT_EQ(f->est_saving_ns, ms(3));
+  EXPECT_EQ(f->offenders.at(0).name, "cudaMemcpy");
+}
+
+TEST_P(SystemRuleTest, SyncMemcpySilentForAsyncPinnedCopies) {
+  Report r = Analyze(ReadbackTrace(false));
+  EXPECT_EQ(FindFinding(r, "sync_memcpy"), nullptr);
+  EXPECT_EQ(FindFinding(r, "pageable_memcpy"), nullptr);
+}
+
+// ---- launch_latency -------------------------------------------------------
+
+TraceBuilder LaunchTrace(bool slow_launches) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  for (int i = 0; i < 30; ++i) {
+    uint64_t api = (slow_launches && i % 3 == 0) ? us(300) : us(5);
+    uint64_t start = t + api + us(5);
+    b.Kernel("k", start, start + us(100), 7, t, api);
+    t = start + us(101);
+  }
+  return b;
+}
+
+TEST_P(SystemRuleTest, LaunchLatencyFiresOnLongLaunchCalls) {
+  Report report = Analyze(LaunchTrace(true));
+  const Finding* f = FindFinding(report, "launch_latency");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("launches"), 30);
+  EXPECT_EQ(f->EvidenceNumber("long_launches"), 10);
+  EXPECT_EQ(f->EvidenceNumber("median_launch_ns"), double(us(5)));
+  EXPECT_EQ(f->EvidenceNumber("long_launch_excess_ns"), double(10 * us(295)));
+  EXPECT_EQ(f->EvidenceNumber("long_delays"), 0);
+  EXPECT_EQ(f->est_saving_ns, 10 * us(295));
+}
+
+TEST_P(SystemRuleTest, LaunchLatencySilentForFastLaunches) {
+  EXPECT_EQ(FindFinding(Analyze(LaunchTrace(false)), "launch_latency"), nullptr);
+}
+
+TEST_P(SystemRuleTest, LaunchDelaysOnAnIdleGpuCount) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    uint64_t t = ms(1) + i * ms(1);
+    // The call returns at t + 5 us, the kernel starts 300 us later on an idle GPU.
+    b.Kernel("late", t + us(305), t + us(505), 7, t, us(5));
+  }
+  Report report = Analyze(b);
+  const Finding* f = FindFinding(report, "launch_latency");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("long_delays"), 10);
+  EXPECT_EQ(f->EvidenceNumber("long_delay_total_ns"), double(10 * us(300)));
+  EXPECT_EQ(f->EvidenceNumber("long_delay_idle_ns"), double(10 * us(300)));
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, SystemRuleTest,
+                         ::testing::Values(BuildPath::kDirect, BuildPath::kWireFormat),
+                         [](const auto& info) {
+                           return info.param == BuildPath::kDirect ? "direct" : "wire";
+                         });
+
+}  // namespace
+}  // namespace sightline::analysis

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# sightline analyze: text fits 100 columns and shows every section; JSON is
+# validated against docs/report-schema.md and carries the numbers the text shows.
+source "$(dirname "$0")/common.sh"
+
+"$GEN" "$WORK/slow.sltrace" --steps 40 --kernels-per-step 16 --kernel-us 20 --host-work-us 600 || exit 1
+
+expect_exit 0 "analyze text" "$SL" analyze "$WORK/slow.sltrace"
+cp "$WORK/last.out" "$WORK/slow.txt"
+check "text fits 100 columns" awk 'length > 100 { print "too wide: " $0; bad = 1 } END { exit bad }' "$WORK/slow.txt"
+for section in "sightline analysis:" "GPU " "Steps (" "Top kernels" "Findings (" "saving ~" "-> "; do
+  check "text has '$section'" grep -qF -- "$section" "$WORK/slow.txt"
+done
+
+expect_exit 0 "analyze json to file" "$SL" analyze "$WORK/slow.sltrace" --format json -o "$WORK/slow.json"
+check "json schema" python3 "$SRC/tests/cli/validate_report.py" "$SRC/docs/report-schema.md" "$WORK/slow.json" --min-findings 1
+check "json carries the text's numbers" python3 - "$WORK/slow.json" "$WORK/slow.txt" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); text = open(sys.argv[2]).read()
+bad = []
+steps = d["summary"]["steps"]
+if steps["count"] != 39: bad.append(f"steps {steps['count']} (40 markers -> 39 intervals)")
+if f"Steps ({steps['source']}): {steps['count']}," not in text: bad.append("step count not in text")
+k = {x["name"]: x for x in d["kernels"]}
+if k["gemm_bf16_128x128"]["count"] != 160 or k["gemm_bf16_128x128"]["total_ns"] != 160 * 20000: bad.append("kernel stats")
+util = d["summary"]["devices"][0]["gpu_utilization_pct"]
+if f"{util:.1f}%" not in text: bad.append(f"util {util:.1f}% not in text")
+if not (20 < util < 70): bad.append(f"util {util} out of the expected range for a CPU-bound run")
+rules = [f["rule"] for f in d["findings"]]
+if f"[{d['findings'][0]['severity']}] {rules[0]}:" not in text: bad.append("top finding not in text")
+# The text lists the findings in the report's ranking (the analyzer ranks
+# causes by saving, overview findings after them).
+pos = [text.find(f"] {r}:") for r in rules[:10]]
+if -1 in pos or pos != sorted(pos): bad.append(f"text order {pos}")
+print("rules:", rules, "util:", util, "problems:", bad)
+sys.exit(1 if bad else 0)
+PY
+
+# --fail-on: exit 1 when a finding at that severity (or worse) exists.
+expect_exit 1 "--fail-on info" "$SL" analyze "$WORK/slow.sltrace" --fail-on info -o "$WORK/x.txt"
+expect_exit 2 "--fail-on bogus" "$SL" analyze "$WORK/slow.sltrace" --fail-on bogus
+
+for t in $(real_traces); do
+  b=$(basename "$t" .sltrace)
+  expect_exit 0 "analyze $b" "$SL" analyze "$t" -o "$WORK/$b.txt" &&
+    check "$b text fits 100 columns" awk 'length > 100 { bad = 1 } END { exit bad }' "$WORK/$b.txt"
+  expect_exit 0 "analyze $b json" "$SL" analyze "$t" --format json -o "$WORK/$b.json" &&
+    check "$b json schema" python3 "$SRC/tests/cli/validate_report.py" "$SRC/docs/report-schema.md" "$WORK/$b.json"
+done
+finish

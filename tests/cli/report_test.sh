@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# sightline report in headless Chromium: loads without console errors, the
+# findings and every chart render (screenshot regions not blank), and a
+# 1 M-event trace stays responsive. Skipped (77) without chromium.
+source "$(dirname "$0")/common.sh"
+CHROME="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"
+if [ -z "$CHROME" ]; then echo "chromium not installed: skipped"; exit 77; fi
+
+chrome() {  # chrome OUT_PREFIX FILE.html: dumps DOM + console log + screenshot
+  local prefix="$1" page="$2" profile
+  profile="$(mktemp -d "$WORK/profile-XXXXXX")"
+  local flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking
+               --disable-component-update --disable-sync --user-data-dir="$profile"
+               --hide-scrollbars --window-size=1400,3200 --virtual-time-budget=20000
+               --force-device-scale-factor=1)
+  timeout 120 "$CHROME" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom "file://$page" \
+      > "$prefix.dom" 2> "$prefix.log"
+  timeout 120 "$CHROME" "${flags[@]}" --screenshot="$prefix.png" "file://$page" > /dev/null 2>&1
+}
+rects() { python3 -c "
+import html,re,sys; d=open(sys.argv[1]).read(); m=re.search(r'data-rects=\"([^\"]*)\"',d)
+print(html.unescape(m.group(1)) if m else '{}')" "$1"; }
+attr() { grep -o "data-$2=\"[^\"]*\"" "$1" | head -1 | cut -d'"' -f2; }
+no_console_errors() {  # Chromium logs page console messages as "CONSOLE(...)" / "Uncaught"
+  if grep -E "CONSOLE|Uncaught|SyntaxError|TypeError|ReferenceError" "$1" | grep -v "DevTools listening"; then
+    return 1
+  fi
+  return 0
+}
+
+"$GEN" "$WORK/slow.sltrace" --steps 40 --kernels-per-step 16 --kernel-us 25 --host-work-us 700 || exit 1
+"$GEN" "$WORK/fixed.sltrace" --steps 40 --kernels-per-step 16 --kernel-us 25 --pinned || exit 1
+
+# One run.
+expect_exit 0 "report one trace" "$SL" report "$WORK/slow.sltrace" -o "$WORK/one.html"
+check "self-contained (no external URLs)" bash -c "! grep -Eo '(src|href)=\"(https?:)?//' '$WORK/one.html'"
+chrome "$WORK/one" "$WORK/one.html"
+check "one: rendered" test "$(attr "$WORK/one.dom" rendered)" = ok
+check "one: no script error" bash -c "! grep -q 'data-error=' '$WORK/one.dom'"
+check "one: no console errors" no_console_errors "$WORK/one.log"
+check "one: findings listed" grep -q 'class="finding high\|class="finding medium' "$WORK/one.dom"
+rects "$WORK/one.dom" > "$WORK/one.rects"
+check "one: charts not blank" python3 "$SRC/tests/cli/png_regions.py" "$WORK/one.png" "$WORK/one.rects" timeline util kernels steps findings
+
+# Before/after.
+expect_exit 0 "report comparison" "$SL" report "$WORK/slow.sltrace" "$WORK/fixed.sltrace" -o "$WORK/cmp.html"
+check "comparison section" grep -q 'id="comparison"' "$WORK/cmp.html"
+chrome "$WORK/cmp" "$WORK/cmp.html"
+check "cmp: rendered" test "$(attr "$WORK/cmp.dom" rendered)" = ok
+check "cmp: no console errors" no_console_errors "$WORK/cmp.log"
+rects "$WORK/cmp.dom" > "$WORK/cmp.rects"
+check "cmp: charts not blank" python3 "$SRC/tests/cli/png_regions.py" "$WORK/cmp.png" "$WORK/cmp.rects" timeline util kernels steps cmp-kernels
+check "cmp: step time improvement shown" grep -q 'step_time_mean_ns.*class="n imp"' "$WORK/cmp.html"
+if [ -n "${SIGHTLINE_REPORT_SCREENSHOT:-}" ]; then cp "$WORK/cmp.png" "$SIGHTLINE_REPORT_SCREENSHOT"; fi
+
+# 1 M events: 2450 steps x (2 x 200 + 7) events + 2.
+"$GEN" "$WORK/big.sltrace" --steps 2450 --kernels-per-step 200 --kernel-us 8 --chunk-bytes 1048576 || exit 1
+start=$(date +%s.%N)
+expect_exit 0 "report 1M events" "$SL" report "$WORK/big.sltrace" -o "$WORK/big.html"
+end=$(date +%s.%N)
+cat "$WORK/last.err"
+size=$(stat -c %s "$WORK/big.html")
+echo "1M-event report: $(python3 -c "print(f'{$end-$start:.1f}')") s to write, $((size / 1000)) kB"
+check "1M: page under 12 MB" test "$size" -lt 12000000
+chrome "$WORK/big" "$WORK/big.html"
+check "1M: rendered" test "$(attr "$WORK/big.dom" rendered)" = ok
+check "1M: no console errors" no_console_errors "$WORK/big.log"
+render_ms=$(attr "$WORK/big.dom" render-ms); redraw_ms=$(attr "$WORK/big.dom" redraw-ms)
+echo "1M: first render ${render_ms} ms, slowest zoom redraw ${redraw_ms} ms"
+check "1M: first render < 4 s" python3 -c "import sys; sys.exit(0 if float('$render_ms') < 4000 else 1)"
+check "1M: zoom redraw < 250 ms" python3 -c "import sys; sys.exit(0 if float('$redraw_ms') < 250 else 1)"
+rects "$WORK/big.dom" > "$WORK/big.rects"
+check "1M: charts not blank" python3 "$SRC/tests/cli/png_regions.py" "$WORK/big.png" "$WORK/big.rects" timeline util kernels steps
+
+for t in $(real_traces); do
+  b=$(basename "$t" .sltrace)
+  expect_exit 0 "report $b" "$SL" report "$t" -o "$WORK/$b.html" || continue
+  chrome "$WORK/$b" "$WORK/$b.html"
+  check "$b: rendered" test "$(attr "$WORK/$b.dom" rendered)" = ok
+  check "$b: no console errors" no_console_errors "$WORK/$b.log"
+  rects "$WORK/$b.dom" > "$WORK/$b.rects"
+  check "$b: timeline and utilization drawn" python3 "$SRC/tests/cli/png_regions.py" "$WORK/$b.png" "$WORK/$b.rects" timeline util
+done
+finish

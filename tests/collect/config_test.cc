@@ -1,0 +1,128 @@
+// SIGHTLINE_* parsing and output path patterns.
+#include "lib/collect/config.h"
+
+#include <map>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace sightline::collect {
+namespace {
+
+std::map<std::string, std::string>* g_env = nullptr;
+const char* FakeGetenv(const char* name) {
+  auto it = g_env->find(name);
+  return it == g_env->end() ? nullptr : it->second.c_str();
+}
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  ConfigTest() { g_env = &env_; }
+  CollectorConfig Parse() {
+    problems_.clear();
+    return ConfigFromEnvironment(&FakeGetenv, &problems_);
+  }
+  std::map<std::string, std::string> env_;
+  std::vector<std::string> problems_;
+};
+
+TEST_F(ConfigTest, Defaults) {
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_EQ(c.output_pattern, "sightline-%p.sltrace");
+  EXPECT_EQ(c.capture, CaptureMode::kWholeRun);
+  EXPECT_TRUE(c.trace_cuda);
+  EXPECT_FALSE(c.trace_driver_api);
+  EXPECT_TRUE(c.trace_nvtx);
+  EXPECT_TRUE(c.trace_nccl);
+  EXPECT_TRUE(c.trace_backtrace);
+  EXPECT_TRUE(c.capture_repeat);
+  EXPECT_EQ(c.buffer_bytes, 4u << 20);
+  EXPECT_FALSE(c.api_skip.empty());
+  EXPECT_EQ(c.CaptureDescription(), "whole");
+}
+
+TEST_F(ConfigTest, EveryVariable) {
+  env_ = {{"SIGHTLINE_OUTPUT", "/tmp/run-%r"},
+          {"SIGHTLINE_TRACE", "cuda-driver, nvtx"},
+          {"SIGHTLINE_CAPTURE", "nvtx:train step"},
+          {"SIGHTLINE_CAPTURE_END", "stop"},
+          {"SIGHTLINE_DELAY", "1.5"},
+          {"SIGHTLINE_DURATION", "10"},
+          {"SIGHTLINE_METRICS", "basic"},
+          {"SIGHTLINE_BUFFER_KB", "8192"},
+          {"SIGHTLINE_BUFFERS", "16"},
+          {"SIGHTLINE_FLUSH_MS", "250"},
+          {"SIGHTLINE_API_SKIP", "none,cudaFoo"},
+          {"SIGHTLINE_BACKTRACE_US", "50"},
+          {"SIGHTLINE_QUIET", "1"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty()) << problems_[0];
+  EXPECT_EQ(c.output_pattern, "/tmp/run-%r");
+  EXPECT_TRUE(c.trace_cuda);
+  EXPECT_TRUE(c.trace_driver_api);
+  EXPECT_TRUE(c.trace_nvtx);
+  EXPECT_FALSE(c.trace_nccl);
+  EXPECT_FALSE(c.trace_backtrace);
+  EXPECT_EQ(c.capture, CaptureMode::kNvtx);
+  EXPECT_EQ(c.capture_nvtx_name, "train step");
+  EXPECT_FALSE(c.capture_repeat);
+  EXPECT_DOUBLE_EQ(c.delay_s, 1.5);
+  EXPECT_DOUBLE_EQ(c.duration_s, 10);
+  EXPECT_EQ(c.metric_set, "basic");
+  EXPECT_EQ(c.buffer_bytes, 8192u * 1024);
+  EXPECT_EQ(c.max_buffers, 16u);
+  EXPECT_EQ(c.flush_period_ms, 250u);
+  EXPECT_EQ(c.api_skip, std::vector<std::string>{"cudaFoo"});
+  EXPECT_DOUBLE_EQ(c.backtrace_threshold_us, 50);
+  EXPECT_TRUE(c.quiet);
+  EXPECT_EQ(c.CaptureDescription(), "nvtx:train step delay=1.5s duration=10s end=stop");
+  std::vector<std::string> enabled = c.EnabledList();
+  EXPECT_EQ(enabled, (std::vector<std::string>{"cuda", "cuda-driver", "nvtx", "metrics"}));
+}
+
+TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
+  env_ = {{"SIGHTLINE_DELAY", "soon"},
+          {"SIGHTLINE_CAPTURE", "nvtx:"},
+          {"SIGHTLINE_TRACE", "cuda,gpu-metrics"},
+          {"SIGHTLINE_BUFFER_KB", "1"},
+          {"SIGHTLINE_FLUSH_MS", "-5"}};
+  CollectorConfig c = Parse();
+  ASSERT_EQ(problems_.size(), 5u);
+  EXPECT_NE(problems_[0].find("gpu-metrics"), std::string::npos);
+  EXPECT_EQ(c.delay_s, 0);
+  EXPECT_EQ(c.capture, CaptureMode::kWholeRun);
+  EXPECT_EQ(c.buffer_bytes, 4u << 20);
+  EXPECT_EQ(c.flush_period_ms, 500u);
+  EXPECT_TRUE(c.trace_cuda);
+}
+
+TEST_F(ConfigTest, CaptureRangeValues) {
+  CollectorConfig c;
+  EXPECT_TRUE(ParseCaptureRange("cudaProfilerApi", &c));
+  EXPECT_EQ(c.capture, CaptureMode::kProfilerApi);
+  EXPECT_TRUE(ParseCaptureRange("api", &c));
+  EXPECT_EQ(c.capture, CaptureMode::kApi);
+  EXPECT_TRUE(ParseCaptureRange("none", &c));
+  EXPECT_EQ(c.capture, CaptureMode::kWholeRun);
+  EXPECT_FALSE(ParseCaptureRange("cudaprofilerapi", &c));
+  EXPECT_FALSE(ParseCaptureRange("nvtx", &c));
+}
+
+TEST_F(ConfigTest, OutputPathPatterns) {
+  env_ = {{"RANK", "3"}, {"JOB", "j42"}};
+  EXPECT_EQ(ResolveOutputPath("out-%p", 1234, "gpu7", &FakeGetenv), "out-1234.sltrace");
+  EXPECT_EQ(ResolveOutputPath("/runs/%q{JOB}/r%r-%h.sltrace", 1, "gpu7", &FakeGetenv),
+            "/runs/j42/r3-gpu7.sltrace");
+  EXPECT_EQ(ResolveOutputPath("/a.b/trace", 1, "h", &FakeGetenv), "/a.b/trace.sltrace");
+  EXPECT_EQ(ResolveOutputPath("x.trace", 1, "h", &FakeGetenv), "x.trace");
+  EXPECT_EQ(ResolveOutputPath("unix:/tmp/sock", 1, "h", &FakeGetenv), "unix:/tmp/sock");
+  EXPECT_EQ(ResolveOutputPath("100%%-%p", 9, "h", &FakeGetenv), "100%-9.sltrace");
+  env_ = {{"OMPI_COMM_WORLD_RANK", "5"}};
+  EXPECT_EQ(ResolveOutputPath("r%r", 1, "h", &FakeGetenv), "r5.sltrace");
+  env_.clear();
+  EXPECT_EQ(ResolveOutputPath("r%r", 1, "h", &FakeGetenv), "r0.sltrace");
+}
+
+}  // namespace
+}  // namespace sightline::collect

@@ -1,0 +1,339 @@
+// Record → event conversion of every CUPTI activity kind the collector
+// enables, from synthetic CUPTI 13 records.
+#include "lib/collect/record_converter.h"
+
+#include <cupti.h>
+
+#include "gtest/gtest.h"
+#include "tests/collect/fake_event_sink.h"
+#include "tests/collect/synthetic_records.h"
+
+namespace sightline::collect {
+namespace {
+
+using testing::Api;
+using testing::Kernel;
+using testing::Marker;
+using testing::Memcpy;
+
+const char* FakeApiName(ApiDomain domain, uint32_t cbid) {
+  if (domain == ApiDomain::kRuntime && cbid == 211) return "cudaLaunchKernel_v7000";
+  if (domain == ApiDomain::kRuntime && cbid == 17) return "cudaGetDevice_v3020";
+  if (domain == ApiDomain::kDriver && cbid == 307) return "cuLaunchKernel";
+  return nullptr;
+}
+
+class ConverterTest : public ::testing::Test {
+ protected:
+  ConverterTest() : converter_(&sink_, Options(), &FakeApiName) {}
+  static ConverterOptions Options() {
+    ConverterOptions o;
+    o.api_skip = {"cudaGetDevice"};
+    return o;
+  }
+  void Convert(const void* record) {
+    converter_.Convert(static_cast<const CUpti_Activity*>(record));
+  }
+  FakeEventSink sink_;
+  RecordConverter converter_;
+};
+
+TEST_F(ConverterTest, KernelCarriesLaunchConfiguration) {
+  auto k = Kernel(1000, 3500, "_Z6matmulPKfS0_Pfi", 42);
+  k.graphId = 3;
+  k.graphNodeId = 99;
+  k.launchType = 3;
+  k.clusterX = 2;
+  Convert(&k);
+  ASSERT_EQ(sink_.kernels.size(), 1u);
+  const KernelEvent& e = sink_.kernels[0];
+  EXPECT_EQ(e.start_ns, 1000u);
+  EXPECT_EQ(e.end_ns, 3500u);
+  EXPECT_EQ(e.stream_id, 7u);
+  EXPECT_EQ(e.correlation_id, 42u);
+  EXPECT_EQ(sink_.Str(e.name_id), "_Z6matmulPKfS0_Pfi");
+  EXPECT_EQ(e.grid_x, 132u);
+  EXPECT_EQ(e.grid_y, 2u);
+  EXPECT_EQ(e.block_x, 256u);
+  EXPECT_EQ(e.registers_per_thread, 40u);
+  EXPECT_EQ(e.static_shared_bytes, 4096u);
+  EXPECT_EQ(e.dynamic_shared_bytes, 1024u);
+  EXPECT_EQ(e.shared_memory_config_bytes, 102400u);
+  EXPECT_EQ(e.graph_id, 3u);
+  EXPECT_EQ(e.graph_node_id, 99u);
+  EXPECT_EQ(e.launch_type, 3u);
+  EXPECT_EQ(e.cluster_x, 2u);
+  EXPECT_FALSE(e.replayed);
+  EXPECT_TRUE(sink_.nccls.empty());
+  EXPECT_EQ(converter_.stats().counts[static_cast<int>(EventKind::kKernel)], 1u);
+}
+
+TEST_F(ConverterTest, ReplayedKernelsAreMarked) {
+  converter_.set_replayed_fn([](uint32_t c) { return c == 5; });
+  auto a = Kernel(10, 20, "a", 5);
+  auto b = Kernel(30, 40, "b", 6);
+  Convert(&a);
+  Convert(&b);
+  ASSERT_EQ(sink_.kernels.size(), 2u);
+  EXPECT_TRUE(sink_.kernels[0].replayed);
+  EXPECT_FALSE(sink_.kernels[1].replayed);
+}
+
+TEST_F(ConverterTest, NcclKernelAlsoBecomesCommunicationEvent) {
+  auto k = Kernel(100, 900, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 8);
+  Convert(&k);
+  ASSERT_EQ(sink_.kernels.size(), 1u);
+  ASSERT_EQ(sink_.nccls.size(), 1u);
+  const NcclEvent& n = sink_.nccls[0];
+  EXPECT_EQ(n.op, NcclOp::kAllReduce);
+  EXPECT_EQ(sink_.Str(n.datatype_id), "f32");
+  EXPECT_EQ(n.source, 1u);
+  EXPECT_EQ(n.start_ns, 100u);
+  EXPECT_EQ(n.end_ns, 900u);
+  EXPECT_EQ(n.correlation_id, 8u);
+  EXPECT_EQ(n.name_id, sink_.kernels[0].name_id);
+}
+
+TEST_F(ConverterTest, MemcpyKeepsMemoryKindsAndAsyncFlag) {
+  auto pageable = Memcpy(10, 110, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                         CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                         /*async=*/true, 4 << 20);
+  auto pinned = Memcpy(200, 250, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+                       CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                       /*async=*/false, 64);
+  Convert(&pageable);
+  Convert(&pinned);
+  ASSERT_EQ(sink_.memcpys.size(), 2u);
+  EXPECT_EQ(sink_.memcpys[0].copy_kind, CopyKind::kHtoD);
+  EXPECT_EQ(sink_.memcpys[0].src_kind, MemoryKind::kPageable);
+  EXPECT_EQ(sink_.memcpys[0].dst_kind, MemoryKind::kDevice);
+  EXPECT_TRUE(sink_.memcpys[0].async);
+  EXPECT_EQ(sink_.memcpys[0].bytes, 4u << 20);
+  EXPECT_EQ(sink_.memcpys[1].copy_kind, CopyKind::kDtoH);
+  EXPECT_EQ(sink_.memcpys[1].dst_kind, MemoryKind::kPinned);
+  EXPECT_FALSE(sink_.memcpys[1].async);
+}
+
+TEST_F(ConverterTest, PeerMemcpyKeepsBothDevices) {
+  CUpti_ActivityMemcpyPtoP4 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  m.start = 5;
+  m.end = 9;
+  m.bytes = 1000;
+  m.srcDeviceId = 0;
+  m.dstDeviceId = 1;
+  Convert(&m);
+  ASSERT_EQ(sink_.memcpys.size(), 1u);
+  EXPECT_EQ(sink_.memcpys[0].copy_kind, CopyKind::kPtoP);
+  EXPECT_EQ(sink_.memcpys[0].src_device_id, 0u);
+  EXPECT_EQ(sink_.memcpys[0].dst_device_id, 1u);
+}
+
+TEST_F(ConverterTest, Memset) {
+  CUpti_ActivityMemset4 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m.start = 1;
+  m.end = 2;
+  m.bytes = 4096;
+  m.value = 0xab;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+  m.flags = 0;
+  Convert(&m);
+  ASSERT_EQ(sink_.memsets.size(), 1u);
+  EXPECT_EQ(sink_.memsets[0].bytes, 4096u);
+  EXPECT_EQ(sink_.memsets[0].value, 0xabu);
+  EXPECT_EQ(sink_.memsets[0].memory_kind, MemoryKind::kPinned);
+  EXPECT_FALSE(sink_.memsets[0].async);
+}
+
+TEST_F(ConverterTest, SynchronizationGetsDeviceFromEarlierKernelOfItsContext) {
+  auto k = Kernel(1, 2, "k", 1);
+  k.deviceId = 3;
+  k.contextId = 9;
+  Convert(&k);
+  CUpti_ActivitySynchronization2 s;
+  std::memset(&s, 0, sizeof(s));
+  s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE;
+  s.start = 10;
+  s.end = 20;
+  s.contextId = 9;
+  s.streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  s.cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  s.correlationId = 77;
+  Convert(&s);
+  ASSERT_EQ(sink_.syncs.size(), 1u);
+  EXPECT_EQ(sink_.syncs[0].sync_kind, SyncKind::kContextSynchronize);
+  EXPECT_EQ(sink_.syncs[0].stream_id, kNoStream);
+  EXPECT_EQ(sink_.syncs[0].cuda_event_id, 0u);
+  EXPECT_EQ(sink_.syncs[0].device_id, 3u);
+  EXPECT_EQ(sink_.syncs[0].correlation_id, 77u);
+}
+
+TEST_F(ConverterTest, ApiRecordsNamedSkippedAndGivenStacks) {
+  auto launch = Api(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 100, 105, 42);
+  auto query = Api(CUPTI_ACTIVITY_KIND_RUNTIME, 17, 106, 107, 43);  // skip list
+  auto driver = Api(CUPTI_ACTIVITY_KIND_DRIVER, 307, 101, 104, 42);
+  auto unknown = Api(CUPTI_ACTIVITY_KIND_RUNTIME, 9999, 110, 120, 44);
+  converter_.AttachStack(42, 5);
+  Convert(&launch);
+  Convert(&query);
+  Convert(&driver);
+  Convert(&unknown);
+  ASSERT_EQ(sink_.apis.size(), 3u);
+  EXPECT_EQ(sink_.Str(sink_.apis[0].name_id), "cudaLaunchKernel_v7000");
+  EXPECT_EQ(sink_.apis[0].domain, ApiDomain::kRuntime);
+  EXPECT_EQ(sink_.apis[0].thread_id, 101u);
+  EXPECT_EQ(sink_.apis[0].stack_id, 5u);
+  EXPECT_EQ(sink_.Str(sink_.apis[1].name_id), "cuLaunchKernel");
+  EXPECT_EQ(sink_.apis[1].domain, ApiDomain::kDriver);
+  EXPECT_EQ(sink_.apis[1].stack_id, 0u);  // the stack went to the first record
+  EXPECT_EQ(sink_.Str(sink_.apis[2].name_id), "runtime_cbid_9999");
+  EXPECT_EQ(converter_.stats().skipped_api_records, 1u);
+}
+
+TEST_F(ConverterTest, NvtxRangesPairAcrossThreadsAndCarryMarkerData) {
+  auto start = Marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 1, 1000, "forward", nullptr, 7);
+  CUpti_ActivityMarkerData2 data;
+  std::memset(&data, 0, sizeof(data));
+  data.kind = CUPTI_ACTIVITY_KIND_MARKER_DATA;
+  data.id = 1;
+  data.color = 0xff00ff00;
+  data.category = 4;
+  data.payloadKind = CUPTI_METRIC_VALUE_KIND_UINT64;
+  data.payload.metricValueUint64 = 12;
+  auto other_start = Marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 2, 1100, "load", "trainer", 8);
+  auto other_end = Marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 2, 1900, nullptr, nullptr, 9);
+  auto end = Marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 1, 2000, nullptr, nullptr, 7);
+  Convert(&start);
+  Convert(&data);
+  Convert(&other_start);
+  Convert(&other_end);
+  Convert(&end);
+  ASSERT_EQ(sink_.ranges.size(), 2u);
+  const NvtxRangeEvent& load = sink_.ranges[0];
+  EXPECT_EQ(sink_.Str(load.name_id), "load");
+  EXPECT_EQ(sink_.Str(load.domain_id), "trainer");
+  EXPECT_EQ(load.thread_id, 8u);
+  EXPECT_EQ(load.end_thread_id, 9u);
+  EXPECT_FALSE(load.push_pop);  // ended on another thread: a start/end range
+  const NvtxRangeEvent& fwd = sink_.ranges[1];
+  EXPECT_EQ(sink_.Str(fwd.name_id), "forward");
+  EXPECT_EQ(fwd.domain_id, 0u);
+  EXPECT_EQ(fwd.start_ns, 1000u);
+  EXPECT_EQ(fwd.end_ns, 2000u);
+  EXPECT_TRUE(fwd.push_pop);
+  EXPECT_EQ(fwd.color, 0xff00ff00u);
+  EXPECT_EQ(fwd.category, 4u);
+  EXPECT_EQ(fwd.payload_kind, PayloadKind::kUint64);
+  EXPECT_EQ(fwd.payload_int, 12);
+}
+
+TEST_F(ConverterTest, InstantMarkersWaitForTheirDataUntilEndOfBuffer) {
+  auto mark = Marker(CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 5, 500, "checkpoint", nullptr, 3);
+  CUpti_ActivityMarkerData2 data;
+  std::memset(&data, 0, sizeof(data));
+  data.kind = CUPTI_ACTIVITY_KIND_MARKER_DATA;
+  data.id = 5;
+  data.payloadKind = CUPTI_METRIC_VALUE_KIND_DOUBLE;
+  data.payload.metricValueDouble = 0.5;
+  Convert(&mark);
+  EXPECT_TRUE(sink_.markers.empty());
+  Convert(&data);
+  converter_.EndBuffer();
+  ASSERT_EQ(sink_.markers.size(), 1u);
+  EXPECT_EQ(sink_.Str(sink_.markers[0].name_id), "checkpoint");
+  EXPECT_EQ(sink_.markers[0].timestamp_ns, 500u);
+  EXPECT_EQ(sink_.markers[0].payload_kind, PayloadKind::kDouble);
+  EXPECT_DOUBLE_EQ(sink_.markers[0].payload_double, 0.5);
+}
+
+TEST_F(ConverterTest, NcclNvtxRangeBecomesHostCommunicationEvent) {
+  auto start = Marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 9, 100, "ncclAllGather", "NCCL", 3);
+  auto end = Marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 9, 150, nullptr, nullptr, 3);
+  auto group = Marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 10, 160, "ncclGroupEnd", "NCCL", 3);
+  auto group_end = Marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 10, 170, nullptr, nullptr, 3);
+  Convert(&start);
+  Convert(&end);
+  Convert(&group);
+  Convert(&group_end);
+  EXPECT_EQ(sink_.ranges.size(), 2u);
+  ASSERT_EQ(sink_.nccls.size(), 1u);
+  EXPECT_EQ(sink_.nccls[0].op, NcclOp::kAllGather);
+  EXPECT_EQ(sink_.nccls[0].source, 2u);
+  EXPECT_EQ(sink_.nccls[0].thread_id, 3u);
+}
+
+TEST_F(ConverterTest, UnmatchedEndsAndOpenRangesAreAccounted) {
+  auto stray = Marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 77, 10, nullptr, nullptr, 1);
+  auto open = Marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 78, 20, "never_closed", nullptr, 1);
+  Convert(&stray);
+  Convert(&open);
+  EXPECT_EQ(converter_.stats().unmatched_range_ends, 1u);
+  EXPECT_TRUE(sink_.ranges.empty());
+  converter_.CloseOpenRanges(500);
+  ASSERT_EQ(sink_.ranges.size(), 1u);
+  EXPECT_EQ(sink_.ranges[0].end_ns, 500u);
+  EXPECT_EQ(converter_.stats().open_ranges_at_end, 1u);
+}
+
+TEST_F(ConverterTest, OverheadAndGraphRecords) {
+  CUpti_ActivityOverhead3 o;
+  std::memset(&o, 0, sizeof(o));
+  o.kind = CUPTI_ACTIVITY_KIND_OVERHEAD;
+  o.overheadKind = CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH;
+  o.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+  o.objectId.pt.threadId = 55;
+  o.start = 10;
+  o.end = 30;
+  Convert(&o);
+  ASSERT_EQ(sink_.overheads.size(), 1u);
+  EXPECT_EQ(sink_.overheads[0].thread_id, 55u);
+  EXPECT_EQ(sink_.overheads[0].overhead_kind,
+            static_cast<uint32_t>(CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH));
+  CUpti_ActivityGraphTrace2 g;
+  std::memset(&g, 0, sizeof(g));
+  g.kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+  g.start = 100;
+  g.end = 200;
+  g.graphId = 4;
+  g.correlationId = 6;
+  Convert(&g);
+  ASSERT_EQ(sink_.kernels.size(), 1u);
+  EXPECT_EQ(sink_.Str(sink_.kernels[0].name_id), "[CUDA graph 4]");
+  EXPECT_EQ(sink_.kernels[0].graph_id, 4u);
+}
+
+TEST_F(ConverterTest, InvalidTimestampsAndUnknownKindsAreCountedNotWritten) {
+  auto backwards = Kernel(500, 400, "k", 1);
+  auto zero = Kernel(0, 0, "k", 2);
+  auto copy = Memcpy(9, 3, 1, 1, 3, false, 8);
+  Convert(&backwards);
+  Convert(&zero);
+  Convert(&copy);
+  CUpti_Activity unknown;
+  unknown.kind = CUPTI_ACTIVITY_KIND_PC_SAMPLING;
+  Convert(&unknown);
+  EXPECT_TRUE(sink_.kernels.empty());
+  EXPECT_TRUE(sink_.memcpys.empty());
+  EXPECT_EQ(converter_.stats().invalid_timestamps, 3u);
+  EXPECT_EQ(converter_.stats().unsupported_records, 1u);
+  EXPECT_EQ(converter_.stats().records, 4u);
+}
+
+TEST_F(ConverterTest, NcclDisabledMeansNoCommunicationEvents) {
+  ConverterOptions o;
+  o.nccl = false;
+  FakeEventSink sink;
+  RecordConverter c(&sink, o, nullptr);
+  auto k = Kernel(1, 2, "ncclKernel_AllReduce_RING_LL_Sum_float", 1);
+  c.Convert(reinterpret_cast<const CUpti_Activity*>(&k));
+  EXPECT_EQ(sink.kernels.size(), 1u);
+  EXPECT_TRUE(sink.nccls.empty());
+}
+
+}  // namespace
+}  // namespace sightline::collect

@@ -1,0 +1,136 @@
+// Chrome trace-event export: counts per phase, flows matched across chunks,
+// bounded flow memory, and the output file's error handling. (The JSON is
+// parsed by a real JSON parser in tests/cli/export_test.sh.)
+#include "lib/export/chrome_trace.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "lib/export/flow_matcher.h"
+#include "lib/export/output_file.h"
+#include "lib/trace/reader.h"
+#include "tests/export/synthetic_trace.h"
+
+namespace sightline::exporter {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name + "-" + std::to_string(getpid());
+}
+
+std::string ReadFile(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  std::string s;
+  if (!f) return s;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
+  fclose(f);
+  return s;
+}
+
+size_t Count(const std::string& hay, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
+  return n;
+}
+
+TEST(ChromeTraceTest, CountsAndFlowsOfSyntheticTrace) {
+  testing::SyntheticOptions o;
+  o.steps = 25;
+  o.kernels_per_step = 11;
+  o.chunk_bytes = 4096;  // many chunks: launch and kernel often in different ones
+  std::string trace_path = TempPath("chrome.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WriteSyntheticTraceTo(trace_path, o, &error)) << error;
+  testing::SyntheticCounts want = testing::ExpectedCounts(o);
+
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_GT((*reader)->integrity().file_bytes, 4096u * 4);
+  std::string out_path = TempPath("chrome.json");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  auto stats = ExportChromeTrace(**reader, **out);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_TRUE((*out)->Close().ok());
+  EXPECT_EQ(stats->events_read, want.total());
+  EXPECT_EQ(stats->flows, want.launches);
+  EXPECT_EQ(stats->flows_unmatched, 0u);
+
+  std::string json = ReadFile(out_path);
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(json.front(), '{');
+  EXPECT_EQ(Count(json, "\"ph\":\"X\""),
+            want.kernels + want.memcpys + want.syncs + want.apis + want.nvtx_ranges +
+                want.capture_windows);
+  EXPECT_EQ(Count(json, "\"cat\":\"kernel\""), want.kernels);
+  EXPECT_EQ(Count(json, "\"ph\":\"s\""), want.launches);
+  EXPECT_EQ(Count(json, "\"ph\":\"f\""), want.launches);
+  EXPECT_EQ(Count(json, "\"ph\":\"i\""), want.nvtx_markers + want.steps);
+  EXPECT_EQ(Count(json, "\"name\":\"GPU 0 stream 7\""), 1u);
+  EXPECT_EQ(Count(json, "\"name\":\"process_name\""), 1u);
+  // Nanosecond precision, relative to the header's clock origin: the first
+  // kernel waits for the 4 MiB pageable copy (3 us + 419.430 us).
+  EXPECT_NE(json.find("\"ts\":422.430,\"dur\":50.000"), std::string::npos);
+  EXPECT_NE(json.find("\"complete\":true"), std::string::npos);
+}
+
+TEST(FlowMatcherTest, PairsInEitherOrderAndKeepsLaunchForGraphs) {
+  FlowMatcher m(16);
+  std::vector<std::pair<FlowEndpoint, FlowEndpoint>> flows;
+  m.AddGpuWork(5, {100, 50}, &flows);  // kernel before its launch
+  EXPECT_TRUE(flows.empty());
+  m.AddLaunch(5, {1, 10}, &flows);
+  ASSERT_EQ(flows.size(), 1u);
+  EXPECT_EQ(flows[0].first.track, 1u);
+  EXPECT_EQ(flows[0].second.time_ns, 50);
+  m.AddGpuWork(5, {100, 70}, &flows);  // a second kernel of the same graph launch
+  EXPECT_EQ(flows.size(), 2u);
+  EXPECT_EQ(m.unmatched(), 0u);
+}
+
+TEST(FlowMatcherTest, MemoryIsBoundedAndEvictionsAreCounted) {
+  FlowMatcher m(100);
+  std::vector<std::pair<FlowEndpoint, FlowEndpoint>> flows;
+  for (uint32_t i = 1; i <= 100000; ++i) m.AddGpuWork(i, {1, i}, &flows);
+  for (uint32_t i = 1; i <= 100000; ++i) m.AddLaunch(1000000 + i, {2, i}, &flows);
+  EXPECT_LE(m.waiting_held(), 100u);
+  EXPECT_LE(m.launches_held(), 100u);
+  EXPECT_EQ(m.unmatched(), 100000u);
+  EXPECT_TRUE(flows.empty());
+}
+
+TEST(OutputFileTest, WritesAtomicallyAndReportsBadPaths) {
+  std::string path = TempPath("out.txt");
+  {
+    auto out = OutputFile::Open(path, 4096);
+    ASSERT_TRUE(out.ok());
+    std::string big(10000, 'x');
+    (*out)->Append(big);
+    (*out)->Append('y');
+    EXPECT_NE(access(path.c_str(), F_OK), 0) << "final name must appear only on Close";
+    ASSERT_TRUE((*out)->Close().ok());
+  }
+  EXPECT_EQ(ReadFile(path).size(), 10001u);
+
+  auto dir = OutputFile::Open(::testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("is a directory"), absl::string_view::npos);
+
+  auto missing = OutputFile::Open("/nonexistent-dir-sightline/x.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent-dir-sightline/x.json"),
+            absl::string_view::npos);
+
+  // Abandoned (not closed) outputs leave nothing behind.
+  std::string abandoned = TempPath("abandoned.txt");
+  { auto out = OutputFile::Open(abandoned); ASSERT_TRUE(out.ok()); (*out)->Append("z"); }
+  EXPECT_NE(access(abandoned.c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace sightline::exporter

@@ -1,0 +1,186 @@
+// Decodes `sightline export --format perfetto` output with classes generated
+// from our Perfetto subset schema and checks its structure: track descriptors
+// before use, every interned id defined before (or in) the packet that uses
+// it, balanced slices per track, event counts and flows.
+#include "lib/export/perfetto_trace.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "lib/export/output_file.h"
+#include "lib/trace/reader.h"
+#include "perfetto_trace_subset.pb.h"
+#include "tests/export/synthetic_trace.h"
+
+namespace sightline::exporter {
+namespace {
+
+namespace pp = ::sightline::perfetto_subset;
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name + "-" + std::to_string(getpid());
+}
+
+std::string ReadFile(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "rb");
+  std::string s;
+  if (!f) return s;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), f)) > 0) s.append(buf, n);
+  fclose(f);
+  return s;
+}
+
+struct Decoded {
+  pp::Trace trace;
+  std::map<uint64_t, std::string> names;       // iid -> event name
+  std::map<uint64_t, std::string> categories;  // iid -> category
+  std::map<uint64_t, std::string> arg_names;
+  std::map<uint64_t, pp::TrackDescriptor> tracks;
+  std::map<std::string, int> begins_by_category;
+  std::map<std::string, int> begins_by_name;
+  int instants = 0, ends = 0, counters = 0;
+  std::multiset<uint64_t> flow_starts, flow_ends;
+};
+
+// Walks the packets in file order like a trace processor would.
+void Decode(const std::string& bytes, Decoded* d) {
+  ASSERT_TRUE(d->trace.ParseFromString(bytes));
+  std::map<uint64_t, int> open_slices;
+  for (const pp::TracePacket& p : d->trace.packet()) {
+    EXPECT_EQ(p.trusted_packet_sequence_id(), 1u);
+    if (p.has_interned_data()) {
+      for (const auto& n : p.interned_data().event_names()) {
+        EXPECT_FALSE(d->names.count(n.iid())) << "name iid redefined: " << n.iid();
+        d->names[n.iid()] = n.name();
+      }
+      for (const auto& c : p.interned_data().event_categories()) d->categories[c.iid()] = c.name();
+      for (const auto& a : p.interned_data().debug_annotation_names()) d->arg_names[a.iid()] = a.name();
+    }
+    if (p.has_track_descriptor()) {
+      d->tracks[p.track_descriptor().uuid()] = p.track_descriptor();
+    }
+    if (!p.has_track_event()) continue;
+    const pp::TrackEvent& e = p.track_event();
+    ASSERT_TRUE(d->tracks.count(e.track_uuid())) << "event on undescribed track";
+    EXPECT_GT(p.timestamp(), 0u);
+    EXPECT_EQ(p.sequence_flags(), 2u);
+    for (const auto& a : e.debug_annotations()) {
+      EXPECT_TRUE(d->arg_names.count(a.name_iid())) << "undefined arg iid " << a.name_iid();
+    }
+    switch (e.type()) {
+      case pp::TrackEvent::TYPE_SLICE_BEGIN: {
+        ASSERT_TRUE(d->names.count(e.name_iid())) << "undefined name iid " << e.name_iid();
+        ASSERT_EQ(e.category_iids_size(), 1);
+        ASSERT_TRUE(d->categories.count(e.category_iids(0)));
+        ++d->begins_by_category[d->categories[e.category_iids(0)]];
+        ++d->begins_by_name[d->names[e.name_iid()]];
+        ++open_slices[e.track_uuid()];
+        for (uint64_t id : e.flow_ids()) d->flow_starts.insert(id);
+        for (uint64_t id : e.terminating_flow_ids()) d->flow_ends.insert(id);
+        break;
+      }
+      case pp::TrackEvent::TYPE_SLICE_END:
+        EXPECT_GT(open_slices[e.track_uuid()], 0);
+        --open_slices[e.track_uuid()];
+        ++d->ends;
+        break;
+      case pp::TrackEvent::TYPE_INSTANT:
+        ++d->instants;
+        break;
+      case pp::TrackEvent::TYPE_COUNTER:
+        ++d->counters;
+        break;
+      default:
+        ADD_FAILURE() << "unexpected type " << e.type();
+    }
+  }
+  for (const auto& [track, open] : open_slices) EXPECT_EQ(open, 0) << "track " << track;
+}
+
+TEST(PerfettoTraceTest, SyntheticTraceDecodesWithOurSchema) {
+  testing::SyntheticOptions o;
+  o.steps = 12;
+  o.kernels_per_step = 9;
+  std::string trace_path = TempPath("synthetic.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WriteSyntheticTraceTo(trace_path, o, &error)) << error;
+  testing::SyntheticCounts want = testing::ExpectedCounts(o);
+
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("out.pftrace");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto stats = ExportPerfettoTrace(**reader, **out);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_TRUE((*out)->Close().ok());
+  EXPECT_EQ(stats->events_read, want.total());
+
+  Decoded d;
+  Decode(ReadFile(out_path), &d);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(d.begins_by_category["kernel"], static_cast<int>(want.kernels));
+  EXPECT_EQ(d.begins_by_category["memcpy"], static_cast<int>(want.memcpys));
+  EXPECT_EQ(d.begins_by_category["sync"], static_cast<int>(want.syncs));
+  EXPECT_EQ(d.begins_by_category["cuda_runtime"], static_cast<int>(want.apis));
+  EXPECT_EQ(d.begins_by_category["nvtx"], static_cast<int>(want.nvtx_ranges));
+  EXPECT_EQ(d.begins_by_category["capture"], 1);
+  EXPECT_EQ(d.instants, static_cast<int>(want.nvtx_markers + want.steps));
+  EXPECT_EQ(d.counters, 1);  // the loss report
+  // Kernel names interned once, used by name.
+  EXPECT_EQ(d.begins_by_name[testing::kKernelNames[0]], 12 * 3);
+  EXPECT_EQ(d.begins_by_name["Memcpy HtoD (Pageable -> Device)"], 12);
+  // Every launch (kernel + memcpy API) starts a flow that a GPU slice ends.
+  EXPECT_EQ(d.flow_starts.size(), want.launches);
+  EXPECT_EQ(d.flow_ends, d.flow_starts);
+  // Process, thread, NVTX child, stream, sync, profiler and loss tracks.
+  int processes = 0, threads = 0, named = 0;
+  for (const auto& [uuid, t] : d.tracks) {
+    if (t.has_process()) {
+      ++processes;
+      EXPECT_EQ(t.process().pid(), 4242);
+      EXPECT_EQ(t.process().cmdline_size(), 3);
+    }
+    if (t.has_thread()) {
+      ++threads;
+      EXPECT_EQ(t.thread().tid(), static_cast<int>(testing::kMainThread));
+    }
+    if (t.has_name()) ++named;
+  }
+  EXPECT_EQ(processes, 1);
+  EXPECT_EQ(threads, 1);
+  EXPECT_GE(named, 4);
+  bool have_stream = false;
+  for (const auto& [uuid, t] : d.tracks) have_stream |= t.name() == "GPU 0 stream 7";
+  EXPECT_TRUE(have_stream);
+}
+
+TEST(PerfettoTraceTest, TruncatedTraceExportsCompleteChunksOnly) {
+  testing::SyntheticOptions o;
+  o.steps = 40;
+  std::string trace_path = TempPath("trunc.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WriteSyntheticTraceTo(trace_path, o, &error)) << error;
+  std::string bytes = ReadFile(trace_path);
+  bytes.resize(bytes.size() * 2 / 3);  // writer "killed" mid-chunk
+  auto reader = trace::TraceReader::FromBuffer("cut", bytes);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("trunc.pftrace");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  auto stats = ExportPerfettoTrace(**reader, **out);
+  ASSERT_TRUE(stats.ok());
+  ASSERT_TRUE((*out)->Close().ok());
+  EXPECT_FALSE((*reader)->integrity().complete);
+  EXPECT_GT(stats->events_read, 0u);
+  EXPECT_LT(stats->events_read, testing::ExpectedCounts(o).total());
+  Decoded d;
+  Decode(ReadFile(out_path), &d);
+}
+
+}  // namespace
+}  // namespace sightline::exporter

@@ -1,0 +1,184 @@
+// tests/export/synthetic_trace.cc — see synthetic_trace.h.
+#include "tests/export/synthetic_trace.h"
+
+#include <algorithm>
+#include <string>
+
+namespace sightline::testing {
+
+SyntheticCounts ExpectedCounts(const SyntheticOptions& o) {
+  SyntheticCounts c;
+  c.kernels = uint64_t{o.steps} * o.kernels_per_step;
+  c.memcpys = o.steps;
+  c.syncs = o.steps;
+  c.apis = uint64_t{o.steps} * (o.kernels_per_step + 2);
+  c.nvtx_ranges = o.steps;
+  c.nvtx_markers = o.steps;
+  c.steps = o.steps;
+  c.losses = 1;
+  c.capture_windows = 1;
+  c.launches = c.kernels + c.memcpys;
+  return c;
+}
+
+bool WriteSyntheticTrace(std::unique_ptr<trace::Sink> sink, const SyntheticOptions& o,
+                         std::string* error, bool finish) {
+  trace::WriterOptions wo;
+  wo.chunk_bytes = o.chunk_bytes;
+  trace::TraceWriter w(std::move(sink), wo);
+  TraceHeaderData h;
+  h.tool_version = "synthetic";
+  h.process.pid = o.pid;
+  h.process.host = o.host;
+  h.process.rank = o.rank;
+  h.process.command_line = {"/usr/bin/python3", "train.py", "--synthetic"};
+  DeviceInfo d;
+  d.id = 0;
+  d.name = "NVIDIA H200";
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.sm_count = 132;
+  d.max_warps_per_sm = 64;
+  d.max_blocks_per_sm = 32;
+  d.max_threads_per_block = 1024;
+  d.registers_per_sm = 65536;
+  d.registers_per_block = 65536;
+  d.shared_memory_per_sm = 233472;
+  d.shared_memory_per_block = 49152;
+  d.shared_memory_per_block_optin = 232448;
+  d.reserved_shared_memory_per_block = 1024;
+  d.memory_bandwidth_gbps = 4800;
+  h.devices.push_back(d);
+  h.clock.trace_ns = o.start_ns;
+  h.clock.realtime_ns = 1'790'000'000'000'000'000ull;
+  h.enabled = {"kernel", "memcpy", "runtime", "nvtx", "sync"};
+  if (!w.Begin(h)) {
+    *error = w.error();
+    return false;
+  }
+  uint32_t launch_name = w.Intern("cudaLaunchKernel");
+  uint32_t memcpy_name = w.Intern("cudaMemcpyAsync");
+  uint32_t sync_name = w.Intern("cudaStreamSynchronize");
+  uint32_t step_range = w.Intern("train_step");
+  uint32_t marker_name = w.Intern("checkpoint");
+  uint32_t kernel_ids[4];
+  for (int i = 0; i < 4; ++i) kernel_ids[i] = w.Intern(kKernelNames[i]);
+
+  uint64_t t = o.start_ns;
+  uint32_t correlation = 1;
+  uint64_t gpu_free = t;
+  for (uint32_t step = 0; step < o.steps; ++step) {
+    uint64_t step_start = t;
+    t += o.host_work_ns;
+    // HtoD copy of the batch.
+    ApiEvent copy_api;
+    copy_api.start_ns = t;
+    copy_api.end_ns = t + 6'000;
+    copy_api.domain = ApiDomain::kRuntime;
+    copy_api.name_id = memcpy_name;
+    copy_api.correlation_id = correlation;
+    copy_api.thread_id = kMainThread;
+    w.Add(copy_api);
+    MemcpyEvent copy;
+    copy.start_ns = std::max(gpu_free, t + 3'000);
+    copy.end_ns = copy.start_ns + o.copy_bytes / (o.pageable_copy ? 10 : 50);  // 10 / 50 GB/s
+    copy.stream_id = kStream;
+    copy.correlation_id = correlation++;
+    copy.bytes = o.copy_bytes;
+    copy.copy_kind = CopyKind::kHtoD;
+    copy.src_kind = o.pageable_copy ? MemoryKind::kPageable : MemoryKind::kPinned;
+    copy.dst_kind = MemoryKind::kDevice;
+    copy.async = true;
+    w.Add(copy);
+    gpu_free = copy.end_ns;
+    t = copy_api.end_ns + o.launch_gap_ns;
+    for (uint32_t k = 0; k < o.kernels_per_step; ++k) {
+      ApiEvent launch;
+      launch.start_ns = t;
+      launch.end_ns = t + o.launch_ns;
+      launch.domain = ApiDomain::kRuntime;
+      launch.name_id = launch_name;
+      launch.correlation_id = correlation;
+      launch.thread_id = kMainThread;
+      w.Add(launch);
+      KernelEvent kern;
+      kern.start_ns = std::max(gpu_free, launch.end_ns + 2'000);
+      kern.end_ns = kern.start_ns + o.kernel_ns;
+      kern.stream_id = kStream;
+      kern.correlation_id = correlation++;
+      kern.name_id = kernel_ids[k % 4];
+      kern.grid_x = 264;
+      kern.block_x = 256;
+      kern.registers_per_thread = 64;
+      kern.static_shared_bytes = 16384;
+      w.Add(kern);
+      gpu_free = kern.end_ns;
+      t = launch.end_ns + o.launch_gap_ns;
+    }
+    ApiEvent sync_api;
+    sync_api.start_ns = t;
+    sync_api.end_ns = std::max(t, gpu_free) + 2'000;
+    sync_api.domain = ApiDomain::kRuntime;
+    sync_api.name_id = sync_name;
+    sync_api.correlation_id = correlation++;
+    sync_api.thread_id = kMainThread;
+    w.Add(sync_api);
+    SyncEvent sync;
+    sync.start_ns = t + 500;
+    sync.end_ns = sync_api.end_ns - 500;
+    sync.stream_id = kStream;
+    sync.correlation_id = sync_api.correlation_id;
+    sync.sync_kind = SyncKind::kStreamSynchronize;
+    w.Add(sync);
+    t = sync_api.end_ns + 1'000;
+    NvtxRangeEvent range;
+    range.start_ns = step_start;
+    range.end_ns = t;
+    range.name_id = step_range;
+    range.thread_id = kMainThread;
+    range.end_thread_id = kMainThread;
+    range.push_pop = true;
+    range.payload_kind = PayloadKind::kInt64;
+    range.payload_int = step;
+    w.Add(range);
+    NvtxMarkerEvent marker;
+    marker.timestamp_ns = t - 500;
+    marker.name_id = marker_name;
+    marker.thread_id = kMainThread;
+    w.Add(marker);
+    StepEvent s;
+    s.timestamp_ns = t;
+    s.step = step;
+    s.thread_id = kMainThread;
+    w.Add(s);
+    t += 1'000;
+    if (o.after_step) o.after_step(step);
+  }
+  CaptureWindowEvent window;
+  window.start_ns = o.start_ns;
+  window.end_ns = t;
+  w.Add(window);
+  LossReport loss;
+  loss.timestamp_ns = t;
+  w.Add(loss);
+  if (!finish) {
+    w.Flush();
+    return w.ok();
+  }
+  if (!w.Finish("synthetic end")) {
+    *error = w.error();
+    return false;
+  }
+  return true;
+}
+
+bool WriteSyntheticTraceTo(const std::string& spec, const SyntheticOptions& options,
+                           std::string* error) {
+  trace::FileSinkOptions fo;
+  fo.overwrite = true;
+  std::unique_ptr<trace::Sink> sink = trace::OpenSink(spec, fo, error);
+  if (!sink) return false;
+  return WriteSyntheticTrace(std::move(sink), options, error);
+}
+
+}  // namespace sightline::testing

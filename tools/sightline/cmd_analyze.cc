@@ -1,0 +1,116 @@
+// sightline analyze TRACE... [--format text|json] [-o FILE]
+//                  [--set KEY=VALUE]... [--step-range NAME] [--rules A,B]
+//                  [--fail-on high|medium|low]
+//
+// Reads one or more traces (several ranks of one run are merged on the
+// wall clock), runs every rule and prints the findings ranked by estimated
+// saving: a one-screen text report or JSON ("schema": "sightline.report.v1").
+// Progress goes to stderr when reading takes more than a second.
+// Exit: 0 ok; 1 when --fail-on is given and a finding at that severity or
+// worse exists; 2 usage or input error.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/sightline/command.h"
+
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+#include "absl/strings/str_split.h"
+#include "lib/analysis/analyze.h"
+#include "lib/export/cli_support.h"
+#include "lib/export/progress.h"
+#include "lib/export/report_render.h"
+#endif
+
+namespace sightline::cli {
+namespace {
+
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+int SeverityRank(const std::string& s) {
+  if (s == "high") return 0;
+  if (s == "medium") return 1;
+  if (s == "low") return 2;
+  if (s == "info") return 3;
+  return -1;
+}
+
+int RunAnalyze(const std::vector<std::string>& args) {
+  std::vector<std::string> traces;
+  std::string format = "text", output, fail_on, value;
+  analysis::AnalysisOptions options;
+  exporter::ArgScanner scan(args);
+  while (!scan.Done()) {
+    bool missing = false;
+    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
+        scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
+        scan.Value("--fail-on", &fail_on, &missing) ||
+        scan.Value("--step-range", &options.step_range_name, &missing)) {
+      if (missing) return UsageError("analyze: option needs a value (see --help)");
+      continue;
+    }
+    if (scan.Value("--set", &value, &missing)) {
+      if (missing) return UsageError("analyze: --set needs KEY=VALUE");
+      absl::Status s = options.SetFromString(value);
+      if (!s.ok()) return UsageError("analyze: --set " + value + ": " + std::string(s.message()));
+      continue;
+    }
+    if (scan.Value("--rules", &value, &missing)) {
+      if (missing) return UsageError("analyze: --rules needs a list of rule ids");
+      for (absl::string_view r : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+        options.only_rules.emplace_back(r);
+      }
+      continue;
+    }
+    std::string a = scan.Next();
+    if (a.size() > 1 && a[0] == '-') return UsageError("analyze: unknown option '" + a + "'");
+    traces.push_back(a);
+  }
+  if (traces.empty()) return UsageError("analyze: missing TRACE (usage: sightline analyze TRACE... [--format text|json] [-o FILE])");
+  if (format != "text" && format != "json") {
+    return UsageError("analyze: unknown format '" + format + "' (expected text or json)");
+  }
+  if (!fail_on.empty() && SeverityRank(fail_on) < 0) {
+    return UsageError("analyze: --fail-on expects high, medium, low or info (got '" + fail_on + "')");
+  }
+  for (const std::string& t : traces) {
+    absl::Status s = exporter::CheckInputFile(t);
+    if (!s.ok()) return UsageError(std::string(s.message()));
+  }
+  exporter::ProgressLine progress;
+  options.progress = [&](const analysis::ReadProgress& p) {
+    progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
+  };
+  absl::StatusOr<analysis::Report> report = analysis::Analyze(traces, options);
+  progress.Finish();
+  if (!report.ok()) return UsageError(std::string(report.status().message()));
+  std::string text = format == "json" ? exporter::RenderReportJson(*report)
+                                      : exporter::RenderReportText(*report, {exporter::TextWidth()});
+  absl::Status written = exporter::WriteTextOutput(output, text);
+  if (!written.ok()) return UsageError(std::string(written.message()));
+  if (!fail_on.empty()) {
+    int limit = SeverityRank(fail_on);
+    for (const analysis::Finding& f : report->findings) {
+      if (static_cast<int>(f.severity) <= limit) {
+        std::fprintf(stderr, "sightline: finding at or above '%s': %s (%s)\n", fail_on.c_str(),
+                     f.rule.c_str(), f.title.c_str());
+        return kExitThreshold;
+      }
+    }
+  }
+  return kExitOk;
+}
+#else
+int RunAnalyze(const std::vector<std::string>&) {
+  return UsageError("analyze: this build has no analyzer (lib/analysis was not built)");
+}
+#endif
+
+}  // namespace
+
+SIGHTLINE_COMMAND("analyze",
+                  "analyze TRACE... [--format text|json] [-o FILE] [--set KEY=VALUE]... "
+                  "[--step-range NAME] [--rules A,B] [--fail-on high|medium|low]",
+                  "Find bottlenecks: summary, top kernels and findings ranked by saving",
+                  RunAnalyze);
+
+}  // namespace sightline::cli

@@ -1,0 +1,101 @@
+// sightline diff BASE NEW [--format text|json] [-o FILE] [--fail-on-regression PCT]
+//
+// Analyzes two runs and compares step time, GPU utilization, per-kernel time
+// and count (kernels matched by name) and findings (appeared / resolved).
+// With --fail-on-regression PCT it is a CI performance gate: exit 1 when a
+// tracked quantity regresses by more than PCT (relative % for times,
+// percentage points for utilization; see lib/export/report_render.h).
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tools/sightline/command.h"
+
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+#include "lib/analysis/analyze.h"
+#include "lib/export/cli_support.h"
+#include "lib/export/progress.h"
+#include "lib/export/report_render.h"
+#endif
+
+namespace sightline::cli {
+namespace {
+
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+int RunDiff(const std::vector<std::string>& args) {
+  std::vector<std::string> traces;
+  std::string format = "text", output, threshold, min_share;
+  analysis::AnalysisOptions options;
+  exporter::ArgScanner scan(args);
+  while (!scan.Done()) {
+    bool missing = false;
+    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
+        scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
+        scan.Value("--fail-on-regression", &threshold, &missing) ||
+        scan.Value("--min-kernel-share", &min_share, &missing) ||
+        scan.Value("--step-range", &options.step_range_name, &missing)) {
+      if (missing) return UsageError("diff: option needs a value (see --help)");
+      continue;
+    }
+    std::string a = scan.Next();
+    if (a.size() > 1 && a[0] == '-') return UsageError("diff: unknown option '" + a + "'");
+    traces.push_back(a);
+  }
+  if (traces.size() != 2) {
+    return UsageError("diff: expected two traces, BASE and NEW (usage: sightline diff BASE NEW "
+                      "[--format text|json] [--fail-on-regression PCT])");
+  }
+  if (format != "text" && format != "json") {
+    return UsageError("diff: unknown format '" + format + "' (expected text or json)");
+  }
+  exporter::DiffOptions diff_options;
+  if (!threshold.empty()) {
+    char* end = nullptr;
+    double v = std::strtod(threshold.c_str(), &end);
+    if (end == threshold.c_str() || (*end != '\0' && *end != '%') || v < 0) {
+      return UsageError("diff: --fail-on-regression expects a non-negative percentage (got '" +
+                        threshold + "')");
+    }
+    diff_options.fail_on_regression_pct = v;
+  }
+  if (!min_share.empty()) diff_options.min_kernel_share_pct = std::strtod(min_share.c_str(), nullptr);
+  for (const std::string& t : traces) {
+    absl::Status s = exporter::CheckInputFile(t);
+    if (!s.ok()) return UsageError(std::string(s.message()));
+  }
+  exporter::ProgressLine progress;
+  options.progress = [&](const analysis::ReadProgress& p) {
+    progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
+  };
+  absl::StatusOr<analysis::Report> base = analysis::Analyze({traces[0]}, options);
+  if (!base.ok()) return UsageError(std::string(base.status().message()));
+  absl::StatusOr<analysis::Report> now = analysis::Analyze({traces[1]}, options);
+  if (!now.ok()) return UsageError(std::string(now.status().message()));
+  progress.Finish();
+  exporter::DiffResult diff = exporter::DiffReports(*base, *now, diff_options);
+  std::string text = format == "json" ? exporter::RenderDiffJson(diff)
+                                      : exporter::RenderDiffText(diff, exporter::TextWidth());
+  absl::Status written = exporter::WriteTextOutput(output, text);
+  if (!written.ok()) return UsageError(std::string(written.message()));
+  if (diff.regression()) {
+    std::fprintf(stderr, "sightline: regression beyond %.1f%%: %s\n",
+                 diff_options.fail_on_regression_pct, diff.regressions.front().c_str());
+    return kExitThreshold;
+  }
+  return kExitOk;
+}
+#else
+int RunDiff(const std::vector<std::string>&) {
+  return UsageError("diff: this build has no analyzer (lib/analysis was not built)");
+}
+#endif
+
+}  // namespace
+
+SIGHTLINE_COMMAND("diff",
+                  "diff BASE NEW [--format text|json] [-o FILE] [--fail-on-regression PCT] "
+                  "[--min-kernel-share PCT]",
+                  "Compare two runs; exit 1 on a regression beyond PCT (CI gate)", RunDiff);
+
+}  // namespace sightline::cli

@@ -1,0 +1,117 @@
+// sightline report TRACE... -o report.html [--merge] [--max-events N]
+//
+// Writes one self-contained HTML file (inline CSS/JS/data, no network) with
+// the findings, a zoomable timeline of streams and NVTX ranges, GPU
+// utilization over time, the kernel-time breakdown and the step-time
+// distribution. Two traces give a before/after comparison (first = before);
+// --merge (or three or more traces) treats the traces as ranks of one run.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "tools/sightline/command.h"
+
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+#include "lib/analysis/analyze.h"
+#include "lib/export/cli_support.h"
+#include "lib/export/output_file.h"
+#include "lib/export/progress.h"
+#include "lib/export/report_html.h"
+#endif
+
+namespace sightline::cli {
+namespace {
+
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+int RunReport(const std::vector<std::string>& args) {
+  std::vector<std::string> traces;
+  std::string output, max_events;
+  bool merge = false;
+  analysis::AnalysisOptions options;
+  exporter::ArgScanner scan(args);
+  while (!scan.Done()) {
+    bool missing = false;
+    if (scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
+        scan.Value("--max-events", &max_events, &missing) ||
+        scan.Value("--step-range", &options.step_range_name, &missing)) {
+      if (missing) return UsageError("report: option needs a value (see --help)");
+      continue;
+    }
+    if (scan.Flag("--merge")) {
+      merge = true;
+      continue;
+    }
+    std::string a = scan.Next();
+    if (a.size() > 1 && a[0] == '-') return UsageError("report: unknown option '" + a + "'");
+    traces.push_back(a);
+  }
+  if (traces.empty()) return UsageError("report: missing TRACE (usage: sightline report TRACE... -o report.html)");
+  if (output.empty()) return UsageError("report: missing -o report.html");
+  exporter::HtmlDataOptions html_options;
+  if (!max_events.empty()) {
+    long long v = std::atoll(max_events.c_str());
+    if (v < 1000) return UsageError("report: --max-events expects a number >= 1000");
+    html_options.max_events = static_cast<size_t>(v);
+  }
+  for (const std::string& t : traces) {
+    absl::Status s = exporter::CheckInputFile(t);
+    if (!s.ok()) return UsageError(std::string(s.message()));
+  }
+  // Fail on an unwritable destination before the (possibly long) analysis.
+  {
+    auto probe = exporter::OutputFile::Open(output);
+    if (!probe.ok()) return UsageError(std::string(probe.status().message()));
+  }
+  std::vector<std::vector<std::string>> groups;
+  if (traces.size() == 2 && !merge) {
+    groups = {{traces[0]}, {traces[1]}};
+  } else {
+    groups = {traces};
+  }
+  exporter::ProgressLine progress;
+  analysis::ProgressCallback on_progress = [&](const analysis::ReadProgress& p) {
+    progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
+  };
+  std::vector<analysis::TimelineModel> models;
+  std::vector<analysis::Report> reports;
+  models.reserve(groups.size());
+  reports.reserve(groups.size());
+  for (const auto& group : groups) {
+    absl::StatusOr<analysis::TimelineModel> model = analysis::BuildModel(group, on_progress);
+    if (!model.ok()) return UsageError(std::string(model.status().message()));
+    models.push_back(std::move(*model));
+    reports.push_back(analysis::AnalyzeModel(models.back(), options));
+  }
+  progress.Finish();
+  std::vector<exporter::HtmlRun> runs;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    std::string label = groups[i][0];
+    if (groups[i].size() > 1) label += " +" + std::to_string(groups[i].size() - 1) + " ranks";
+    runs.push_back({label, &models[i], &reports[i]});
+  }
+  exporter::HtmlDataStats stats;
+  std::string html = exporter::RenderReportHtml(runs, html_options, &stats);
+  absl::Status written = exporter::WriteTextOutput(output, html);
+  if (!written.ok()) return UsageError(std::string(written.message()));
+  std::fprintf(stderr,
+               "sightline: wrote %s (%.1f MB; %s; timeline: %llu events in %llu blocks on %zu tracks)\n",
+               output.c_str(), static_cast<double>(html.size()) / 1e6,
+               groups.size() == 2 ? "before/after comparison" : "1 run",
+               static_cast<unsigned long long>(stats.source_events),
+               static_cast<unsigned long long>(stats.blocks), stats.tracks);
+  return kExitOk;
+}
+#else
+int RunReport(const std::vector<std::string>&) {
+  return UsageError("report: this build has no analyzer (lib/analysis was not built)");
+}
+#endif
+
+}  // namespace
+
+SIGHTLINE_COMMAND("report", "report TRACE... -o report.html [--merge] [--max-events N]",
+                  "Write a self-contained HTML report (two traces: before/after comparison)",
+                  RunReport);
+
+}  // namespace sightline::cli
