@@ -26,11 +26,27 @@ awk -v p="$plain" -v f="$floor" -v s="$sl" 'BEGIN {
          p, f, f - p, s, s - p, (s - p) / (f - p) }'
 "$B/tests/gpu/sightline_trace_check" "$W/ov_sightline.sltrace" --stdout "$W/ov_sightline.out"
 echo "trace size: $(du -h "$W/ov_sightline.sltrace" | cut -f1)"
+rm -f "$W/ov_sightline.sltrace"
+# Which setting costs what (OVERHEAD_MATRIX=1).
+if [ "${OVERHEAD_MATRIX:-0}" = 1 ]; then
+  for opts in "-t cuda,nvtx,nccl" "--buffer-kb 8192" "--flush-ms 5000" "-t cuda --buffer-kb 8192 --flush-ms 5000"; do
+    v=$("$SL" profile -q -o "$W/ov_m.sltrace" $opts -- "$LO" --mode plain | val median_us_per_launch)
+    echo "MATRIX sightline $opts: $v us/launch (+$(awk -v s="$v" -v p="$plain" 'BEGIN{printf "%.3f", s-p}'))"
+    rm -f "$W/ov_m.sltrace"
+  done
+  v=$("$LO" --mode floor | val median_us_per_launch)
+  echo "MATRIX floor again: $v us/launch"
+fi
 
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  tp=$(python3 "$TO" --mode plain | tee /dev/stderr | val median_us_per_op)
-  tt=$(python3 "$TO" --mode torch-profiler 2>/dev/null | tee /dev/stderr | val median_us_per_op)
-  ts=$("$SL" profile -q -o "$W/ov_torch.sltrace" -- python3 "$TO" --mode plain | tee /dev/stderr | val median_us_per_op)
+  echo "torch: plain / torch.profiler / sightline"
+  python3 "$TO" --mode plain >"$W/ov_torch_plain.out" 2>&1
+  python3 "$TO" --mode torch-profiler >"$W/ov_torch_profiler.out" 2>&1
+  "$SL" profile -q -o "$W/ov_torch.sltrace" -- python3 "$TO" --mode plain >"$W/ov_torch_sightline.out" 2>&1
+  grep -h OVERHEAD "$W"/ov_torch_plain.out "$W"/ov_torch_profiler.out "$W"/ov_torch_sightline.out
+  tp=$(val median_us_per_op <"$W/ov_torch_plain.out")
+  tt=$(val median_us_per_op <"$W/ov_torch_profiler.out")
+  ts=$(val median_us_per_op <"$W/ov_torch_sightline.out")
   awk -v p="$tp" -v t="$tt" -v s="$ts" 'BEGIN {
     printf "TORCH plain %.3f us/op, torch.profiler %.3f (+%.3f), sightline %.3f (+%.3f): sightline/torch.profiler added = %.2fx (target <= 0.5)\n",
            p, t, t - p, s, s - p, (s - p) / (t - p) }'

@@ -61,13 +61,13 @@ inline bool RunWorkloadOnce(const WorkloadBuffers& w) {
   const int n = w.n;
   matmul_naive<<<dim3(n / 32, n / 8), dim3(32, 8)>>>(w.a, w.b, w.c, n);
   matmul_tiled<<<dim3(n / kTile, n / kTile), dim3(kTile, kTile)>>>(w.a, w.b, w.c, n);
-  transpose_shared<0><<<dim3(n / kTile, n / kTile), dim3(kTile, kTile)>>>(w.a, w.c, n, 16);
-  transpose_shared<1><<<dim3(n / kTile, n / kTile), dim3(kTile, kTile)>>>(w.a, w.c, n, 16);
+  transpose_shared<0><<<dim3(n / kTile, n / kTile), dim3(kTile, kTile)>>>(w.a, w.c, n, 64);
+  transpose_shared<1><<<dim3(n / kTile, n / kTile), dim3(kTile, kTile)>>>(w.a, w.c, n, 64);
   register_heavy<96><<<(w.vec + 255) / 256, 256>>>(w.x, w.y, w.vec, 4);
   shared_heavy<<<264, 256, kSharedHeavyBytes>>>(w.x, w.y, w.vec, kSharedHeavyBytes / 4);
-  divergent_branch<<<(w.vec + 255) / 256, 256>>>(w.x, w.y, w.vec, 64);
+  divergent_branch<<<(w.vec + 255) / 256, 256>>>(w.x, w.y, w.vec, 1024);
   saxpy_loop<<<16, 256>>>(w.x, w.y, w.vec, 2);            // small grid
-  saxpy_loop<<<(w.vec + 99) / 100, 100>>>(w.x, w.y, w.vec, 1);  // odd block
+  saxpy_loop<<<(w.vec + 99) / 100, 100>>>(w.x, w.y, w.vec, 8);  // odd block
   return CudaOk(cudaGetLastError(), "launch") && CudaOk(cudaDeviceSynchronize(), "run");
 }
 

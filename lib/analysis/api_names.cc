@@ -8,14 +8,26 @@
 namespace sightline::analysis {
 
 std::string_view StripApiVersionSuffix(std::string_view name) {
-  static constexpr std::array<std::string_view, 6> kSuffixes = {"_ptsz", "_ptds", "_v2", "_v3",
-                                                                "_spt", "_v4"};
+  // CUPTI's names carry the API version ("cudaLaunchKernel_v7000",
+  // "cuMemcpyHtoD_v2") and per-thread-stream variants ("_ptsz", "_ptds").
+  static constexpr std::array<std::string_view, 3> kSuffixes = {"_ptsz", "_ptds", "_spt"};
   bool stripped = true;
   while (stripped) {
     stripped = false;
     for (std::string_view s : kSuffixes) {
       if (EndsWith(name, s)) {
         name.remove_suffix(s.size());
+        stripped = true;
+      }
+    }
+    size_t v = name.rfind("_v");
+    if (v != std::string_view::npos && v + 2 < name.size()) {
+      bool digits = true;
+      for (size_t i = v + 2; i < name.size(); ++i) {
+        digits &= name[i] >= '0' && name[i] <= '9';
+      }
+      if (digits) {
+        name = name.substr(0, v);
         stripped = true;
       }
     }

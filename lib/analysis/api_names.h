@@ -4,8 +4,8 @@
 // classify it the way nsys's rules do: kernel launches, calls that block the
 // host until GPU work finishes (cuda_api_sync), synchronous memcpy / memset
 // (cuda_memcpy_sync, cuda_memset_sync). Names are matched exactly after
-// stripping a "_v2"/"_ptsz"/"_ptds"-style suffix, for both runtime (cuda*) and
-// driver (cu*) spellings.
+// stripping CUPTI's version suffix ("_v7000", "_v2") and "_ptsz"/"_ptds", for
+// both runtime (cuda*) and driver (cu*) spellings.
 #ifndef SIGHTLINE_LIB_ANALYSIS_API_NAMES_H_
 #define SIGHTLINE_LIB_ANALYSIS_API_NAMES_H_
 
@@ -14,7 +14,8 @@
 
 namespace sightline::analysis {
 
-// "cuMemcpyHtoD_v2" → "cuMemcpyHtoD"; "cudaLaunchKernel_ptsz" → "cudaLaunchKernel".
+// "cuMemcpyHtoD_v2" → "cuMemcpyHtoD"; "cudaLaunchKernel_v7000" and
+// "cudaLaunchKernel_ptsz" → "cudaLaunchKernel".
 std::string_view StripApiVersionSuffix(std::string_view name);
 
 bool IsLaunchApi(std::string_view name);        // kernel, cooperative, graph launch

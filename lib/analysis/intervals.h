@@ -32,6 +32,7 @@ class IntervalSet {
   // so far (streaming union of start-sorted input).
   void AddSorted(uint64_t start_ns, uint64_t end_ns);
 
+  void Reserve(size_t n) { intervals_.reserve(n); }
   const std::vector<Interval>& intervals() const { return intervals_; }
   bool empty() const { return intervals_.empty(); }
   size_t size() const { return intervals_.size(); }
@@ -49,6 +50,30 @@ class IntervalSet {
 
  private:
   std::vector<Interval> intervals_;
+};
+
+// Length of the union of start-sorted intervals, in O(1) memory (a busy time
+// without materialising the set).
+class UnionLength {
+ public:
+  void Add(uint64_t start_ns, uint64_t end_ns) {
+    if (end_ns <= start_ns) return;
+    if (count_ == 0 || start_ns > end_) {
+      total_ += end_ - start_;
+      start_ = start_ns;
+      end_ = end_ns;
+      ++count_;
+    } else if (end_ns > end_) {
+      end_ = end_ns;
+    }
+  }
+  uint64_t total() const { return total_ + (end_ - start_); }
+  // Number of disjoint intervals the union has.
+  size_t intervals() const { return count_; }
+
+ private:
+  uint64_t total_ = 0, start_ = 0, end_ = 0;
+  size_t count_ = 0;
 };
 
 }  // namespace sightline::analysis

@@ -182,39 +182,41 @@ void FillSteps(const TimelineModel& model, const DerivedTimeline& timeline,
 
 void FillNvtx(const TimelineModel& model, Report* report) {
   if (model.nvtx_ranges.empty()) return;
-  // GPU time and op count launched by each API call, then prefix sums over
-  // api_calls (threads are contiguous, sorted by start).
-  size_t n = model.api_calls.size();
-  std::vector<uint64_t> gpu_prefix(n + 1, 0);
-  std::vector<uint32_t> ops_prefix(n + 1, 0);
+  // Each GPU activity adds its time to every NVTX range that encloses the
+  // start of its launching API call on the launching thread.
+  std::vector<uint64_t> gpu_ns(model.nvtx_ranges.size(), 0);
+  std::vector<uint32_t> ops(model.nvtx_ranges.size(), 0);
   uint64_t all_gpu = 0;
+  const NvtxRange* base = model.nvtx_ranges.data();
   for (const GpuActivity& a : model.activities) {
     all_gpu += a.duration();
-    if (a.launch_api == kNone) continue;
-    gpu_prefix[a.launch_api + 1] += a.duration();
-    ops_prefix[a.launch_api + 1]++;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    gpu_prefix[i + 1] += gpu_prefix[i];
-    ops_prefix[i + 1] += ops_prefix[i];
+    const ApiCall* launch = model.LaunchOf(a);
+    if (launch == nullptr) continue;
+    const ThreadInfo& t = model.threads[launch->thread];
+    if (t.nvtx_begin == t.nvtx_end) continue;
+    uint64_t at = launch->start_ns;
+    const NvtxRange* it = std::upper_bound(base + t.nvtx_begin, base + t.nvtx_end, at,
+                                           [](uint64_t v, const NvtxRange& r) {
+                                             return v < r.start_ns;
+                                           });
+    for (int walked = 0; it != base + t.nvtx_begin && walked < 4096; ++walked) {
+      --it;
+      if (it->end_ns > at) {
+        gpu_ns[it - base] += a.duration();
+        ops[it - base]++;
+      } else if (it->depth == 0) {
+        break;  // an earlier top-level range that ended: nothing before encloses `at`
+      }
+    }
   }
   std::map<std::pair<uint32_t, uint32_t>, NvtxRow> rows;  // (domain, name)
-  for (const NvtxRange& r : model.nvtx_ranges) {
+  for (size_t i = 0; i < model.nvtx_ranges.size(); ++i) {
+    const NvtxRange& r = model.nvtx_ranges[i];
     NvtxRow& row = rows[{r.domain, r.name}];
     row.count++;
     row.cpu_total_ns += r.end_ns - r.start_ns;
-    const ThreadInfo& t = model.threads[r.thread];
-    const ApiCall* base = model.api_calls.data();
-    const ApiCall* lo = std::lower_bound(base + t.api_begin, base + t.api_end, r.start_ns,
-                                         [](const ApiCall& c, uint64_t v) {
-                                           return c.start_ns < v;
-                                         });
-    const ApiCall* hi = std::lower_bound(lo, base + t.api_end, r.end_ns,
-                                         [](const ApiCall& c, uint64_t v) {
-                                           return c.start_ns < v;
-                                         });
-    row.gpu_total_ns += gpu_prefix[hi - base] - gpu_prefix[lo - base];
-    row.gpu_ops += ops_prefix[hi - base] - ops_prefix[lo - base];
+    row.gpu_total_ns += gpu_ns[i];
+    row.gpu_ops += ops[i];
   }
   for (auto& [key, row] : rows) {
     row.domain = std::string(model.String(key.first));

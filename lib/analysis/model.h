@@ -5,8 +5,10 @@
 // Built in one streaming pass: ModelBuilder is a trace::EventVisitor fed by one
 // TraceReader after another (or by in-memory events for synthetic tests), then
 // Finish() sorts, links and aggregates. Memory is proportional to the events
-// kept: ~40 bytes per GPU activity or API call; launch configurations, memcpy
-// details and names are stored once and referenced by index.
+// kept: 40 bytes per GPU activity or API call (+4 for the per-stream index);
+// launch configurations, memcpy details and names are stored once and
+// referenced by index. The pass appends into block storage (no vector
+// doubling) and Finish moves it into exactly sized tables.
 //
 // Clock: every timestamp is moved onto CLOCK_REALTIME nanoseconds with the
 // trace header's ClockMapping (offset = realtime_ns - trace_ns; 0 when the
@@ -98,11 +100,11 @@ struct ThreadInfo {
 };
 
 // One kernel / memcpy / memset / NCCL operation on a GPU, on the merged clock.
+// 40 bytes; the device is streams[stream].device (TimelineModel::DeviceOf).
 struct GpuActivity {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint32_t stream = 0;          // index into streams
-  uint32_t device = 0;          // index into devices
   uint32_t correlation_id = 0;
   uint32_t name = 0;            // kernel name; "[CUDA memcpy HtoD]" style for copies
   // kernel: index into launch_configs; memcpy/memset: into copies; nccl: into collectives.
@@ -235,6 +237,7 @@ struct LaunchConfigUse {
   LaunchConfig config;
   uint64_t count = 0;
   uint64_t total_ns = 0;
+  uint64_t replayed_count = 0;  // instances excluded from timing (kernel replay)
 };
 
 // Per kernel name, over all traces: what the kernel-level rules need.
@@ -261,7 +264,8 @@ struct TimelineModel {
   std::vector<DeviceTimelineInfo> devices;
   std::vector<StreamInfo> streams;
   std::vector<ThreadInfo> threads;
-  // Sorted by (device, start_ns, end_ns); devices[d] covers a contiguous range.
+  // Sorted by (device, start_ns, end_ns, stream); devices[d] covers a
+  // contiguous range.
   std::vector<GpuActivity> activities;
   std::vector<LaunchConfig> launch_configs;  // deduplicated
   std::vector<CopyDetail> copies;
@@ -286,6 +290,8 @@ struct TimelineModel {
     return id < strings.size() ? std::string_view(strings[id]) : std::string_view();
   }
   const CallStack* Stack(uint16_t trace, uint32_t stack_id) const;
+  // Model device index of an activity.
+  uint32_t DeviceOf(const GpuActivity& a) const { return streams[a.stream].device; }
   // The API call that launched `a`, or nullptr.
   const ApiCall* LaunchOf(const GpuActivity& a) const {
     return a.launch_api == kNone ? nullptr : &api_calls[a.launch_api];

@@ -76,7 +76,10 @@ uint8_t ModelBuilder::Impl::ApiFlags(uint32_t model_name) {
 }
 
 uint32_t ModelBuilder::Impl::Device(uint32_t device_id) {
-  auto key = std::make_pair(trace_index, device_id);
+  if (device_id < device_by_id.size() && device_by_id[device_id] != 0) {
+    return device_by_id[device_id] - 1;
+  }
+  auto key = std::make_pair(uint32_t{trace_index}, device_id);
   auto it = device_ids.find(key);
   if (it != device_ids.end()) return it->second;
   uint32_t idx = static_cast<uint32_t>(model.devices.size());
@@ -92,12 +95,19 @@ uint32_t ModelBuilder::Impl::Device(uint32_t device_id) {
     }
   }
   model.devices.push_back(std::move(d));
+  stream_by_id.emplace_back();
   device_ids.emplace(key, idx);
+  if (device_id < 4096) {
+    if (device_by_id.size() <= device_id) device_by_id.resize(device_id + 1, 0);
+    device_by_id[device_id] = idx + 1;
+  }
   return idx;
 }
 
 uint32_t ModelBuilder::Impl::Stream(uint32_t device, uint32_t stream_id) {
-  auto key = std::make_tuple(trace_index, device, stream_id);
+  std::vector<uint32_t>& cache = stream_by_id[device];
+  if (stream_id < cache.size() && cache[stream_id] != 0) return cache[stream_id] - 1;
+  auto key = std::make_tuple(uint32_t{trace_index}, device, stream_id);
   auto it = stream_ids.find(key);
   if (it != stream_ids.end()) return it->second;
   uint32_t idx = static_cast<uint32_t>(model.streams.size());
@@ -106,20 +116,33 @@ uint32_t ModelBuilder::Impl::Stream(uint32_t device, uint32_t stream_id) {
   s.device = device;
   s.stream_id = stream_id;
   model.streams.push_back(std::move(s));
+  stream_activities.emplace_back();
   stream_ids.emplace(key, idx);
+  if (stream_id < 65536) {
+    if (cache.size() <= stream_id) cache.resize(stream_id + 1, 0);
+    cache[stream_id] = idx + 1;
+  }
   return idx;
 }
 
 uint32_t ModelBuilder::Impl::Thread(uint32_t thread_id) {
-  auto key = std::make_pair(trace_index, thread_id);
+  if (last_thread != kNone && last_thread_id == thread_id) return last_thread;
+  auto key = std::make_pair(uint32_t{trace_index}, thread_id);
   auto it = thread_ids.find(key);
-  if (it != thread_ids.end()) return it->second;
-  uint32_t idx = static_cast<uint32_t>(model.threads.size());
-  ThreadInfo t;
-  t.trace = trace_index;
-  t.thread_id = thread_id;
-  model.threads.push_back(t);
-  thread_ids.emplace(key, idx);
+  uint32_t idx;
+  if (it != thread_ids.end()) {
+    idx = it->second;
+  } else {
+    idx = static_cast<uint32_t>(model.threads.size());
+    ThreadInfo t;
+    t.trace = trace_index;
+    t.thread_id = thread_id;
+    model.threads.push_back(t);
+    thread_calls.emplace_back();
+    thread_ids.emplace(key, idx);
+  }
+  last_thread_id = thread_id;
+  last_thread = idx;
   return idx;
 }
 
@@ -141,11 +164,22 @@ uint32_t ModelBuilder::Impl::Config(const KernelEvent& e, uint32_t device) {
   c.cluster_y = e.cluster_y;
   c.cluster_z = e.cluster_z;
   c.device = device;
+  // Most launches of a kernel reuse its previous configuration.
+  uint32_t name = Str(e.name_id);
+  if (name < last_config_by_name.size() && last_config_by_name[name] != 0 &&
+      model.launch_configs[last_config_by_name[name] - 1] == c) {
+    return last_config_by_name[name] - 1;
+  }
+  if (last_config_by_name.size() <= name) last_config_by_name.resize(name + 1, 0);
   auto it = config_ids.find(c);
-  if (it != config_ids.end()) return it->second;
+  if (it != config_ids.end()) {
+    last_config_by_name[name] = it->second + 1;
+    return it->second;
+  }
   uint32_t idx = static_cast<uint32_t>(model.launch_configs.size());
   model.launch_configs.push_back(c);
   config_ids.emplace(c, idx);
+  last_config_by_name[name] = idx + 1;
   return idx;
 }
 
@@ -179,6 +213,8 @@ void ModelBuilder::Impl::BeginTrace(std::string name, const TraceHeaderData& hea
   model.stacks.emplace_back();
   offset = static_cast<uint64_t>(model.traces.back().clock_offset_ns);
   remap.assign(1, 0);
+  device_by_id.clear();
+  last_thread = kNone;
   has_comm_kernel.push_back(false);
   source = &model.traces.back();
 }
@@ -187,7 +223,9 @@ void ModelBuilder::Impl::BeginTrace(std::string name, const TraceHeaderData& hea
 
 void ModelBuilder::Impl::OnKernel(const KernelEvent& e) {
   Count(EventKind::kKernel);
-  if (!ValidSpan(e.start_ns, e.end_ns)) {
+  // Replayed kernels carry zero timestamps (CUPTI kernel replay): they never
+  // reach the timeline, only the launch configuration and metrics tables.
+  if (!e.replayed && !ValidSpan(e.start_ns, e.end_ns)) {
     Invalid(EventKind::kKernel);
     return;
   }
@@ -195,7 +233,6 @@ void ModelBuilder::Impl::OnKernel(const KernelEvent& e) {
   GpuActivity a;
   a.start_ns = e.start_ns + offset;
   a.end_ns = e.end_ns + offset;
-  a.device = device;
   a.correlation_id = e.correlation_id;
   a.name = Str(e.name_id);
   a.detail = Config(e, device);
@@ -210,7 +247,7 @@ void ModelBuilder::Impl::OnKernel(const KernelEvent& e) {
   }
   if (a.klass == ActivityClass::kCommunication) has_comm_kernel[trace_index] = true;
   a.stream = Stream(device, e.stream_id);
-  model.activities.push_back(a);
+  stream_activities[a.stream].push_back(a);
 }
 
 void ModelBuilder::Impl::OnMemcpy(const MemcpyEvent& e) {
@@ -222,8 +259,7 @@ void ModelBuilder::Impl::OnMemcpy(const MemcpyEvent& e) {
   GpuActivity a;
   a.start_ns = e.start_ns + offset;
   a.end_ns = e.end_ns + offset;
-  a.device = Device(e.device_id);
-  a.stream = Stream(a.device, e.stream_id);
+  a.stream = Stream(Device(e.device_id), e.stream_id);
   a.correlation_id = e.correlation_id;
   a.name = InternModel(CopyName(e.copy_kind));
   a.detail = static_cast<uint32_t>(model.copies.size());
@@ -231,7 +267,7 @@ void ModelBuilder::Impl::OnMemcpy(const MemcpyEvent& e) {
   a.kind = ActivityKind::kMemcpy;
   a.klass = ActivityClass::kMemory;
   a.trace = trace_index;
-  model.activities.push_back(a);
+  stream_activities[a.stream].push_back(a);
 }
 
 void ModelBuilder::Impl::OnMemset(const MemsetEvent& e) {
@@ -243,8 +279,7 @@ void ModelBuilder::Impl::OnMemset(const MemsetEvent& e) {
   GpuActivity a;
   a.start_ns = e.start_ns + offset;
   a.end_ns = e.end_ns + offset;
-  a.device = Device(e.device_id);
-  a.stream = Stream(a.device, e.stream_id);
+  a.stream = Stream(Device(e.device_id), e.stream_id);
   a.correlation_id = e.correlation_id;
   a.name = InternModel("[CUDA memset]");
   a.detail = static_cast<uint32_t>(model.copies.size());
@@ -253,7 +288,7 @@ void ModelBuilder::Impl::OnMemset(const MemsetEvent& e) {
   a.kind = ActivityKind::kMemset;
   a.klass = ActivityClass::kMemory;
   a.trace = trace_index;
-  model.activities.push_back(a);
+  stream_activities[a.stream].push_back(a);
 }
 
 void ModelBuilder::Impl::OnSync(const SyncEvent& e) {
@@ -290,7 +325,7 @@ void ModelBuilder::Impl::OnApi(const ApiEvent& e) {
   c.flags = ApiFlags(c.name);
   c.domain = e.domain;
   CopyStack(e.stack_id);
-  model.api_calls.push_back(c);
+  thread_calls[c.thread].push_back(c);
 }
 
 void ModelBuilder::Impl::OnNvtxRange(const NvtxRangeEvent& e) {

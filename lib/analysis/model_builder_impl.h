@@ -13,17 +13,25 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
+#include "lib/analysis/chunked_buffer.h"
 #include "lib/analysis/model.h"
 
 namespace sightline::analysis {
 
-template <typename H>
-H AbslHashValue(H h, const LaunchConfig& c) {
-  return H::combine(std::move(h), c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
-                    c.registers_per_thread, c.static_shared_bytes, c.dynamic_shared_bytes,
-                    c.local_bytes_per_thread, c.shared_memory_config_bytes, c.launch_type,
-                    c.cluster_x, c.cluster_y, c.cluster_z, c.device);
-}
+// Cheap multiply-xor hash of a launch configuration (hashed once per kernel
+// whose configuration differs from its previous launch).
+struct LaunchConfigHash {
+  size_t operator()(const LaunchConfig& c) const {
+    const uint32_t fields[] = {c.grid_x, c.grid_y, c.grid_z, c.block_x, c.block_y, c.block_z,
+                               c.registers_per_thread, c.static_shared_bytes,
+                               c.dynamic_shared_bytes, c.local_bytes_per_thread,
+                               c.shared_memory_config_bytes, c.launch_type, c.cluster_x,
+                               c.cluster_y, c.cluster_z, c.device};
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (uint32_t f : fields) h = (h ^ f) * 0xff51afd7ed558ccdull;
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
 
 struct ModelBuilder::Impl : public trace::EventVisitor {
   static constexpr uint8_t kFlagsComputed = 1;
@@ -50,11 +58,21 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> device_ids;
   absl::flat_hash_map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> stream_ids;
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint32_t> thread_ids;
-  absl::flat_hash_map<LaunchConfig, uint32_t> config_ids;
+  absl::flat_hash_map<LaunchConfig, uint32_t, LaunchConfigHash> config_ids;
   std::vector<ReplayedKernel> replayed;
   std::vector<bool> has_comm_kernel;         // per trace
   std::vector<uint32_t> nccl_streams;        // parallel to model.collectives
   std::vector<uint32_t> nccl_correlation;    // parallel to model.collectives
+
+  // Streaming storage: GPU activities per stream, API calls per thread, in
+  // arrival order; Finish sorts and moves them into the model's tables.
+  std::vector<internal::ChunkedBuffer<GpuActivity>> stream_activities;
+  std::vector<internal::ChunkedBuffer<ApiCall>> thread_calls;
+  // Lookup caches of the hot path (per current trace).
+  std::vector<uint32_t> device_by_id;                 // device_id → index + 1
+  std::vector<std::vector<uint32_t>> stream_by_id;    // per model device: stream_id → index + 1
+  uint32_t last_thread_id = 0, last_thread = kNone;
+  std::vector<uint32_t> last_config_by_name;          // model name → last config index + 1
 
   void BeginTrace(std::string name, const TraceHeaderData& header);
   uint32_t InternModel(std::string_view s);
@@ -85,6 +103,8 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
 
   // model_finish.cc
   void AddNcclGpuActivities();
+  void MergeActivities();
+  void MergeApiCalls();
   void SortAndIndex();
   void LinkCorrelations();
   void NestNvtx();

@@ -27,7 +27,6 @@ void ModelBuilder::Impl::AddNcclGpuActivities() {
     GpuActivity a;
     a.start_ns = c.start_ns;
     a.end_ns = c.end_ns;
-    a.device = c.device;
     a.stream = nccl_streams[i];
     a.correlation_id = nccl_correlation[i];
     a.name = c.name;
@@ -35,7 +34,7 @@ void ModelBuilder::Impl::AddNcclGpuActivities() {
     a.kind = ActivityKind::kNccl;
     a.klass = ActivityClass::kCommunication;
     a.trace = c.trace;
-    model.activities.push_back(a);
+    stream_activities[a.stream].push_back(a);
   }
   nccl_streams.clear();
   nccl_streams.shrink_to_fit();
@@ -47,56 +46,112 @@ void ModelBuilder::Impl::AddNcclGpuActivities() {
                    });
 }
 
-void ModelBuilder::Impl::SortAndIndex() {
+namespace {
+
+bool ActivityBefore(const GpuActivity& a, const GpuActivity& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
+  return a.stream < b.stream;
+}
+
+bool CallBefore(const ApiCall& a, const ApiCall& b) {
+  if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+  return a.end_ns > b.end_ns;  // outer call first
+}
+
+}  // namespace
+
+void ModelBuilder::Impl::MergeActivities() {
+  size_t total = 0;
+  for (const auto& s : stream_activities) total += s.size();
   auto& acts = model.activities;
-  std::sort(acts.begin(), acts.end(), [](const GpuActivity& a, const GpuActivity& b) {
-    if (a.device != b.device) return a.device < b.device;
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    if (a.end_ns != b.end_ns) return a.end_ns < b.end_ns;
-    return a.stream < b.stream;
-  });
-  for (auto& d : model.devices) d.activity_begin = d.activity_end = 0;
-  for (size_t i = 0; i < acts.size();) {
-    size_t j = i;
-    while (j < acts.size() && acts[j].device == acts[i].device) ++j;
-    model.devices[acts[i].device].activity_begin = static_cast<uint32_t>(i);
-    model.devices[acts[i].device].activity_end = static_cast<uint32_t>(j);
-    i = j;
-  }
-  std::vector<uint32_t> per_stream(model.streams.size(), 0);
-  for (const GpuActivity& a : acts) per_stream[a.stream]++;
+  acts.clear();
+  acts.reserve(total);  // untouched pages cost no RSS until written
   for (size_t s = 0; s < model.streams.size(); ++s) {
+    auto& buf = stream_activities[s];
+    if (!std::is_sorted(buf.begin(), buf.end(), ActivityBefore)) {
+      std::sort(buf.begin(), buf.end(), ActivityBefore);
+    }
     model.streams[s].activities.clear();
-    model.streams[s].activities.reserve(per_stream[s]);
-  }
-  for (size_t i = 0; i < acts.size(); ++i) {
-    model.streams[acts[i].stream].activities.push_back(static_cast<uint32_t>(i));
+    model.streams[s].activities.reserve(buf.size());
   }
   for (auto& d : model.devices) d.streams.clear();
   for (size_t s = 0; s < model.streams.size(); ++s) {
     model.devices[model.streams[s].device].streams.push_back(static_cast<uint32_t>(s));
   }
-  for (auto& d : model.devices) {
-    std::sort(d.streams.begin(), d.streams.end(), [&](uint32_t a, uint32_t b) {
+  // Per device, a k-way merge of its (sorted) streams by (start, end, stream).
+  struct Head {
+    uint64_t start, end;  // of the stream's next activity (cached for the heap)
+    uint32_t stream;
+    size_t next;
+  };
+  std::vector<Head> heads;
+  for (size_t d = 0; d < model.devices.size(); ++d) {
+    DeviceTimelineInfo& dev = model.devices[d];
+    std::sort(dev.streams.begin(), dev.streams.end(), [&](uint32_t a, uint32_t b) {
       return model.streams[a].stream_id < model.streams[b].stream_id;
     });
+    dev.activity_begin = static_cast<uint32_t>(acts.size());
+    heads.clear();
+    for (uint32_t s : dev.streams) {
+      const auto& buf = stream_activities[s];
+      if (!buf.empty()) heads.push_back({buf[0].start_ns, buf[0].end_ns, s, 0});
+    }
+    auto later = [](const Head& a, const Head& b) {
+      if (a.start != b.start) return a.start > b.start;
+      if (a.end != b.end) return a.end > b.end;
+      return a.stream > b.stream;
+    };
+    std::make_heap(heads.begin(), heads.end(), later);
+    while (!heads.empty()) {
+      std::pop_heap(heads.begin(), heads.end(), later);
+      Head& h = heads.back();
+      auto& buf = stream_activities[h.stream];
+      model.streams[h.stream].activities.push_back(static_cast<uint32_t>(acts.size()));
+      acts.push_back(buf[h.next]);
+      ++h.next;
+      buf.ReleaseBefore(h.next);
+      if (h.next == buf.size()) {
+        buf.Clear();
+        heads.pop_back();
+      } else {
+        h.start = buf[h.next].start_ns;
+        h.end = buf[h.next].end_ns;
+        std::push_heap(heads.begin(), heads.end(), later);
+      }
+    }
+    dev.activity_end = static_cast<uint32_t>(acts.size());
   }
+  stream_activities.clear();
+  stream_activities.shrink_to_fit();
+}
 
+void ModelBuilder::Impl::MergeApiCalls() {
+  size_t total = 0;
+  for (const auto& t : thread_calls) total += t.size();
   auto& apis = model.api_calls;
-  std::sort(apis.begin(), apis.end(), [](const ApiCall& a, const ApiCall& b) {
-    if (a.thread != b.thread) return a.thread < b.thread;
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    return a.end_ns > b.end_ns;  // outer call first
-  });
-  for (auto& t : model.threads) t.api_begin = t.api_end = 0;
-  for (size_t i = 0; i < apis.size();) {
-    size_t j = i;
-    while (j < apis.size() && apis[j].thread == apis[i].thread) ++j;
-    model.threads[apis[i].thread].api_begin = static_cast<uint32_t>(i);
-    model.threads[apis[i].thread].api_end = static_cast<uint32_t>(j);
-    i = j;
+  apis.clear();
+  apis.reserve(total);
+  for (size_t t = 0; t < model.threads.size(); ++t) {
+    auto& buf = thread_calls[t];
+    if (!std::is_sorted(buf.begin(), buf.end(), CallBefore)) {
+      std::sort(buf.begin(), buf.end(), CallBefore);
+    }
+    model.threads[t].api_begin = static_cast<uint32_t>(apis.size());
+    for (size_t i = 0; i < buf.size(); ++i) {
+      apis.push_back(buf[i]);
+      if ((i & 4095) == 4095) buf.ReleaseBefore(i + 1);
+    }
+    buf.Clear();
+    model.threads[t].api_end = static_cast<uint32_t>(apis.size());
   }
+  thread_calls.clear();
+  thread_calls.shrink_to_fit();
+}
 
+void ModelBuilder::Impl::SortAndIndex() {
+  MergeActivities();
+  MergeApiCalls();
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
   std::stable_sort(model.host_syncs.begin(), model.host_syncs.end(), by_start);
   std::stable_sort(model.capture_windows.begin(), model.capture_windows.end(), by_start);
@@ -109,26 +164,75 @@ void ModelBuilder::Impl::SortAndIndex() {
 }
 
 void ModelBuilder::Impl::LinkCorrelations() {
-  // (trace, correlation id) → API index, sorted; the outermost (earliest) call
-  // wins when the runtime and driver calls share an id.
-  std::vector<std::pair<uint64_t, uint32_t>> index;
-  index.reserve(model.api_calls.size());
-  for (size_t i = 0; i < model.api_calls.size(); ++i) {
-    const ApiCall& c = model.api_calls[i];
-    if (c.correlation_id == 0) continue;
-    index.emplace_back(CorrelationKey(c.trace, c.correlation_id), static_cast<uint32_t>(i));
+  // Per trace: correlation id → API index. CUPTI correlation ids are a dense
+  // process-wide counter, so a direct table (4 bytes per id) is the norm; a
+  // sorted (id, index) list is the fallback for sparse ids. The outermost
+  // (earliest) call wins when the runtime and driver calls share an id.
+  std::vector<std::vector<uint32_t>> threads_of(model.traces.size());
+  for (size_t t = 0; t < model.threads.size(); ++t) {
+    threads_of[model.threads[t].trace].push_back(static_cast<uint32_t>(t));
   }
-  std::sort(index.begin(), index.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return model.api_calls[a.second].start_ns < model.api_calls[b.second].start_ns;
-  });
-  for (GpuActivity& a : model.activities) {
-    a.launch_api = kNone;
-    if (a.correlation_id == 0) continue;
-    uint64_t key = CorrelationKey(a.trace, a.correlation_id);
-    auto it = std::lower_bound(index.begin(), index.end(), key,
-                               [](const auto& e, uint64_t k) { return e.first < k; });
-    if (it != index.end() && it->first == key) a.launch_api = it->second;
+  std::vector<std::vector<uint32_t>> devices_of(model.traces.size());
+  for (size_t d = 0; d < model.devices.size(); ++d) {
+    devices_of[model.devices[d].trace].push_back(static_cast<uint32_t>(d));
+  }
+  for (size_t tr = 0; tr < model.traces.size(); ++tr) {
+    uint64_t count = 0;
+    uint32_t max_id = 0;
+    for (uint32_t t : threads_of[tr]) {
+      const ThreadInfo& th = model.threads[t];
+      count += th.api_end - th.api_begin;
+      for (uint32_t i = th.api_begin; i < th.api_end; ++i) {
+        max_id = std::max(max_id, model.api_calls[i].correlation_id);
+      }
+    }
+    if (count == 0 || devices_of[tr].empty()) continue;
+    auto better = [&](uint32_t candidate, uint32_t current) {
+      return current == kNone ||
+             model.api_calls[candidate].start_ns < model.api_calls[current].start_ns;
+    };
+    std::vector<uint32_t> table;
+    std::vector<std::pair<uint32_t, uint32_t>> sparse;
+    bool dense = uint64_t{max_id} <= 4 * count + 4096;
+    if (dense) {
+      table.assign(size_t{max_id} + 1, kNone);
+    } else {
+      sparse.reserve(count);
+    }
+    for (uint32_t t : threads_of[tr]) {
+      const ThreadInfo& th = model.threads[t];
+      for (uint32_t i = th.api_begin; i < th.api_end; ++i) {
+        uint32_t id = model.api_calls[i].correlation_id;
+        if (id == 0) continue;
+        if (dense) {
+          if (better(i, table[id])) table[id] = i;
+        } else {
+          sparse.emplace_back(id, i);
+        }
+      }
+    }
+    if (!dense) {
+      std::sort(sparse.begin(), sparse.end(), [&](const auto& a, const auto& b) {
+        if (a.first != b.first) return a.first < b.first;
+        return model.api_calls[a.second].start_ns < model.api_calls[b.second].start_ns;
+      });
+    }
+    for (uint32_t d : devices_of[tr]) {
+      const DeviceTimelineInfo& dev = model.devices[d];
+      for (uint32_t i = dev.activity_begin; i < dev.activity_end; ++i) {
+        GpuActivity& a = model.activities[i];
+        a.launch_api = kNone;
+        uint32_t id = a.correlation_id;
+        if (id == 0) continue;
+        if (dense) {
+          if (id <= max_id) a.launch_api = table[id];
+        } else {
+          auto it = std::lower_bound(sparse.begin(), sparse.end(), id,
+                                     [](const auto& e, uint32_t k) { return e.first < k; });
+          if (it != sparse.end() && it->first == id) a.launch_api = it->second;
+        }
+      }
+    }
   }
 }
 
@@ -166,29 +270,47 @@ void ModelBuilder::Impl::AggregateKernels() {
     std::vector<std::pair<uint32_t, LaunchConfigUse>> configs;  // (config id, use)
     std::map<uint32_t, MetricAggregate> metrics;                // by metric name id
   };
-  absl::flat_hash_map<uint32_t, size_t> by_name;
+  std::vector<uint32_t> by_name(model.strings.size(), kNone);  // name → acc index
   std::vector<Acc> accs;
   auto acc_for = [&](uint32_t name, ActivityClass klass) -> Acc& {
-    auto [it, inserted] = by_name.try_emplace(name, accs.size());
-    if (inserted) {
+    if (by_name[name] == kNone) {
+      by_name[name] = static_cast<uint32_t>(accs.size());
       accs.emplace_back();
       accs.back().agg.name = name;
       accs.back().agg.name_text = model.strings[name];
       accs.back().agg.klass = klass;
     }
-    return accs[it->second];
+    return accs[by_name[name]];
   };
+  // (config id → position in its aggregate's list) for the last aggregate
+  // that used it: a launch configuration is almost always used by one name.
+  std::vector<std::pair<uint32_t, uint32_t>> config_slot(model.launch_configs.size(),
+                                                         {kNone, kNone});
   auto add_config = [&](Acc& acc, uint32_t config, uint64_t ns, bool timed) {
-    for (auto& [id, use] : acc.configs) {
+    uint32_t acc_index = static_cast<uint32_t>(&acc - accs.data());
+    auto& slot = config_slot[config];
+    if (slot.first == acc_index) {
+      LaunchConfigUse& use = acc.configs[slot.second].second;
+      use.count += timed ? 1 : 0;
+      use.replayed_count += timed ? 0 : 1;
+      use.total_ns += ns;
+      return;
+    }
+    for (size_t p = 0; p < acc.configs.size(); ++p) {
+      auto& [id, use] = acc.configs[p];
       if (id == config) {
         use.count += timed ? 1 : 0;
+        use.replayed_count += timed ? 0 : 1;
         use.total_ns += ns;
+        slot = {acc_index, static_cast<uint32_t>(p)};
         return;
       }
     }
+    slot = {acc_index, static_cast<uint32_t>(acc.configs.size())};
     LaunchConfigUse use;
     use.config = model.launch_configs[config];
     use.count = timed ? 1 : 0;
+    use.replayed_count = timed ? 0 : 1;
     use.total_ns = ns;
     acc.configs.emplace_back(config, use);
     uint32_t device = model.launch_configs[config].device;
@@ -238,7 +360,8 @@ void ModelBuilder::Impl::AggregateKernels() {
       auto it = wanted.find(CorrelationKey(m.trace, m.correlation_id));
       if (it == wanted.end() || it->second == 0) continue;
       m.kernel_name = it->second;
-      Acc& acc = accs[by_name.at(m.kernel_name)];
+      if (by_name[m.kernel_name] == kNone) continue;
+      Acc& acc = accs[by_name[m.kernel_name]];
       for (const auto& [metric, value] : m.values) {
         MetricAggregate& agg = acc.metrics[metric];
         if (agg.samples == 0) {

@@ -25,26 +25,37 @@ std::array<uint64_t, 4> ConcurrencyHistogram(const TimelineModel& model,
                                              const DeviceTimelineInfo& info,
                                              const DeviceTimeline& t) {
   std::array<uint64_t, 4> hist{};
-  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> ends;
+  // End times of the running kernels; few at once, so a flat vector with a
+  // linear minimum beats a heap.
+  std::vector<uint64_t> ends;
   uint64_t now = t.window_start_ns;
   auto advance = [&](uint64_t to) {
     if (to <= now) return;
     hist[std::min<size_t>(ends.size(), 3)] += to - now;
     now = to;
   };
+  auto pop_min = [&]() {
+    auto it = std::min_element(ends.begin(), ends.end());
+    uint64_t v = *it;
+    *it = ends.back();
+    ends.pop_back();
+    return v;
+  };
   for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
     const GpuActivity& a = model.activities[i];
     if (a.kind != ActivityKind::kKernel && a.kind != ActivityKind::kNccl) continue;
-    while (!ends.empty() && ends.top() <= a.start_ns) {
-      advance(ends.top());
-      ends.pop();
+    while (!ends.empty()) {
+      uint64_t m = *std::min_element(ends.begin(), ends.end());
+      if (m > a.start_ns) break;
+      advance(m);
+      pop_min();
     }
     advance(a.start_ns);
-    if (a.end_ns > a.start_ns) ends.push(a.end_ns);
+    if (a.end_ns > a.start_ns) ends.push_back(a.end_ns);
   }
   while (!ends.empty()) {
-    advance(ends.top());
-    ends.pop();
+    advance(*std::min_element(ends.begin(), ends.end()));
+    pop_min();
   }
   advance(t.window_end_ns);
   return hist;
@@ -174,10 +185,10 @@ void FillDevices(const TimelineModel& model, const DerivedTimeline& timeline, Re
       ss.device_index = static_cast<uint32_t>(s.devices.size() - 1);
       ss.stream_id = si.stream_id;
       ss.rank = ds.rank;
-      IntervalSet busy;
+      UnionLength busy;
       for (uint32_t i : si.activities) {
         const GpuActivity& a = model.activities[i];
-        busy.AddSorted(a.start_ns, a.end_ns);
+        busy.Add(a.start_ns, a.end_ns);
         ss.ops++;
         if (a.kind == ActivityKind::kKernel || a.kind == ActivityKind::kNccl) ss.kernels++;
         if (a.kind == ActivityKind::kMemcpy) ss.memcpys++;
@@ -231,13 +242,15 @@ void FillTables(const TimelineModel& model, Report* report) {
     report->kernels.push_back(std::move(row));
   }
 
-  absl::flat_hash_map<uint32_t, RunningStats> apis;
+  std::vector<RunningStats> apis(model.strings.size());  // by name id
   uint64_t api_total = 0;
   for (const ApiCall& c : model.api_calls) {
     apis[c.name].Add(c.duration());
     api_total += c.duration();
   }
-  for (const auto& [name, st] : apis) {
+  for (uint32_t name = 0; name < apis.size(); ++name) {
+    const RunningStats& st = apis[name];
+    if (st.count == 0) continue;
     ApiRow row;
     row.name = std::string(model.String(name));
     row.count = st.count;

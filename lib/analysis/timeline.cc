@@ -77,6 +77,26 @@ DerivedTimeline BuildDerivedTimeline(const TimelineModel& model, const TimelineO
     t.device = static_cast<uint32_t>(d);
     if (info.activity_begin == info.activity_end) continue;
     t.window_start_ns = model.activities[info.activity_begin].start_ns;
+    // Count the disjoint intervals of each set first, so that each set is
+    // allocated once at its exact size (no doubling on large traces).
+    UnionLength n_busy, n_compute, n_comm, n_memory, n_copies;
+    for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
+      const GpuActivity& a = model.activities[i];
+      n_busy.Add(a.start_ns, a.end_ns);
+      switch (a.klass) {
+        case ActivityClass::kCompute: n_compute.Add(a.start_ns, a.end_ns); break;
+        case ActivityClass::kCommunication: n_comm.Add(a.start_ns, a.end_ns); break;
+        case ActivityClass::kMemory:
+          n_memory.Add(a.start_ns, a.end_ns);
+          if (a.kind == ActivityKind::kMemcpy) n_copies.Add(a.start_ns, a.end_ns);
+          break;
+      }
+    }
+    t.busy.Reserve(n_busy.intervals());
+    t.compute.Reserve(n_compute.intervals());
+    t.comm.Reserve(n_comm.intervals());
+    t.memory.Reserve(n_memory.intervals());
+    t.copies.Reserve(n_copies.intervals());
     for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
       const GpuActivity& a = model.activities[i];
       t.window_end_ns = std::max(t.window_end_ns, a.end_ns);

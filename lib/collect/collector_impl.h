@@ -39,6 +39,11 @@ struct HostEvent {
   std::shared_ptr<MetricCaptureResult> metrics;
 };
 
+// Synchronizing API calls (their call stacks are captured) and kernel-launch
+// API calls (reported to the KernelLaunchHook), by callback id.
+bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+
 class CollectorImpl final : public Collector {
  public:
   CollectorImpl();
@@ -69,6 +74,7 @@ class CollectorImpl final : public Collector {
   void Warn(const std::string& message);
   bool SetUpCupti();
   void SetActivities(bool enable);
+  void DisableSkippedApiRecords();
   // Applies a state-machine answer; returns true when a window just closed.
   // Caller holds control_mu_.
   bool ApplyLocked(CaptureAction action, uint64_t now_ns);
@@ -90,6 +96,10 @@ class CollectorImpl final : public Collector {
   void FinishTrace(const std::string& reason);
   void PrintSummary();
   uint64_t CollectDroppedRecords();
+  // Writer side: true when CUPTI may be called; pair with LeaveCupti().
+  bool EnterCupti();
+  void LeaveCupti() { writer_in_cupti_.fetch_sub(1); }
+  bool WaitForWriterFlush(int timeout_s);
 
   CollectorConfig config_;
   std::vector<std::string> config_problems_;
@@ -110,7 +120,11 @@ class CollectorImpl final : public Collector {
   std::unique_ptr<CaptureStateMachine> capture_;
   bool activities_on_ = false;
   std::atomic<bool> teardown_pending_{false};
+  // Set once every record is converted and CUPTI is about to be finalised;
+  // from then on nobody calls CUPTI (any call would re-initialise it).
   std::atomic<bool> torn_down_{false};
+  std::atomic<int> writer_in_cupti_{0};  // writer inside a CUPTI call
+  int64_t clock_offset_ns_ = 0;          // CUPTI timestamp - CLOCK_MONOTONIC_RAW
 
   std::mutex contexts_mu_;
   std::vector<CUcontext> contexts_;

@@ -54,7 +54,10 @@ void CollectorImpl::EnsureHeader() {
   std::vector<std::string> problems;
   h.devices = ReadDeviceInfo(&problems);
   uint32_t cupti_version = 0;
-  cuptiGetVersion(&cupti_version);
+  if (EnterCupti()) {
+    cuptiGetVersion(&cupti_version);
+    LeaveCupti();
+  }
   h.cupti_api_version = cupti_version;
   h.cuda_driver_version = DriverVersion();
   h.cuda_runtime_version = RuntimeVersion();
@@ -72,7 +75,7 @@ void CollectorImpl::EnsureHeader() {
 }
 
 uint64_t CollectorImpl::CollectDroppedRecords() {
-  if (torn_down_) {  // CUPTI finalised: its counters were read before
+  if (!EnterCupti()) {  // CUPTI finalised: its counters were read before
     std::lock_guard<std::mutex> lock(contexts_mu_);
     return cupti_dropped_total_;
   }
@@ -88,6 +91,7 @@ uint64_t CollectorImpl::CollectDroppedRecords() {
   }
   size_t global = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &global) == CUPTI_SUCCESS) total += global;
+  LeaveCupti();
   std::lock_guard<std::mutex> lock(contexts_mu_);
   cupti_dropped_total_ += total;  // the counters reset when read
   return cupti_dropped_total_;
@@ -99,7 +103,12 @@ void CollectorImpl::WriterMain() {
   ConverterOptions options;
   options.api_skip = config_.api_skip;
   options.nccl = config_.trace_nccl;
-  RecordConverter converter(&sink, options, &ApiName);
+  RecordConverter converter(&sink, options, [this](ApiDomain d, uint32_t cbid) -> const char* {
+    if (!EnterCupti()) return nullptr;
+    const char* name = ApiName(d, cbid);
+    LeaveCupti();
+    return name;
+  });
   if (hook_ != nullptr) {
     KernelLaunchHook* hook = hook_.get();
     converter.set_replayed_fn([hook](uint32_t c) { return hook->IsReplayedCorrelation(c); });
@@ -127,8 +136,13 @@ void CollectorImpl::WriterMain() {
     buffers.clear();
     pool_->TakeCompleted(&buffers);
     for (const CompletedBuffer& b : buffers) {
-      DrainResult r = DrainActivityBuffer(b, &cuptiActivityGetNextRecord, &converter);
-      if (r.broken) ++broken_buffers_;
+      // Buffers completed before a teardown are drained before it (the
+      // teardown waits for this); none arrive after.
+      if (EnterCupti()) {
+        DrainResult r = DrainActivityBuffer(b, &cuptiActivityGetNextRecord, &converter);
+        if (r.broken) ++broken_buffers_;
+        LeaveCupti();
+      }
       pool_->Release(b.data);
     }
     pool_->Replenish(2);
@@ -239,10 +253,12 @@ void CollectorImpl::WriterMain() {
     bool signalled = signal_requested_.exchange(false);
     bool flush_now = flush_requested_.exchange(false);
     uint64_t now_ms = MonotonicMs();
-    if (!finishing && !torn_down_ &&
-        (signalled || flush_now || now_ms - last_flush_ms >= config_.flush_period_ms)) {
+    if (!finishing && (signalled || flush_now || now_ms - last_flush_ms >= config_.flush_period_ms)) {
       // Never under a lock of ours (CUPTI calls back into OnBufferCompleted).
-      cuptiActivityFlushAll(signalled ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+      if (EnterCupti()) {
+        cuptiActivityFlushAll(signalled ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+        LeaveCupti();
+      }
       last_flush_ms = now_ms;
     }
     uint64_t generation = flush_generation_.load();

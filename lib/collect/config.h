@@ -15,7 +15,13 @@
 //                        none        nothing (the collector stays passive)
 //   SIGHTLINE_CAPTURE    "" | "cudaProfilerApi" | "nvtx:NAME" | "api"
 //   SIGHTLINE_CAPTURE_END  "repeat" (default: every start/stop pair is a window)
-//                        | "stop" (the first window ends tracing; CUPTI torn down)
+//                        | "stop" (the first window ends tracing: activity
+//                        recording is switched off for good)
+//   SIGHTLINE_DETACH     1 = once no window can open any more (end=stop, or a
+//                        --duration of a whole-run capture), also detach CUPTI
+//                        with cuptiFinalize from an API-exit callback, so the
+//                        app runs with no instrumentation at all. Off by
+//                        default: crashed intermittently on CUDA 13.0.
 //   SIGHTLINE_DELAY      seconds after start-up before capturing
 //   SIGHTLINE_DURATION   seconds a capture window lasts at most
 //   SIGHTLINE_METRICS    metric set for per-kernel hardware metrics ("" none)

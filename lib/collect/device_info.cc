@@ -135,6 +135,7 @@ std::vector<DeviceInfo> ReadDeviceInfo(std::vector<std::string>* problems) {
     }
     d.cc_major = static_cast<uint32_t>(attr(kCcMajor));
     d.cc_minor = static_cast<uint32_t>(attr(kCcMinor));
+    d.chip_name = ChipNameFromComputeCapability(d.cc_major, d.cc_minor);
     d.sm_count = static_cast<uint32_t>(attr(kSmCount));
     d.warp_size = static_cast<uint32_t>(attr(kWarpSize));
     if (d.warp_size == 0) d.warp_size = 32;
@@ -161,6 +162,21 @@ std::vector<DeviceInfo> ReadDeviceInfo(std::vector<std::string>* problems) {
     out.push_back(d);
   }
   return out;
+}
+
+std::string ChipNameFromComputeCapability(uint32_t major, uint32_t minor) {
+  struct Entry {
+    uint32_t major, minor;
+    const char* chip;
+  };
+  static constexpr Entry kChips[] = {
+      {7, 0, "GV100"}, {7, 5, "TU10x"}, {8, 0, "GA100"}, {8, 6, "GA10x"}, {8, 7, "GA10B"},
+      {8, 9, "AD10x"}, {9, 0, "GH100"}, {10, 0, "GB100"}, {10, 3, "GB110"}, {12, 0, "GB20x"},
+  };
+  for (const Entry& e : kChips) {
+    if (e.major == major && e.minor == minor) return e.chip;
+  }
+  return "";
 }
 
 uint32_t DriverVersion() {

@@ -19,6 +19,11 @@ ProcessInfo ReadProcessInfo();
 // Errors (a missing entry point) are appended to *problems.
 std::vector<DeviceInfo> ReadDeviceInfo(std::vector<std::string>* problems);
 
+// Chip family of a compute capability, as the range profiler names chips for
+// the data-center parts ("GH100" for 9.0, "GA100" for 8.0); "" when unknown.
+// Consumer parts of one capability share a family name ("GA10x" for 8.6).
+std::string ChipNameFromComputeCapability(uint32_t major, uint32_t minor);
+
 // cuDriverGetVersion / cudaRuntimeGetVersion when available, else 0.
 uint32_t DriverVersion();
 uint32_t RuntimeVersion();

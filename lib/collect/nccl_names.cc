@@ -72,6 +72,16 @@ uint32_t NcclDatatypeBytes(std::string_view t) {
 }
 
 bool ParseNcclKernelName(std::string_view name, NcclKernelInfo* info) {
+  // CUPTI reports mangled names: "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24nccl...".
+  if (name.rfind("_Z", 0) == 0) {
+    size_t i = 2, len = 0;
+    while (i < name.size() && name[i] >= '0' && name[i] <= '9') {
+      len = len * 10 + static_cast<size_t>(name[i] - '0');
+      ++i;
+    }
+    if (len == 0 || i + len > name.size()) return false;
+    name = name.substr(i, len);
+  }
   std::string_view rest;
   if (name.rfind("ncclDevKernel_", 0) == 0) {
     rest = name.substr(14);

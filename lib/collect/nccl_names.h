@@ -2,7 +2,9 @@
 //
 // NCCL's device kernels are named after the collective they run, e.g.
 // "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-// (NCCL ≥ 2.19) or "ncclKernel_AllReduce_RING_LL_Sum_float(...)" (older), and its
+// (NCCL ≥ 2.19; CUPTI reports it mangled: "_Z39ncclDevKernel_AllReduce_Sum_f32_
+// RING_LL24ncclDevKernelArgsStorageILm4096EE", as seen with NCCL 2.28 on the
+// H200) or "ncclKernel_AllReduce_RING_LL_Sum_float(...)" (older), and its
 // host-side NVTX ranges (domain "NCCL") are named after the API call
 // ("ncclAllReduce", "ncclGroupEnd" ...). Pure string logic, no CUDA.
 #ifndef SIGHTLINE_LIB_COLLECT_NCCL_NAMES_H_

@@ -55,17 +55,47 @@ std::string DemangleKernelName(std::string_view name) {
   return result;
 }
 
+namespace {
+// FNV-1a; launch keys and name-match results are cached by hash so the
+// per-launch decision allocates nothing (a 64-bit collision would only merge
+// two kernels' quotas).
+uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+uint64_t MixU32(uint64_t h, uint32_t v) {
+  for (int i = 0; i < 4; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+bool ContainsNcclCaseInsensitive(std::string_view name) {
+  for (size_t i = 0; i + 4 <= name.size(); ++i) {
+    if ((name[i] | 0x20) == 'n' && (name[i + 1] | 0x20) == 'c' && (name[i + 2] | 0x20) == 'c' &&
+        (name[i + 3] | 0x20) == 'l') {
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 bool KernelSelector::NameMatches(std::string_view name) {
   if (!has_regex_) return true;
-  std::string key(name);
+  const uint64_t key = Fnv1a(name);
   auto it = name_match_cache_.find(key);
   if (it != name_match_cache_.end()) return it->second;
-  bool match = regexec(&regex_, key.c_str(), 0, nullptr, 0) == 0;
+  const std::string text(name);
+  bool match = regexec(&regex_, text.c_str(), 0, nullptr, 0) == 0;
   if (!match) {
     const std::string demangled = DemangleKernelName(name);
-    match = demangled != key && regexec(&regex_, demangled.c_str(), 0, nullptr, 0) == 0;
+    match = demangled != text && regexec(&regex_, demangled.c_str(), 0, nullptr, 0) == 0;
   }
-  name_match_cache_.emplace(std::move(key), match);
+  name_match_cache_.emplace(key, match);
   return match;
 }
 
@@ -75,16 +105,10 @@ SelectDecision KernelSelector::Decide(std::string_view name, uint32_t gx, uint32
     ++skipped_[static_cast<int>(d)];
     return d;
   };
-  if (options_.exclude_nccl) {
-    std::string lower(name);
-    for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-    if (lower.find("nccl") != std::string::npos) return skip(SelectDecision::kSkipNccl);
-  }
+  if (options_.exclude_nccl && ContainsNcclCaseInsensitive(name)) return skip(SelectDecision::kSkipNccl);
   if (!NameMatches(name)) return skip(SelectDecision::kSkipName);
-  std::string key(name);
-  char dims[96];
-  std::snprintf(dims, sizeof(dims), "|%u,%u,%u|%u,%u,%u", gx, gy, gz, bx, by, bz);
-  key += dims;
+  uint64_t key = Fnv1a(name);
+  for (uint32_t d : {gx, gy, gz, bx, by, bz}) key = MixU32(key, d);
   const uint64_t index = launches_by_key_[key]++;
   if (index % options_.every_nth != 0) return skip(SelectDecision::kSkipNth);
   if (options_.launches_per_kernel != 0 && index / options_.every_nth >= options_.launches_per_kernel) {
@@ -124,6 +148,8 @@ namespace {
 // ranges of one launch (should not happen) are counted as dropped.
 constexpr size_t kRangesPerImage = 4;
 constexpr size_t kRangesPerSharedImage = 256;
+// Launches decoded together at most in a batched session.
+constexpr size_t kBatchLimit = 64;
 
 // A zeroed CUPTI parameter struct with its structSize set.
 template <typename Params>
@@ -146,10 +172,15 @@ const char* const kStageNames[kNumStages] = {"availability", "build_host", "enab
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+// Adds the scope's duration to slot[0] (total) and keeps slot[1] (max).
 class StageTimer {
  public:
-  StageTimer(double* slot) : slot_(slot), start_(NowSeconds()) {}
-  ~StageTimer() { *slot_ += NowSeconds() - start_; }
+  explicit StageTimer(double* slot) : slot_(slot), start_(NowSeconds()) {}
+  ~StageTimer() {
+    const double d = NowSeconds() - start_;
+    slot_[0] += d;
+    if (d > slot_[1]) slot_[1] = d;
+  }
  private:
   double* slot_;
   double start_;
@@ -169,6 +200,8 @@ class RangeProfiler final : public KernelLaunchHook {
   RangeProfiler(const KernelLaunchHookConfig& config) : config_(config) {}
   ~RangeProfiler() override;
 
+  // Validates the configuration; initialises the profiler now when CUPTI
+  // allows it, else at the first launch (InitProfiler).
   bool Init(std::string* error);
 
   void OnContextCreated(CUcontext context, uint32_t device_id) override;
@@ -181,6 +214,11 @@ class RangeProfiler final : public KernelLaunchHook {
   std::string last_error() const override;
 
  private:
+  struct ProfiledLaunch {
+    uint32_t correlation_id = 0;
+    uint32_t device_id = 0;
+    std::string name;
+  };
   struct ContextState {
     CUcontext context = nullptr;
     uint32_t device_id = 0;
@@ -190,22 +228,21 @@ class RangeProfiler final : public KernelLaunchHook {
     size_t evaluated = 0;  // ranges of the image already turned into events
     bool configured = false;
     bool failed = false;
-  };
-  struct ActiveLaunch {
-    ContextState* state = nullptr;
-    uint32_t correlation_id = 0;
-    uint32_t device_id = 0;
-    std::string name;
+    bool started = false;  // between cuptiRangeProfilerStart and Stop
+    std::vector<ProfiledLaunch> undecoded;  // launches of the open session, in order
   };
 
   // Checked CUPTI call: records the error (with `what`) and returns false.
   bool Check(CUptiResult r, const char* what);
+  bool InitProfiler(std::string* error);  // chip, metric set, host object
   bool BuildHost(const uint8_t* availability, std::string* error);
   void DestroyHost();
   ContextState* StateFor(CUcontext context, uint32_t device_id);  // mu_ held
   bool EnableOn(ContextState* state);                              // mu_ held
   bool PrepareImage(ContextState* state);                          // mu_ held
-  void CollectAfterStop(const ActiveLaunch& launch);               // mu_ held
+  bool Ready(ContextState* state);                                 // mu_ held
+  void Flush(ContextState* state);                                 // mu_ held: stop + decode
+  void EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch);
   void DisableAll();                                               // mu_ held
   void TurnOff(const std::string& why);                            // mu_ held
 
@@ -219,14 +256,19 @@ class RangeProfiler final : public KernelLaunchHook {
   std::vector<uint8_t> config_image_;
   std::atomic<uint32_t> passes_{0};
   std::atomic<bool> off_{false};
-  // true: a fresh counter-data image + SetConfig for every profiled launch
-  // (default); false: one image per context, decoded after every launch and
-  // re-initialised only when full (SIGHTLINE_METRICS_IMAGE=shared).
-  bool image_per_launch_ = true;
+  bool profiler_ready_ = false;  // InitProfiler succeeded (mu_ held after Init)
+  // false (default): one counter-data image per context, decoded after every
+  // launch and re-initialised only when full; true
+  // (SIGHTLINE_METRICS_IMAGE=per_launch): a fresh image + SetConfig for every
+  // profiled launch. Both agree with ncu; the shared image is cheaper.
+  bool image_per_launch_ = false;
 
   std::mutex mu_;  // held from enter to exit of a profiled launch
   std::vector<std::unique_ptr<ContextState>> contexts_;
-  ActiveLaunch active_;
+  ContextState* active_ = nullptr;  // context of the launch holding mu_
+  // Keep one session open across consecutive profiled launches of a context
+  // (SIGHTLINE_METRICS_SESSION=batch) instead of Start/Stop around each.
+  bool batch_sessions_ = false;
   MetricCaptureResult pending_;
   uint64_t range_index_ = 0;
 
@@ -236,9 +278,10 @@ class RangeProfiler final : public KernelLaunchHook {
   mutable std::mutex error_mu_;
   std::string last_error_;
 
-  double stage_s_[kNumStages] = {};  // mu_ held (launch: between enter and exit)
+  double stage_s_[kNumStages][2] = {};  // total, max  // mu_ held (launch: between enter and exit)
   double launch_started_ = 0;
   uint64_t launches_profiled_ = 0;
+  std::string first_range_name_;  // CUPTI's name of the first decoded range (debug)
 };
 
 bool RangeProfiler::Check(CUptiResult r, const char* what) {
@@ -332,9 +375,34 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
 
 bool RangeProfiler::Init(std::string* error) {
   if (const char* mode = std::getenv("SIGHTLINE_METRICS_IMAGE"); mode != nullptr) {
-    image_per_launch_ = std::strcmp(mode, "shared") != 0;
+    image_per_launch_ = std::strcmp(mode, "per_launch") == 0;
+  }
+  if (const char* mode = std::getenv("SIGHTLINE_METRICS_SESSION"); mode != nullptr) {
+    batch_sessions_ = std::strcmp(mode, "batch") == 0 && !image_per_launch_;
   }
   if (!selector_.Init(SelectorOptionsFromConfig(config_), error)) return false;
+  // Spec syntax now, for every chip we know (the device's chip may not be
+  // readable yet): one that resolves on no chip is an error at start-up.
+  std::string first_error;
+  bool resolves = false;
+  for (const std::string& chip : SupportedChips()) {
+    MetricSelection selection;
+    std::string e;
+    if (ResolveMetricSelection(config_.metric_set, chip, &selection, &e)) resolves = true;
+    else if (first_error.empty()) first_error = e;
+  }
+  if (!resolves) {
+    *error = first_error;
+    return false;
+  }
+  // Inside InitializeInjection (cuInit) the profiler cannot initialise yet:
+  // then the rest waits for the first kernel launch.
+  auto pi = MakeParams<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+  if (cuptiProfilerInitialize(&pi) != CUPTI_SUCCESS) return true;
+  return InitProfiler(error);
+}
+
+bool RangeProfiler::InitProfiler(std::string* error) {
   auto pi = MakeParams<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   if (!Check(cuptiProfilerInitialize(&pi), "cuptiProfilerInitialize")) {
     *error = "metrics: " + last_error();
@@ -351,14 +419,18 @@ bool RangeProfiler::Init(std::string* error) {
   MetricSelection selection;
   if (!ResolveMetricSelection(config_.metric_set, chip_, &selection, error)) return false;
   metrics_ = selection.metrics;
+  metric_ptrs_.clear();
   for (const std::string& m : metrics_) metric_ptrs_.push_back(m.c_str());
   // Host-side validation and pass count now (no context needed); the
   // counter-availability image of the first context refines it later.
-  return BuildHost(nullptr, error);
+  if (!BuildHost(nullptr, error)) return false;
+  profiler_ready_ = true;
+  return true;
 }
 
 RangeProfiler::~RangeProfiler() {
   std::lock_guard<std::mutex> lock(mu_);
+  for (auto& state : contexts_) Flush(state.get());
   DisableAll();
   DestroyHost();
 }
@@ -389,7 +461,7 @@ bool RangeProfiler::EnableOn(ContextState* state) {
   ap.ctx = state->context;
   CUptiResult r;
   {
-    StageTimer t(&stage_s_[kStageAvailability]);
+    StageTimer t(stage_s_[kStageAvailability]);
     r = cuptiProfilerGetCounterAvailability(&ap);
   }
   if (r != CUPTI_SUCCESS) {
@@ -400,7 +472,7 @@ bool RangeProfiler::EnableOn(ContextState* state) {
   std::vector<uint8_t> availability(ap.counterAvailabilityImageSize);
   ap.pCounterAvailabilityImage = availability.data();
   {
-    StageTimer t(&stage_s_[kStageAvailability]);
+    StageTimer t(stage_s_[kStageAvailability]);
     r = cuptiProfilerGetCounterAvailability(&ap);
   }
   if (r != CUPTI_SUCCESS) {
@@ -410,7 +482,7 @@ bool RangeProfiler::EnableOn(ContextState* state) {
   }
   if (!host_has_availability_) {
     std::string error;
-    StageTimer t(&stage_s_[kStageBuildHost]);
+    StageTimer t(stage_s_[kStageBuildHost]);
     if (!BuildHost(availability.data(), &error)) {
       state->failed = true;
       TurnOff(error);
@@ -420,7 +492,7 @@ bool RangeProfiler::EnableOn(ContextState* state) {
   auto ep = MakeParams<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
   ep.ctx = state->context;
   {
-    StageTimer t(&stage_s_[kStageEnable]);
+    StageTimer t(stage_s_[kStageEnable]);
     r = cuptiRangeProfilerEnable(&ep);
   }
   if (r != CUPTI_SUCCESS) {
@@ -451,7 +523,7 @@ bool RangeProfiler::PrepareImage(ContextState* state) {
   ip.counterDataSize = state->counter_data.size();
   ip.pCounterData = state->counter_data.data();
   {
-    StageTimer t(&stage_s_[kStageImageInit]);
+    StageTimer t(stage_s_[kStageImageInit]);
     if (!Check(cuptiRangeProfilerCounterDataImageInitialize(&ip),
                "cuptiRangeProfilerCounterDataImageInitialize")) {
       return false;
@@ -471,11 +543,22 @@ bool RangeProfiler::PrepareImage(ContextState* state) {
   cp.passIndex = 0;
   cp.targetNestingLevel = 1;
   {
-    StageTimer t(&stage_s_[kStageSetConfig]);
+    StageTimer t(stage_s_[kStageSetConfig]);
     if (!Check(cuptiRangeProfilerSetConfig(&cp), "cuptiRangeProfilerSetConfig")) return false;
   }
   state->configured = true;
   state->evaluated = 0;
+  return true;
+}
+
+bool RangeProfiler::Ready(ContextState* state) {
+  if (!EnableOn(state)) return false;
+  const size_t in_image = state->evaluated + state->undecoded.size();
+  if (state->started && in_image + 1 > state->capacity) Flush(state);
+  if (state->started) return true;
+  if (image_per_launch_ || !state->configured || state->evaluated + 1 > state->capacity) {
+    return PrepareImage(state);
+  }
   return true;
 }
 
@@ -484,27 +567,32 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   t_in_hook = true;
   mu_.lock();
   bool keep_lock = false;
+  if (!profiler_ready_) {
+    std::string error;
+    if (!InitProfiler(&error)) TurnOff(error);
+  }
   const char* name = launch.kernel_name != nullptr ? launch.kernel_name : "";
-  if (!off_.load() &&
-      selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z, launch.block_x,
-                       launch.block_y, launch.block_z) == SelectDecision::kProfile) {
+  if (!off_.load()) {
     ContextState* state = StateFor(launch.context, launch.device_id);
-    const bool ready = EnableOn(state) &&
-                       ((!image_per_launch_ && state->configured &&
-                         state->evaluated < state->capacity) ||
-                        PrepareImage(state));
-    if (ready) {
-      auto sp = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-      sp.pRangeProfilerObject = state->object;
-      CUptiResult r;
-      {
-        StageTimer t(&stage_s_[kStageStart]);
+    const SelectDecision decision = selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z,
+                                                     launch.block_x, launch.block_y, launch.block_z);
+    if (decision != SelectDecision::kProfile) {
+      // An unprofiled kernel must not run inside an open session.
+      if (state->started) Flush(state);
+    } else if (Ready(state)) {
+      CUptiResult r = CUPTI_SUCCESS;
+      if (!state->started) {
+        auto sp = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+        sp.pRangeProfilerObject = state->object;
+        StageTimer t(stage_s_[kStageStart]);
         r = cuptiRangeProfilerStart(&sp);
       }
       if (r == CUPTI_SUCCESS) {
+        state->started = true;
+        state->undecoded.push_back(ProfiledLaunch{launch.correlation_id, launch.device_id, name});
         launch_started_ = NowSeconds();
         ++launches_profiled_;
-        active_ = ActiveLaunch{state, launch.correlation_id, launch.device_id, name};
+        active_ = state;
         keep_lock = true;
       } else {
         TurnOff(std::string("cuptiRangeProfilerStart: ") + ResultString(r));
@@ -524,65 +612,79 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
 void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& launch) {
   if (!t_holding_launch) return;
   t_in_hook = true;
-  ActiveLaunch active = std::move(active_);
-  active_ = ActiveLaunch();
-  auto sp = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-  sp.pRangeProfilerObject = active.state->object;
-  stage_s_[kStageLaunch] += NowSeconds() - launch_started_;
-  bool stopped;
+  ContextState* state = active_;
+  active_ = nullptr;
   {
-    StageTimer t(&stage_s_[kStageStop]);
-    stopped = Check(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop");
+    const double d = NowSeconds() - launch_started_;
+    stage_s_[kStageLaunch][0] += d;
+    if (d > stage_s_[kStageLaunch][1]) stage_s_[kStageLaunch][1] = d;
   }
-  if (stopped) {
-    if (!sp.isAllPassSubmitted) {
-      Check(CUPTI_ERROR_UNKNOWN, "cuptiRangeProfilerStop: not all passes were submitted");
-    }
-    CollectAfterStop(active);
-  } else {
-    ++pending_.ranges_dropped;
-  }
-  {
+  if (!state->undecoded.empty()) {
     std::lock_guard<std::mutex> lock(replayed_mu_);
-    replayed_.insert(active.correlation_id);
+    replayed_.insert(state->undecoded.back().correlation_id);
   }
+  if (!batch_sessions_ || state->undecoded.size() >= kBatchLimit) Flush(state);
   t_holding_launch = false;
   mu_.unlock();
   t_in_hook = false;
 }
 
-void RangeProfiler::CollectAfterStop(const ActiveLaunch& launch) {
-  ContextState* state = launch.state;
+void RangeProfiler::Flush(ContextState* state) {
+  if (!state->started) return;
+  state->started = false;
+  std::vector<ProfiledLaunch> launches = std::move(state->undecoded);
+  state->undecoded.clear();
+  auto sp = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+  sp.pRangeProfilerObject = state->object;
+  bool ok;
+  {
+    StageTimer t(stage_s_[kStageStop]);
+    ok = Check(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop");
+  }
+  if (ok && !sp.isAllPassSubmitted) {
+    Check(CUPTI_ERROR_UNKNOWN, "cuptiRangeProfilerStop: not all passes were submitted");
+  }
   auto dp = MakeParams<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
   dp.pRangeProfilerObject = state->object;
-  bool decoded;
-  {
-    StageTimer t(&stage_s_[kStageDecode]);
-    decoded = Check(cuptiRangeProfilerDecodeData(&dp), "cuptiRangeProfilerDecodeData");
+  if (ok) {
+    StageTimer t(stage_s_[kStageDecode]);
+    ok = Check(cuptiRangeProfilerDecodeData(&dp), "cuptiRangeProfilerDecodeData");
   }
-  if (!decoded) {
-    ++pending_.ranges_dropped;
+  auto ip = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  ip.pCounterDataImage = state->counter_data.data();
+  ip.counterDataImageSize = state->counter_data.size();
+  if (ok) ok = Check(cuptiRangeProfilerGetCounterDataInfo(&ip), "cuptiRangeProfilerGetCounterDataInfo");
+  if (!ok) {
+    pending_.ranges_dropped += launches.size();
     return;
   }
   pending_.ranges_dropped += dp.numOfRangeDropped;
-  auto ip = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
-  ip.pCounterDataImage = state->counter_data.data();
-  ip.counterDataImageSize = state->counter_data.size();
-  if (!Check(cuptiRangeProfilerGetCounterDataInfo(&ip), "cuptiRangeProfilerGetCounterDataInfo")) {
-    ++pending_.ranges_dropped;
-    return;
+  const size_t fresh = ip.numTotalRanges > state->evaluated ? ip.numTotalRanges - state->evaluated : 0;
+  if (fresh == launches.size() || launches.size() == 1) {
+    // Ranges come in launch order, one per kernel launch. With one launch in
+    // the session, surplus ranges (a kernel launched behind our back) are
+    // dropped and the first range is the launch's.
+    for (size_t i = 0; i < std::min(fresh, launches.size()); ++i) {
+      EvaluateRange(state, state->evaluated + i, launches[i]);
+    }
+    pending_.ranges_dropped += fresh > launches.size() ? fresh - launches.size() : launches.size() - fresh;
+  } else {
+    // Several launches and a different number of ranges: attribution would
+    // be guesswork. Drop them and stop batching.
+    pending_.ranges_dropped += launches.size();
+    batch_sessions_ = false;
+    Check(CUPTI_ERROR_UNKNOWN, ("range profiler: " + std::to_string(fresh) + " ranges for " +
+                                std::to_string(launches.size()) + " launches; sessions per launch from now")
+                                   .c_str());
   }
-  if (ip.numTotalRanges <= state->evaluated) {
-    ++pending_.ranges_dropped;
-    return;
-  }
-  // One launch → one range; more would mean another kernel slipped into the
-  // window (counted as dropped: it cannot be attributed).
-  const size_t range = state->evaluated;
-  pending_.ranges_dropped += ip.numTotalRanges - state->evaluated - 1;
   state->evaluated = ip.numTotalRanges;
+}
+
+void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch) {
   std::vector<double> values(metric_ptrs_.size(), 0.0);
-  auto ev = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+  auto ev = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+      CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
   ev.pHostObject = host_;
   ev.pCounterDataImage = state->counter_data.data();
   ev.counterDataImageSize = state->counter_data.size();
@@ -592,7 +694,7 @@ void RangeProfiler::CollectAfterStop(const ActiveLaunch& launch) {
   ev.pMetricValues = values.data();
   bool evaluated;
   {
-    StageTimer t(&stage_s_[kStageEvaluate]);
+    StageTimer t(stage_s_[kStageEvaluate]);
     evaluated = Check(cuptiProfilerHostEvaluateToGpuValues(&ev), "cuptiProfilerHostEvaluateToGpuValues");
   }
   if (!evaluated) {
@@ -600,16 +702,17 @@ void RangeProfiler::CollectAfterStop(const ActiveLaunch& launch) {
     return;
   }
   std::string range_name = launch.name;
-  if (range_name.empty()) {
-    auto rp = MakeParams<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
+  if (range_name.empty() || (first_range_name_.empty() && std::getenv("SIGHTLINE_METRICS_DEBUG"))) {
+    auto rp = MakeParams<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
+        CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
     rp.pCounterDataImage = state->counter_data.data();
     rp.counterDataImageSize = state->counter_data.size();
     rp.rangeIndex = range;
     rp.rangeDelimiter = "/";
-    if (Check(cuptiRangeProfilerCounterDataGetRangeInfo(&rp),
-              "cuptiRangeProfilerCounterDataGetRangeInfo") &&
+    if (Check(cuptiRangeProfilerCounterDataGetRangeInfo(&rp), "cuptiRangeProfilerCounterDataGetRangeInfo") &&
         rp.rangeName != nullptr) {
-      range_name = rp.rangeName;
+      if (first_range_name_.empty()) first_range_name_ = rp.rangeName;
+      if (range_name.empty()) range_name = rp.rangeName;
     }
   }
   MetricRangeEvent event;
@@ -639,6 +742,7 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
     if ((*it)->context != context) continue;
+    Flush(it->get());
     if ((*it)->object != nullptr) {
       auto p = MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
       p.pRangeProfilerObject = (*it)->object;
@@ -651,15 +755,17 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
 
 MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   std::lock_guard<std::mutex> lock(mu_);
+  for (auto& state : contexts_) Flush(state.get());
   if (std::getenv("SIGHTLINE_METRICS_DEBUG") != nullptr) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +
                        " launches, " + std::to_string(passes_.load()) + " passes; seconds";
     for (int i = 0; i < kNumStages; ++i) {
       char buf[64];
-      std::snprintf(buf, sizeof(buf), " %s=%.4f", kStageNames[i], stage_s_[i]);
+      std::snprintf(buf, sizeof(buf), " %s=%.4f(max %.4f)", kStageNames[i], stage_s_[i][0],
+                    stage_s_[i][1]);
       line += buf;
     }
-    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fprintf(stderr, "%s; first range name '%s'\n", line.c_str(), first_range_name_.c_str());
   }
   MetricCaptureResult out = std::move(pending_);
   pending_ = MetricCaptureResult();

@@ -6,21 +6,35 @@
 // each selected launch, on the launching thread, inside the launch API's
 // callbacks:
 //
-//   enter: (first time on this context) cuptiRangeProfilerEnable
-//          initialise the counter-data image, SetConfig(AutoRange, KernelReplay),
+//   enter: (first launch) cuptiProfilerInitialize, chip name, host object
+//          and config image — CUPTI refuses this inside InitializeInjection
+//          (cuInit), so it waits for the first launch; (first launch on a
+//          context) counter availability, cuptiRangeProfilerEnable, counter-
+//          data image + SetConfig(AutoRange, KernelReplay); then
 //          cuptiRangeProfilerStart
 //   ... the launch runs; CUPTI replays the kernel once per pass ...
 //   exit:  cuptiRangeProfilerStop, DecodeData (dropped ranges counted),
-//          evaluate every decoded range to GPU values (host API) and keep them
-//          as a MetricRangeEvent tied to the launch's correlation id; the
+//          evaluate the new range to GPU values (host API) and keep it as a
+//          MetricRangeEvent tied to the launch's correlation id (CUPTI names
+//          auto ranges "0", "1", …, so the launch's kernel name is used); the
 //          correlation id is remembered as "replayed" so the collector marks
-//          the KernelEvent (its duration includes replay and save/restore).
+//          the KernelEvent (CUPTI reports such kernels with zero timestamps).
+//
+// The counter-data image is shared by a context's launches and
+// re-initialised when full (SIGHTLINE_METRICS_IMAGE=per_launch: a fresh image
+// and SetConfig per launch). SIGHTLINE_METRICS_SESSION=batch keeps one
+// session open across consecutive profiled launches (ranges matched to
+// launches in order; any count mismatch drops that batch and falls back to
+// per-launch sessions). Measured on the H200 both cost the same: the
+// per-pass replay dominates, so per-launch sessions stay the default.
+// SIGHTLINE_METRICS_DEBUG=1 prints the time spent per stage at capture end.
 //
 // Serialisation: auto range records every kernel of the context between Start
 // and Stop, so the hook holds one mutex from the enter of a profiled launch to
 // its exit, and every other launch (any thread) passes through that mutex at
-// its enter: unprofiled launches wait while a profiled one is replaying. A
-// thread-local flag makes nested launch callbacks on the same thread no-ops.
+// its enter: unprofiled launches wait while a profiled one is replaying (and
+// close an open batched session first). A thread-local flag makes nested
+// launch callbacks on the same thread no-ops.
 //
 // Selection (KernelSelector, pure C++): NCCL kernels are never replayed by
 // default (replay serialises the context; collectives waiting for peers hang);
@@ -85,8 +99,8 @@ class KernelSelector {
   KernelSelectorOptions options_;
   regex_t regex_{};
   bool has_regex_ = false;
-  std::unordered_map<std::string, bool> name_match_cache_;
-  std::unordered_map<std::string, uint64_t> launches_by_key_;
+  std::unordered_map<uint64_t, bool> name_match_cache_;     // by name hash
+  std::unordered_map<uint64_t, uint64_t> launches_by_key_;  // by name+grid+block hash
   uint64_t profiled_ = 0;
   uint64_t skipped_[6] = {};
 };

@@ -89,7 +89,11 @@ void RecordConverter::Convert(const CUpti_Activity* record) {
 }
 
 void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
-  if (!ValidSpan(k.start, k.end)) return;
+  // Kernels profiled with the range profiler's kernel replay arrive with
+  // zero timestamps (seen on the H200, CUPTI 13.0): keep them, marked
+  // replayed, for their launch configuration and metrics.
+  const bool replayed = replayed_fn_ && replayed_fn_(k.correlationId);
+  if (!replayed && !ValidSpan(k.start, k.end)) return;
   context_device_[k.contextId] = k.deviceId;
   KernelEvent e;
   e.start_ns = k.start;
@@ -119,7 +123,7 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
   e.cluster_z = k.clusterZ;
   e.cache_config_requested = k.cacheConfig.config.requested;
   e.cache_config_executed = k.cacheConfig.config.executed;
-  e.replayed = replayed_fn_ && replayed_fn_(k.correlationId);
+  e.replayed = replayed;
   sink_->Add(e);
   Count(EventKind::kKernel);
 

@@ -27,7 +27,7 @@ namespace sightline::collect {
 // request(signo, finish, arg) must be async-signal-safe.
 using SignalFlushRequestFn = void (*)(int signo, bool finish, void* arg);
 
-// Installs handlers for SIGTERM and SIGINT (and SIGHUP? no: left alone).
+// Installs handlers for SIGTERM and SIGINT (other signals are left alone).
 // Idempotent. Returns false if sigaction failed.
 bool InstallSignalFlush(SignalFlushRequestFn request, void* arg, int timeout_ms);
 // Restores the handlers that were there before (for tests).

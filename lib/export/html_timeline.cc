@@ -2,6 +2,7 @@
 #include "lib/export/html_timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -170,17 +171,21 @@ void AppendRunData(const TimelineModel& model, const analysis::Report& report,
     std::vector<double> busy(bins, 0.0);
     uint64_t cur_s = 0, cur_e = 0;
     bool open = false;
+    // Adds [s, e) to the bins it overlaps. Integer bin edges
+    // (origin + window * k / bins) so every step makes progress.
+    auto edge = [&](size_t k) {
+      return origin + static_cast<uint64_t>(static_cast<unsigned __int128>(window) * k / bins);
+    };
     auto flush = [&](uint64_t s, uint64_t e) {
-      if (e <= s || e <= origin) return;
-      double a = static_cast<double>(std::max(s, origin) - origin);
-      double b = static_cast<double>(std::min(e, origin + window) - origin);
-      while (a < b) {
-        size_t bin = std::min(bins - 1, static_cast<size_t>(a / bin_ns));
-        double bin_end = (bin + 1) * bin_ns;
-        double upto = std::min(b, bin_end);
-        busy[bin] += upto - a;
-        a = upto;
-        if (bin == bins - 1) break;
+      s = std::max(s, origin);
+      e = std::min(e, origin + window);
+      if (e <= s) return;
+      size_t bin = static_cast<size_t>(static_cast<unsigned __int128>(s - origin) * bins / window);
+      while (s < e && bin < bins) {
+        uint64_t upto = std::min(e, edge(bin + 1));
+        if (upto > s) busy[bin] += static_cast<double>(upto - s);
+        s = std::max(s, upto);
+        ++bin;
       }
     };
     for (uint32_t i = dev.activity_begin; i < dev.activity_end; ++i) {
@@ -203,7 +208,10 @@ void AppendRunData(const TimelineModel& model, const analysis::Report& report,
                                                          : absl::StrCat("GPU ", dev.device_id);
     w.Key("device").String(name);
     w.Key("pct").BeginArray();
-    for (double b : busy) w.Double(std::min(100.0, std::round(1000.0 * b / bin_ns) / 10.0));
+    for (size_t k = 0; k < bins; ++k) {
+      double width = static_cast<double>(edge(k + 1) - edge(k));
+      w.Double(width > 0 ? std::min(100.0, std::round(1000.0 * busy[k] / width) / 10.0) : 0.0);
+    }
     w.EndArray();
     w.EndObject();
   }

@@ -61,7 +61,13 @@ void SummaryCards(std::string* out, const Report& r, const std::string& label) {
 void Findings(std::string* out, const Report& r) {
   absl::StrAppend(out, "<section id=\"findings\"><h2>Findings, most important first</h2>");
   if (r.findings.empty()) absl::StrAppend(out, "<p class=\"empty\">No findings.</p>");
-  for (const analysis::Finding& f : r.findings) {
+  constexpr size_t kShownFindings = 6;  // the rest fold into a <details>
+  for (size_t index = 0; index < r.findings.size(); ++index) {
+    const analysis::Finding& f = r.findings[index];
+    if (index == kShownFindings) {
+      absl::StrAppend(out, "<details><summary>", r.findings.size() - kShownFindings,
+                      " more findings</summary>");
+    }
     const char* sev = analysis::SeverityName(f.severity);
     absl::StrAppend(out, "<div class=\"finding ", sev, "\"><div><span class=\"badge ", sev, "\">",
                     sev, "</span><span class=\"t\">", HtmlEscape(f.title), "</span> <span class=\"rule\">",
@@ -93,6 +99,7 @@ void Findings(std::string* out, const Report& r) {
     }
     absl::StrAppend(out, "</div>");
   }
+  if (r.findings.size() > kShownFindings) absl::StrAppend(out, "</details>");
   absl::StrAppend(out, "</section>\n");
 }
 

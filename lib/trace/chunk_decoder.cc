@@ -14,6 +14,17 @@ namespace {
 using wire::WireReader;
 using wire::WireType;
 
+// Caps on repeated fields whose decoded form is much larger than their
+// smallest encoding (a 2-byte empty DeviceInfo becomes a ~300-byte struct):
+// far above anything a real collector writes, they keep memory proportional
+// to the input by a small factor even for hostile frames of 64 MiB.
+constexpr size_t kMaxDevices = 4096;
+constexpr size_t kMaxCommandLineArgs = 1 << 16;
+constexpr size_t kMaxEnabledEntries = 1024;
+constexpr size_t kMaxMetricValues = 1 << 16;
+constexpr size_t kMaxStackFrames = 4096;
+constexpr size_t kMaxCallStacks = 1 << 20;
+
 inline uint32_t U32(uint64_t v) { return static_cast<uint32_t>(v); }
 inline int32_t S32(uint64_t v) { return wire::UnZigZag32(static_cast<uint32_t>(v)); }
 inline double F64(uint64_t bits) {
@@ -153,7 +164,10 @@ bool DecodeHeader(std::string_view payload, TraceHeaderData* h, DecodeError* err
                 NoFixed(),
                 [&p](uint32_t pf, std::string_view ps) {
                   if (pf == 2) p.host.assign(ps);
-                  if (pf == 3) p.command_line.emplace_back(ps);
+                  if (pf == 3) {
+                    if (p.command_line.size() >= kMaxCommandLineArgs) return false;
+                    p.command_line.emplace_back(ps);
+                  }
                   return true;
                 });
           }
@@ -161,6 +175,7 @@ bool DecodeHeader(std::string_view payload, TraceHeaderData* h, DecodeError* err
             DeviceInfo device;
             device.warp_size = 0;
             if (!DecodeDevice(s, &device)) return false;
+            if (h->devices.size() >= kMaxDevices) return false;
             h->devices.push_back(std::move(device));
             return true;
           }
@@ -169,7 +184,10 @@ bool DecodeHeader(std::string_view payload, TraceHeaderData* h, DecodeError* err
               if (cf == 1) h->clock.trace_ns = v;
               if (cf == 2) h->clock.realtime_ns = v;
             });
-          case 10: h->enabled.emplace_back(s); return true;
+          case 10:
+            if (h->enabled.size() >= kMaxEnabledEntries) return false;
+            h->enabled.emplace_back(s);
+            return true;
           case 11: h->metric_set.assign(s); return true;
           case 12: h->capture_range.assign(s); return true;
         }
@@ -417,6 +435,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
                     })) {
               return false;
             }
+            if (e.values.size() >= kMaxMetricValues) return false;
             e.values.push_back(value);
             return true;
           });
@@ -569,13 +588,19 @@ bool ChunkDecoder::Decode(std::string_view payload, StringTable* strings,
                         })) {
                       return false;
                     }
+                    if (stack.frames.size() >= kMaxStackFrames) return false;
                     stack.frames.push_back(frame);
                     return true;
                   })) {
             *error = {field_start, "malformed call stack definition"};
             return false;
           }
-          if (stack.id != 0) stacks->emplace(stack.id, std::move(stack));
+          if (stack.id == 0) return true;
+          if (stacks->size() >= kMaxCallStacks && stacks->count(stack.id) == 0) {
+            ++stats->stacks_over_limit;
+            return true;
+          }
+          stacks->emplace(stack.id, std::move(stack));
         }
         return true;
       });

@@ -40,6 +40,7 @@ struct ChunkStats {
   uint64_t first_ns = UINT64_MAX;
   uint64_t last_ns = 0;
   uint64_t string_conflicts = 0;  // an id redefined with a different value
+  uint64_t stacks_over_limit = 0;  // call stacks ignored: too many in the trace
   bool has_last_loss = false;
   LossReport last_loss;
 };

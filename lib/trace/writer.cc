@@ -298,6 +298,7 @@ uint32_t TraceWriter::Intern(std::string_view s) {
   size_t hash = std::hash<std::string_view>()(s);
   size_t slot;
   if (uint32_t index = m.strings.Find(s, hash, &slot)) return m.strings.IdAt(index);
+  if (m.finished) return 0;  // nothing reaches the sink after Finish()
   size_t def_max = wire::BytesFieldMaxSize(s.size() + 2 + wire::kMaxScalarFieldBytes);
   // Keep chunks bounded: a definition that would overflow a non-empty chunk
   // goes into the next one (definitions may precede their users' chunk).
@@ -336,6 +337,7 @@ uint32_t TraceWriter::InternStack(const CallStack& stack) {
   size_t hash = std::hash<std::string_view>()(key);
   size_t slot;
   if (uint32_t index = m.stacks.Find(key, hash, &slot)) return m.stacks.IdAt(index);
+  if (m.finished) return 0;
   MessageBuilder def;
   uint32_t id = m.next_stack_id++;
   def.Uint(1, id);

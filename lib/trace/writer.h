@@ -37,7 +37,12 @@ class TraceWriter {
   // Writes the preamble and the header frame. Must be called first, once.
   bool Begin(const TraceHeaderData& header);
 
-  // Interned id (>= 1) for `s`; the empty string is id 0.
+  // Interned id (>= 1) for `s`; the empty string is id 0. Strings longer than
+  // 1 MiB are truncated. The definition goes into the current chunk (or, if
+  // it would overflow a non-empty chunk, the next one), so it always precedes
+  // the events that use it. Ids stay valid for the whole trace, except after
+  // a failed chunk write: its definitions are lost and later Intern calls
+  // define the strings again under new ids.
   uint32_t Intern(std::string_view s);
   // Interned id (>= 1) for a call stack (equal frame lists share one id).
   uint32_t InternStack(const CallStack& stack);
@@ -55,8 +60,12 @@ class TraceWriter {
   void Add(const OverheadEvent& e);
   void Add(const StepEvent& e);
   // Loss counters are cumulative; the footer carries the last report merged
-  // with the writer's own write errors.
+  // with the writer's own write errors (write_errors += events of chunks the
+  // sink refused).
   void Add(const LossReport& e);
+  // Timestamps: any uint64 start/end pair round-trips exactly (deltas and
+  // durations are taken modulo 2^64; readers count end < start as invalid).
+  // Add/Intern after Finish() are ignored.
 
   // Emits the current chunk if it holds anything. Returns false on sink error
   // (the chunk's events are then counted as lost in LossReport::write_errors).

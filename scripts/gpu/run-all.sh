@@ -5,6 +5,8 @@
 # LD_PRELOAD, --duration teardown), PyTorch (+ torch.profiler coexistence),
 # the overhead harness; NCCL when two GPUs are present. Writes
 # $OUT/summary.txt and $OUT/results.tar.gz (logs + traces under 4 MB).
+# ONLY=all (default) | examples | nccl | final (nccl + overhead) | verify
+# (examples + behaviour + pytorch) | quick (matmul + behaviour + overhead).
 set -u
 B=$(cd "${1:-build-gpu}" && pwd)
 OUT=${OUT:-$PWD/out-gpu}
@@ -22,7 +24,7 @@ run() {
   timeout "${STEP_TIMEOUT:-240}" "$@" >"$R/$name.log" 2>&1
   local rc=$?
   printf "%-34s rc=%-3s %5.1fs\n" "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN{print b-a}")" | tee -a "$S"
-  grep -E '^(FAIL|PASS|LAUNCH|TORCH|OVERHEAD|floor|trace size|  kernel [0-9]+:|loss|sightline warnings|sightline: warning)' "$R/$name.log" | head -30 >>"$S"
+  grep -E '^(FAIL|SKIP|MATRIX|torch|OVERHEAD|PASS|LAUNCH|TORCH|OVERHEAD|floor|trace size|  kernel [0-9]+:|loss|sightline warnings|sightline: warning)' "$R/$name.log" | head -30 >>"$S"
 }
 if [ "$ONLY" = all ] || [ "$ONLY" = examples ]; then
   for v in slow fixed; do
@@ -33,7 +35,27 @@ if [ "$ONLY" = all ] || [ "$ONLY" = examples ]; then
   run fragmented_kernels_graph bash tests/gpu/profile_example.sh "$B/examples/fragmented_kernels" --variant graph
   run behaviour bash tests/gpu/collector_behaviour.sh
   run pytorch bash tests/gpu/pytorch.sh
-  run overhead bash bench/overhead/run_overhead.sh "$B"
+  STEP_TIMEOUT=200 run overhead bash bench/overhead/run_overhead.sh "$B"
+fi
+if [ "$ONLY" = final ]; then
+  run nccl bash tests/gpu/nccl.sh
+  STEP_TIMEOUT=150 run overhead bash bench/overhead/run_overhead.sh "$B"
+fi
+if [ "$ONLY" = verify ]; then
+  for v in slow fixed; do
+    for ex in starved_gpu fragmented_kernels serialized_streams naive_matmul training_loop; do
+      run "${ex}_$v" bash tests/gpu/profile_example.sh "$B/examples/$ex" --variant $v
+    done
+  done
+  run behaviour bash tests/gpu/collector_behaviour.sh
+  run pytorch bash tests/gpu/pytorch.sh
+fi
+if [ "$ONLY" = quick ]; then
+  for v in slow fixed; do
+    run "naive_matmul_$v" bash tests/gpu/profile_example.sh "$B/examples/naive_matmul" --variant $v
+  done
+  run behaviour bash tests/gpu/collector_behaviour.sh
+  STEP_TIMEOUT=240 run overhead bash bench/overhead/run_overhead.sh "$B"
 fi
 if [ "$ONLY" = all ] || [ "$ONLY" = nccl ]; then
   run nccl bash tests/gpu/nccl.sh

@@ -3,6 +3,7 @@
 
 #include "gtest/gtest.h"
 #include "lib/analysis/analyze.h"
+#include "lib/analysis/api_names.h"
 #include "lib/analysis/rule.h"
 #include "tests/analysis/synthetic.h"
 
@@ -33,6 +34,28 @@ TEST(RegistryTest, EverySystemRuleIsRegisteredOnceWithItsFileName) {
   }
   EXPECT_TRUE(std::is_sorted(Rules().begin(), Rules().end(),
                              [](const RuleInfo& a, const RuleInfo& b) { return a.id < b.id; }));
+}
+
+TEST(ApiNamesTest, ClassifiesCuptiNamesWithVersionSuffixes) {
+  EXPECT_EQ(StripApiVersionSuffix("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+  EXPECT_EQ(StripApiVersionSuffix("cuMemcpyHtoD_v2"), "cuMemcpyHtoD");
+  EXPECT_EQ(StripApiVersionSuffix("cudaMemcpyAsync_ptsz"), "cudaMemcpyAsync");
+  EXPECT_EQ(StripApiVersionSuffix("cudaStreamSynchronize_v3020"), "cudaStreamSynchronize");
+  EXPECT_EQ(StripApiVersionSuffix("cuda_v"), "cuda_v");
+  EXPECT_TRUE(IsLaunchApi("cudaLaunchKernel_v7000"));
+  EXPECT_TRUE(IsLaunchApi("cuLaunchKernelEx"));
+  EXPECT_TRUE(IsLaunchApi("cudaGraphLaunch_v10000"));
+  EXPECT_TRUE(IsGraphLaunchApi("cudaGraphLaunch_v10000"));
+  EXPECT_FALSE(IsLaunchApi("cudaMalloc_v3020"));
+  EXPECT_TRUE(IsSyncApi("cudaStreamSynchronize_v3020"));
+  EXPECT_TRUE(IsSyncApi("cuCtxSynchronize"));
+  EXPECT_FALSE(IsSyncApi("cudaStreamWaitEvent_v3020"));
+  EXPECT_TRUE(IsSyncMemcpyApi("cudaMemcpy_v3020"));
+  EXPECT_TRUE(IsSyncMemcpyApi("cuMemcpyDtoH_v2"));
+  EXPECT_TRUE(IsSyncMemcpyApi("cudaMemset_v3020"));
+  EXPECT_FALSE(IsSyncMemcpyApi("cudaMemcpyAsync_v3020"));
+  EXPECT_FALSE(IsSyncMemcpyApi("cudaMalloc"));
+  EXPECT_TRUE(IsMemcpyApi("cudaMemcpyAsync_v3020"));
 }
 
 TEST(RegistryTest, ParametersParseWithUnitsAndRejectUnknownKeys) {

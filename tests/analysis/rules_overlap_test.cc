@@ -79,6 +79,44 @@ TEST_P(OverlapRuleTest, ConcurrentStreamsAreSilent) {
   EXPECT_EQ(FindFinding(Analyze(b), "stream_serialization"), nullptr);
 }
 
+TraceBuilder SmallKernelChains(bool four_streams) {
+  TraceBuilder b;
+  KernelEvent spin;
+  spin.grid_x = 8;  // 8 blocks on 132 SMs
+  spin.block_x = 128;
+  spin.registers_per_thread = 16;
+  for (int round = 0; round < 5; ++round) {
+    for (int chain = 0; chain < 4; ++chain) {
+      uint64_t start = four_streams ? ms(1) + round * us(120) + chain * us(2)
+                                    : ms(1) + (round * 4 + chain) * us(100);
+      b.KernelWithConfig("spin", start, start + us(100), spin,
+                         four_streams ? 7 + chain : 7);
+    }
+  }
+  return b;
+}
+
+TEST_P(OverlapRuleTest, SmallKernelsSerialisedOnOneStreamFire) {
+  Report r = Analyze(SmallKernelChains(false));
+  const Finding* f = FindFinding(r, "stream_serialization");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("small_kernels"), 20);
+  EXPECT_EQ(f->EvidenceNumber("small_kernel_ns"), double(ms(2)));
+  EXPECT_EQ(f->EvidenceNumber("overlap_achieved_ns"), 0);
+  EXPECT_EQ(f->est_saving_ns, ms(1));
+  EXPECT_EQ(f->offenders.at(0).name, "spin");
+}
+
+TEST_P(OverlapRuleTest, SmallKernelsOnFourStreamsAreSilent) {
+  EXPECT_EQ(FindFinding(Analyze(SmallKernelChains(true)), "stream_serialization"), nullptr);
+}
+
+TEST_P(OverlapRuleTest, LargeKernelsOnOneStreamAreSilent) {
+  TraceBuilder b;  // the default grid (264 blocks) fills the GPU
+  for (int i = 0; i < 20; ++i) b.Kernel("big", ms(1) + i * us(100), ms(1) + (i + 1) * us(100));
+  EXPECT_EQ(FindFinding(Analyze(b), "stream_serialization"), nullptr);
+}
+
 // ---- copy_compute_overlap -------------------------------------------------
 
 TEST_P(OverlapRuleTest, ExposedCopiesFire) {
@@ -123,6 +161,8 @@ TEST_P(OverlapRuleTest, ExposedCommunicationFires) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->EvidenceNumber("comm_ns"), double(ms(2)));
   EXPECT_NEAR(f->EvidenceNumber("comm_pct"), 40.0, 1e-9);
+  EXPECT_NEAR(f->EvidenceNumber("comm_pct_of_busy"), 40.0, 1e-9);
+  EXPECT_EQ(f->EvidenceNumber("overlap_of_possible_pct"), 0);
   EXPECT_EQ(f->EvidenceNumber("overlap_pct"), 0);
   EXPECT_EQ(f->est_saving_ns, ms(2));
   EXPECT_EQ(f->offenders.at(0).name, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
@@ -137,6 +177,17 @@ TEST_P(OverlapRuleTest, OverlappedCommunicationIsSilent) {
   EXPECT_EQ(FindFinding(r, "comm_compute_overlap"), nullptr);
   ASSERT_EQ(r.nccl.size(), 1u);
   EXPECT_NEAR(r.nccl[0].overlap_pct, 100.0, 1e-9);
+}
+
+TEST_P(OverlapRuleTest, CommunicationLongerThanComputeButFullyHidingItIsSilent) {
+  // HTA's overlap is 25% here (1 ms of 4 ms), but all the compute there is
+  // runs under communication: nothing more to hide.
+  TraceBuilder b(0);
+  b.NcclKernel(ms(1), ms(5));
+  b.Kernel("gemm", ms(2), ms(3));
+  Report r = Analyze(b);
+  EXPECT_EQ(FindFinding(r, "comm_compute_overlap"), nullptr);
+  EXPECT_NEAR(r.nccl.at(0).overlap_pct, 25.0, 1e-9);
 }
 
 // ---- nccl_straggler -------------------------------------------------------

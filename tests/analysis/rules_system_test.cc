@@ -284,6 +284,22 @@ TEST_P(SystemRuleTest, LaunchDelaysOnAnIdleGpuCount) {
   EXPECT_EQ(f->EvidenceNumber("long_delay_idle_ns"), double(10 * us(300)));
 }
 
+TEST_P(SystemRuleTest, LaunchesQueuedTogetherCountTheirIdleOnce) {
+  TraceBuilder b;
+  // Ten launches return at 1 ms; the GPU idles 300 us, then runs them
+  // back to back: ten long delays, one idle period.
+  for (int i = 0; i < 10; ++i) {
+    uint64_t start = ms(1) + us(300) + i * us(100);
+    b.Kernel("queued", start, start + us(100), 7, ms(1) - us(5) + i * 100, us(5) - i * 100);
+  }
+  b.Kernel("earlier", us(500), us(700), 7, us(400), us(5));
+  Report r = Analyze(b);
+  const Finding* f = FindFinding(r, "launch_latency");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("long_delays"), 10);
+  EXPECT_EQ(f->EvidenceNumber("long_delay_idle_ns"), double(us(300)));
+}
+
 INSTANTIATE_TEST_SUITE_P(BothPaths, SystemRuleTest,
                          ::testing::Values(BuildPath::kDirect, BuildPath::kWireFormat),
                          [](const auto& info) {

@@ -6,16 +6,18 @@ source "$(dirname "$0")/common.sh"
 CHROME="$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)"
 if [ -z "$CHROME" ]; then echo "chromium not installed: skipped"; exit 77; fi
 
-chrome() {  # chrome OUT_PREFIX FILE.html: dumps DOM + console log + screenshot
-  local prefix="$1" page="$2" profile
+chrome() {  # chrome OUT_PREFIX FILE.html: dumps DOM + console log + a full-page screenshot
+  local prefix="$1" page="$2" profile height
   profile="$(mktemp -d "$WORK/profile-XXXXXX")"
   local flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking
                --disable-component-update --disable-sync --user-data-dir="$profile"
-               --hide-scrollbars --window-size=1400,3200 --virtual-time-budget=20000
-               --force-device-scale-factor=1)
-  timeout 120 "$CHROME" "${flags[@]}" --enable-logging=stderr --v=0 --dump-dom "file://$page" \
-      > "$prefix.dom" 2> "$prefix.log"
-  timeout 120 "$CHROME" "${flags[@]}" --screenshot="$prefix.png" "file://$page" > /dev/null 2>&1
+               --hide-scrollbars --virtual-time-budget=20000 --force-device-scale-factor=1)
+  timeout 120 "$CHROME" "${flags[@]}" --window-size=1400,2000 --enable-logging=stderr --v=0 \
+      --dump-dom "file://$page" > "$prefix.dom" 2> "$prefix.log"
+  # The page reports its height; screenshot the whole of it.
+  height=$(rects "$prefix.dom" | python3 -c "import json,sys; print(min(16000, max(800, json.load(sys.stdin).get('page', [0, 0, 0, 2000])[3] + 20)))")
+  timeout 120 "$CHROME" "${flags[@]}" --window-size=1400,"$height" --screenshot="$prefix.png" \
+      "file://$page" > /dev/null 2>&1
 }
 rects() { python3 -c "
 import html,re,sys; d=open(sys.argv[1]).read(); m=re.search(r'data-rects=\"([^\"]*)\"',d)

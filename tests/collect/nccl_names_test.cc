@@ -25,6 +25,18 @@ TEST(NcclNamesTest, ModernDeviceKernelNames) {
   EXPECT_EQ(info.op, NcclOp::kUnknown);
 }
 
+TEST(NcclNamesTest, MangledNameAsCuptiReportsIt) {
+  // Recorded from NCCL 2.28.3 on an H200 (tests/data/nccl_*_rank*.sltrace).
+  NcclKernelInfo info;
+  ASSERT_TRUE(ParseNcclKernelName(
+      "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE", &info));
+  EXPECT_EQ(info.op, NcclOp::kAllReduce);
+  EXPECT_EQ(info.datatype, "f32");
+  EXPECT_EQ(info.algorithm, "RING_LL");
+  EXPECT_FALSE(ParseNcclKernelName("_Z7ComputePfi", &info));
+  EXPECT_FALSE(ParseNcclKernelName("_Z99ncclDevKernel_AllReduce", &info));  // length past end
+}
+
 TEST(NcclNamesTest, LegacyKernelNames) {
   NcclKernelInfo info;
   ASSERT_TRUE(ParseNcclKernelName("ncclKernel_Broadcast_RING_LL_Sum_int8_t", &info));

@@ -153,12 +153,12 @@ TEST_P(KernelRules, MetricRulesNameTheExpectedProblemFirst) {
                     {"sm__warps_active.avg.pct_of_peak_sustained_active", 23.9},
                     {"smsp__thread_inst_executed_per_inst_executed.ratio", 32}});
   // Divergent branch: 17.6 of 32 threads per instruction, SM at 89%.
-  c = kernel("divergent_branch(float const*, float*, int, int)", Config(16384, 256, 10), us(32));
+  c = kernel("divergent_branch(float const*, float*, int, int)", Config(16384, 256, 10), us(320));
   AddMetrics(t, c, {{"sm__throughput.avg.pct_of_peak_sustained_elapsed", 88.8},
                     {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 22.0},
                     {"smsp__thread_inst_executed_per_inst_executed.ratio", 17.6}});
   // Odd block: 25 threads per instruction is the ceiling for 100-thread blocks.
-  c = kernel("odd_block(float*)", Config(41944, 100, 32), us(28));
+  c = kernel("odd_block(float*)", Config(41944, 100, 32), us(280));
   AddMetrics(t, c, {{"smsp__thread_inst_executed_per_inst_executed.ratio", 25.0},
                     {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 40.3},
                     {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 39.9}});
@@ -202,6 +202,7 @@ TEST_P(KernelRules, MetricRulesNameTheExpectedProblemFirst) {
   ASSERT_NE(top, nullptr);
   EXPECT_EQ(top->rule, "branch_divergence");
   EXPECT_TRUE(Of(r, "branch_divergence", "odd_block").empty());
+  ASSERT_NE(TopFor(r, "odd_block"), nullptr);
   EXPECT_EQ(TopFor(r, "odd_block")->rule, "block_size_not_warp_multiple");
 
   top = TopFor(r, "saxpy_small");

@@ -94,6 +94,14 @@ TEST(DamageTest, TruncationAtEveryByteOffset) {
     EXPECT_THAT(in.reason, HasSubstr("no footer"));
     bool at_boundary = len == t.header_end || t.events_after.count(len) != 0;
     EXPECT_EQ(in.truncated, !at_boundary);
+    // Stopping at the first damage: DataLoss exactly when a frame is cut.
+    auto strict = TraceReader::FromBuffer("strict", prefix, ReaderOptions{false});
+    ASSERT_TRUE(strict.ok());
+    RecordingVisitor strict_visitor;
+    absl::Status strict_status = (*strict)->ReadAll(strict_visitor);
+    EXPECT_EQ(strict_status.ok(), at_boundary) << strict_status;
+    EXPECT_EQ(strict_visitor.events.size(), expected);
+    EXPECT_FALSE((*strict)->integrity().reason.empty());
     if (!at_boundary) {
       EXPECT_THAT(in.reason, HasSubstr("truncated at byte"));
       EXPECT_EQ(in.bytes_accepted + in.bytes_skipped, len);
@@ -172,6 +180,7 @@ TEST(DamageTest, DamagedChunkInTheMiddleIsSkippedAndTheRestIsRead) {
   EXPECT_THAT(std::string(s.message()),
               AllOf(HasSubstr("strict.sltrace: "), HasSubstr("bad CRC at byte")));
   EXPECT_EQ(v2.events.size(), first_events);
+  EXPECT_THAT((*strict)->integrity().reason, HasSubstr("bad CRC at byte"));
 }
 
 TEST(DamageTest, GarbageBetweenFramesIsSkippedWithItsOffset) {
@@ -213,6 +222,25 @@ TEST(DamageTest, HostileLengthsAndIdsStayBounded) {
   EXPECT_LT((*r2)->strings().size(), 2000u);  // stored sparsely, not as a 4e9 vector
   EXPECT_EQ((*r2)->integrity().chunks_damaged, 1u);
   EXPECT_THAT((*r2)->integrity().problems, ::testing::Contains(HasSubstr("undecodable chunk")));
+
+  // Repeated fields whose decoded form dwarfs their encoding are capped: 5000
+  // empty DeviceInfo entries (2 bytes each) make a damaged header, 70000
+  // empty metric values a damaged chunk.
+  std::string devices;
+  for (int i = 0; i < 5000; ++i) devices += std::string("\x22\x00", 2);
+  auto r3 = TraceReader::FromBuffer("devices.sltrace", Preamble() + Frame(1, devices));
+  ASSERT_FALSE(r3.ok());
+  EXPECT_THAT(std::string(r3.status().message()), HasSubstr("damaged header"));
+  std::string values;
+  for (int i = 0; i < 70000; ++i) values += std::string("\x22\x00", 2);
+  std::string metric_event = "\x92\x01" + std::string("\xe0\xc5\x08", 3) + values;  // field 18
+  std::string event = "\x2a" + std::string("\xe5\xc5\x08", 3) + metric_event;
+  ASSERT_EQ(metric_event.size(), 0x222e5u);
+  RecordingVisitor v4;
+  auto r4 = ReadAllFromBuffer(Preamble() + Frame(1, "") + Frame(2, event), &v4);
+  ASSERT_TRUE(r4.ok());
+  EXPECT_EQ((*r4)->integrity().chunks_damaged, 1u);
+  EXPECT_TRUE(v4.events.empty());
 }
 
 class BadFileTest : public ::testing::Test {

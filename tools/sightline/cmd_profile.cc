@@ -9,7 +9,9 @@
 //
 // The library is found through $SIGHTLINE_INJECT_LIB, else next to the
 // executable in the build tree (../../injection/) or the install tree
-// (../lib/, ../lib64/, .).
+// (../lib/, ../lib64/, .). With $CUDA_HOME set, $CUDA_HOME/lib64 and
+// $CUDA_HOME/extras/CUPTI/lib64 are put first on the child's LD_LIBRARY_PATH so
+// the injected library loads that install's libcupti.
 #include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
@@ -249,6 +251,15 @@ int RunProfile(const std::vector<std::string>& args) {
                       "); set SIGHTLINE_INJECT_LIB to its path");
   }
   for (const auto& [var, value] : o.env) setenv(var.c_str(), value.c_str(), 1);
+  // libcupti must match the CUDA install: with $CUDA_HOME set, its CUPTI
+  // comes first on the child's library path.
+  if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home != nullptr && *cuda_home) {
+    std::string path = std::string(cuda_home) + "/lib64:" + cuda_home + "/extras/CUPTI/lib64";
+    if (const char* old = std::getenv("LD_LIBRARY_PATH"); old != nullptr && *old) {
+      path += std::string(":") + old;
+    }
+    setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  }
   setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
   setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
   if (const char* out = std::getenv("SIGHTLINE_OUTPUT"); out != nullptr && *out != '\0') {

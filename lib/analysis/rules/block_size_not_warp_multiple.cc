@@ -11,7 +11,7 @@ namespace {
 using namespace kernel_rules;
 
 void Run(const RuleContext& ctx, std::vector<Finding>* out) {
-  const std::vector<KernelView> views = KernelViews(ctx.model());
+  const std::vector<KernelView> views = ConfigViews(ctx.model());
   const double total = TotalKernelTime(views);
   size_t emitted = 0;
   for (const KernelView& v : views) {
@@ -24,7 +24,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     const double wasted = double(warps * warp - threads) / double(warps * warp);
     Finding f = NewKernelFinding(ctx, v, wasted, total);
     const uint64_t up = warps * warp, down = (threads / warp) * warp;
-    f.title = ShortKernelName(v.name()) + ": " + std::to_string(threads) +
+    f.title = ShortKernelName(v.name()) + ConfigSuffix(v) + ": " + std::to_string(threads) +
               " threads per block is not a multiple of " + std::to_string(warp) + " (" +
               Pct(100 * wasted) + " of lanes idle)";
     f.Number("threads_per_block", double(threads), "count")

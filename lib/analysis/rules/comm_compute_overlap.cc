@@ -1,7 +1,9 @@
 // comm_compute_overlap — communication (NCCL) time and its overlap with
 // compute, per rank (HTA: overlap = |comm ∩ compute| / comm). Fires when
-// communication takes at least `min_comm_pct` of the device window and less
-// than `min_overlap_pct` of it overlaps compute. Saving: the exposed
+// communication is at least `min_comm_pct` of the device's busy time and the
+// overlap achieved is under `min_overlap_pct` of the overlap possible,
+// min(comm, compute) — when compute is shorter than communication, HTA's
+// ratio cannot reach 100% however well the code overlaps. Saving: the exposed
 // communication that compute could hide, min(comm − overlap, compute −
 // overlap).
 #include <algorithm>
@@ -20,20 +22,28 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   for (const DeviceTimeline& t : ctx.timeline().devices) {
     if (t.window_ns() == 0 || t.comm.empty()) continue;
     uint64_t comm = t.comm.total();
+    uint64_t compute = t.compute.total();
     uint64_t overlap = t.comm.Intersect(t.compute).total();
+    uint64_t busy = t.busy.total();
     double comm_pct = PctOf(double(comm), double(t.window_ns()));
+    double comm_pct_of_busy = PctOf(double(comm), double(busy));
     double overlap_pct = PctOf(double(overlap), double(comm));
-    if (comm_pct < min_comm || overlap_pct >= min_overlap) continue;
+    double overlap_of_possible = PctOf(double(overlap), double(std::min(comm, compute)));
+    if (compute == 0 || comm_pct_of_busy < min_comm || overlap_of_possible >= min_overlap) {
+      continue;
+    }
     uint64_t exposed = comm - overlap;
     uint64_t compute_free = t.compute.total() - overlap;
     Finding f = ctx.NewFinding(std::min(exposed, compute_free));
     f.scope = DeviceLabel(model, t.device);
-    f.title = f.scope + ": communication takes " + FormatPct(comm_pct) +
-              " of the time and only " + FormatPct(overlap_pct) + " of it overlaps compute";
+    f.title = f.scope + ": communication is " + FormatPct(comm_pct_of_busy) +
+              " of GPU busy time and only " + FormatPct(overlap_pct) + " of it overlaps compute";
     f.Number("comm_ns", double(comm), "ns")
         .Number("comm_pct", comm_pct, "pct")
+        .Number("comm_pct_of_busy", comm_pct_of_busy, "pct")
         .Number("overlap_ns", double(overlap), "ns")
         .Number("overlap_pct", overlap_pct, "pct")
+        .Number("overlap_of_possible_pct", overlap_of_possible, "pct")
         .Number("exposed_comm_ns", double(exposed), "ns")
         .Number("compute_ns", double(t.compute.total()), "ns")
         .Number("rank", double(model.traces[model.devices[t.device].trace].rank), "");
@@ -66,5 +76,5 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 
 SIGHTLINE_RULE(comm_compute_overlap, "Communication not overlapped with compute (HTA)",
                sightline::analysis::Run,
-               {"min_comm_pct", 5, "fire when communication takes this % of the window"},
-               {"min_overlap_pct", 50, "... and less than this % of it overlaps compute"});
+               {"min_comm_pct", 10, "fire when communication is this % of GPU busy time"},
+               {"min_overlap_pct", 50, "... and overlap is under this % of min(comm, compute)"});

@@ -3,7 +3,8 @@
 // overhead (launch API time) against their GPU time, and the idle gaps in
 // front of them. Saving: the host-wait and kernel-wait idle immediately
 // before short kernels — what CUDA Graphs (one launch for the sequence) or
-// fusion removes.
+// fusion removes. Kernels launched through cudaGraphLaunch are counted apart
+// (graph_launched_short_kernels): the graph already removed their launches.
 #include <algorithm>
 #include <map>
 
@@ -20,8 +21,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   uint64_t min_count = static_cast<uint64_t>(ctx.Param("min_count"));
 
   uint64_t kernels = 0, short_count = 0, short_gpu = 0, short_launch_ns = 0, launches_seen = 0;
-  uint64_t gap_before = 0, all_kernel_ns = 0;
-  std::map<uint32_t, Offender> by_name;
+  uint64_t gap_before = 0, all_kernel_ns = 0, graph_short = 0;
+  std::vector<Offender> by_name(model.strings.size());  // indexed by name
   for (const DeviceTimeline& t : ctx.timeline().devices) {
     const DeviceTimelineInfo& info = model.devices[t.device];
     size_t g = 0;  // gaps are sorted by start; walk them alongside activities
@@ -31,9 +32,15 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       ++kernels;
       all_kernel_ns += a.duration();
       if (a.duration() >= short_ns) continue;
+      const ApiCall* launch = model.LaunchOf(a);
+      if (launch != nullptr && (launch->flags & kApiGraphLaunch)) {
+        // Already one launch for the whole sequence: CUDA Graphs applied.
+        ++graph_short;
+        continue;
+      }
       ++short_count;
       short_gpu += a.duration();
-      if (const ApiCall* launch = model.LaunchOf(a)) {
+      if (launch != nullptr) {
         short_launch_ns += launch->duration();
         ++launches_seen;
       }
@@ -51,6 +58,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   }
   double share = PctOf(double(short_count), double(kernels));
   if (short_count < min_count || share < min_share) return;
+  if (ctx.PctOfWindow(gap_before) < ctx.Param("min_saving_pct")) return;
   Finding f = ctx.NewFinding(gap_before);
   f.title = std::to_string(short_count) + " kernels (" + FormatPct(share) + " of launches) run " +
             "under " + FormatNs(double(short_ns)) + "; mean " +
@@ -67,8 +75,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
               launches_seen ? double(short_launch_ns) / double(launches_seen) : 0, "ns")
       .Number("launch_overhead_ratio",
               short_gpu ? double(short_launch_ns) / double(short_gpu) : 0, "")
-      .Number("idle_before_short_kernels_ns", double(gap_before), "ns");
-  for (auto& [name, o] : by_name) {
+      .Number("idle_before_short_kernels_ns", double(gap_before), "ns")
+      .Number("graph_launched_short_kernels", double(graph_short), "count");
+  for (Offender& o : by_name) {
+    if (o.count == 0) continue;
     o.share_pct = PctOf(double(o.count), double(short_count));
     o.detail = "mean " + FormatNs(double(o.total_ns) / double(o.count));
     f.offenders.push_back(o);
@@ -90,4 +100,5 @@ SIGHTLINE_RULE(kernel_fragmentation, "Many short kernels: launch overhead domina
                sightline::analysis::Run,
                {"short_kernel_ns", 50e3, "kernels shorter than this are short"},
                {"min_short_share_pct", 50, "fire when short kernels are this share of launches"},
-               {"min_count", 100, "... and at least this many"});
+               {"min_count", 100, "... and at least this many"},
+               {"min_saving_pct", 1, "fire when the estimated saving reaches this % of window"});

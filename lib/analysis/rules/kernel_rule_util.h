@@ -20,7 +20,10 @@
 #ifndef SIGHTLINE_LIB_ANALYSIS_RULES_KERNEL_RULE_UTIL_H_
 #define SIGHTLINE_LIB_ANALYSIS_RULES_KERNEL_RULE_UTIL_H_
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,8 +70,25 @@ struct KernelView {
   const std::string& name() const { return kernel->name_text; }
 };
 
-// "matmul_naive(float const*, ...)" → "matmul_naive"; templates kept.
-inline std::string ShortKernelName(std::string_view name) {
+// "_Z12matmul_naivePKfS0_Pfi" → "matmul_naive(float const*, ...)"; other
+// names unchanged (traces may carry CUPTI's mangled names).
+inline std::string DemangledKernelName(std::string_view name) {
+  if (name.size() < 3 || name.substr(0, 2) != "_Z") return std::string(name);
+  const std::string mangled(name);
+  int status = 0;
+  char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+  std::string result = status == 0 && out != nullptr ? std::string(out) : mangled;
+  std::free(out);
+  return result;
+}
+
+// "matmul_naive(float const*, ...)" → "matmul_naive"; templates kept, a
+// leading "void " (demangled template kernels) dropped; mangled names are
+// demangled first.
+inline std::string ShortKernelName(std::string_view raw) {
+  const std::string demangled = DemangledKernelName(raw);
+  std::string_view name = demangled;
+  if (name.substr(0, 5) == "void ") name.remove_prefix(5);
   int depth = 0;
   for (size_t i = 0; i < name.size(); ++i) {
     if (name[i] == '<') ++depth;
@@ -89,8 +109,45 @@ inline LaunchResources ResourcesOf(const LaunchConfig& c) {
   return r;
 }
 
-// Compute kernels (communication kernels are the NCCL rules' business) with
-// at least one instance, by time descending.
+namespace internal {
+
+inline void FillOccupancy(const TimelineModel& model, KernelView* v) {
+  const uint32_t device = v->config->config.device;
+  if (device >= model.devices.size() || !model.devices[device].has_info) return;
+  v->device = &model.devices[device].info;
+  absl::StatusOr<ArchitectureLimits> arch = LimitsForDevice(*v->device);
+  if (!arch.ok()) return;
+  v->arch = *arch;
+  v->launch = ResourcesOf(v->config->config);
+  absl::StatusOr<OccupancyResult> occ = ComputeOccupancy(v->arch, v->launch);
+  if (!occ.ok()) return;
+  v->occupancy = *occ;
+  v->has_occupancy = true;
+}
+
+// Mean duration of one instance: the replay-measured gpu__time_duration.sum
+// when collected, else the timed mean.
+inline double InstanceNs(const KernelAggregate& k) {
+  const double replay_mean = k.Metric(kDuration, -1);
+  if (replay_mean >= 0) return replay_mean;
+  return k.count > 0 ? k.mean_ns : 0;
+}
+
+inline double ConfigTimeNs(const KernelAggregate& k, const LaunchConfigUse& c) {
+  return double(c.total_ns) + double(c.replayed_count) * InstanceNs(k);
+}
+
+inline void Finish(std::vector<KernelView>* views, double total) {
+  for (KernelView& v : *views) v.share_pct = total > 0 ? 100.0 * v.time_ns / total : 0;
+  std::stable_sort(views->begin(), views->end(),
+                   [](const KernelView& a, const KernelView& b) { return a.time_ns > b.time_ns; });
+}
+
+}  // namespace internal
+
+// One view per compute kernel name (communication kernels are the NCCL
+// rules' business), by time descending. `config` is the configuration with
+// the most instances. Metric rules use these (metrics are per name).
 inline std::vector<KernelView> KernelViews(const TimelineModel& model) {
   std::vector<KernelView> views;
   double total = 0;
@@ -99,30 +156,39 @@ inline std::vector<KernelView> KernelViews(const TimelineModel& model) {
     KernelView v;
     v.kernel = &k;
     v.config = &k.configs.front();
-    v.instances = k.count + k.replayed_count;
-    double replay_mean = k.Metric(kDuration, -1);
-    if (replay_mean < 0) replay_mean = k.count > 0 ? k.mean_ns : 0;
-    v.time_ns = double(k.total_ns) + double(k.replayed_count) * replay_mean;
-    const uint32_t device = v.config->config.device;
-    if (device < model.devices.size() && model.devices[device].has_info) {
-      v.device = &model.devices[device].info;
-      absl::StatusOr<ArchitectureLimits> arch = LimitsForDevice(*v.device);
-      if (arch.ok()) {
-        v.arch = *arch;
-        v.launch = ResourcesOf(v.config->config);
-        absl::StatusOr<OccupancyResult> occ = ComputeOccupancy(v.arch, v.launch);
-        if (occ.ok()) {
-          v.occupancy = *occ;
-          v.has_occupancy = true;
-        }
-      }
+    for (const LaunchConfigUse& c : k.configs) {
+      if (c.count + c.replayed_count > v.config->count + v.config->replayed_count) v.config = &c;
     }
+    v.instances = k.count + k.replayed_count;
+    v.time_ns = double(k.total_ns) + double(k.replayed_count) * internal::InstanceNs(k);
+    internal::FillOccupancy(model, &v);
     total += v.time_ns;
     views.push_back(v);
   }
-  for (KernelView& v : views) v.share_pct = total > 0 ? 100.0 * v.time_ns / total : 0;
-  std::stable_sort(views.begin(), views.end(),
-                   [](const KernelView& a, const KernelView& b) { return a.time_ns > b.time_ns; });
+  internal::Finish(&views, total);
+  return views;
+}
+
+// One view per (compute kernel, launch configuration), by time descending:
+// the launch-configuration rules judge each configuration on its own (the
+// same kernel often runs with a healthy and a starved grid).
+inline std::vector<KernelView> ConfigViews(const TimelineModel& model) {
+  std::vector<KernelView> views;
+  double total = 0;
+  for (const KernelAggregate& k : model.kernels) {
+    if (k.klass == ActivityClass::kCommunication) continue;
+    for (const LaunchConfigUse& c : k.configs) {
+      KernelView v;
+      v.kernel = &k;
+      v.config = &c;
+      v.instances = c.count + c.replayed_count;
+      v.time_ns = internal::ConfigTimeNs(k, c);
+      internal::FillOccupancy(model, &v);
+      total += v.time_ns;
+      views.push_back(v);
+    }
+  }
+  internal::Finish(&views, total);
   return views;
 }
 
@@ -149,7 +215,7 @@ inline Finding NewKernelFinding(const RuleContext& ctx, const KernelView& v, dou
       .Number("local_saving_pct", 100.0 * local_fraction, "pct");
   Offender o;
   o.name = v.name();
-  o.count = v.instances;
+  o.count = v.instances;  // of this kernel (or of this configuration, for ConfigViews)
   o.total_ns = static_cast<uint64_t>(v.time_ns);
   o.share_pct = v.share_pct;
   const LaunchConfig& c = v.config->config;
@@ -160,6 +226,16 @@ inline Finding NewKernelFinding(const RuleContext& ctx, const KernelView& v, dou
              std::to_string(c.static_shared_bytes + c.dynamic_shared_bytes) + " B shared/block";
   f.offenders.push_back(o);
   return f;
+}
+
+// " (grid 16×1×1, block 256×1×1)" — names the configuration in titles of
+// kernels launched with several.
+inline std::string ConfigSuffix(const KernelView& v) {
+  if (v.kernel->configs.size() < 2) return "";
+  const LaunchConfig& c = v.config->config;
+  return " (grid " + std::to_string(c.grid_x) + "×" + std::to_string(c.grid_y) + "×" +
+         std::to_string(c.grid_z) + ", block " + std::to_string(c.block_x) + "×" +
+         std::to_string(c.block_y) + "×" + std::to_string(c.block_z) + ")";
 }
 
 // Kernels a rule looks at: share >= min_share_pct, at most max_kernels

@@ -1,8 +1,9 @@
 // launch_latency — HTA launch statistics: launch API calls longer than
 // `long_launch_ns` (50 µs) and launch delays (GPU start − end of the launching
 // call) longer than `long_delay_ns` (100 µs). A delay behind a busy stream is
-// only queueing; the rule counts the device idle time inside each long delay.
-// Saving: long launch time beyond the median launch + idle inside long delays.
+// only queueing; the rule counts the device idle time inside the long delays
+// (their union, so launches queued together count once). Saving: long launch
+// time beyond the median launch + idle inside long delays.
 #include <algorithm>
 #include <map>
 
@@ -16,14 +17,19 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   const TimelineModel& model = ctx.model();
   uint64_t long_launch = static_cast<uint64_t>(ctx.Param("long_launch_ns"));
   uint64_t long_delay = static_cast<uint64_t>(ctx.Param("long_delay_ns"));
-  std::vector<uint64_t> durations;
+  // Median launch duration (µs-scale values; saturate at 4.29 s to keep
+  // 4 bytes per launch).
+  std::vector<uint32_t> durations;
   for (const ApiCall& c : model.api_calls) {
-    if (c.flags & kApiLaunch) durations.push_back(c.duration());
+    if (c.flags & kApiLaunch) {
+      durations.push_back(static_cast<uint32_t>(std::min<uint64_t>(c.duration(), UINT32_MAX)));
+    }
   }
   if (durations.empty()) return;
-  std::vector<uint64_t> sorted = durations;
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  uint64_t median = sorted[sorted.size() / 2];
+  std::nth_element(durations.begin(), durations.begin() + durations.size() / 2, durations.end());
+  uint64_t median = durations[durations.size() / 2];
+  const size_t launches = durations.size();
+  durations = {};
   uint64_t long_count = 0, long_excess = 0;
   std::map<std::string, Offender> offenders;
   for (const ApiCall& c : model.api_calls) {
@@ -36,24 +42,49 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     o.count++;
     o.total_ns += c.duration();
   }
+  // Long delays; the idle time they explain is the union of their windows
+  // minus the device's busy time (many launches queued at once share one
+  // idle period, which must be counted once). A device's activities are
+  // sorted by start, i.e. its delay windows by end: walking them backwards
+  // merges the windows in O(1) memory.
   uint64_t delay_count = 0, delay_idle = 0, delay_total = 0;
-  for (const GpuActivity& a : model.activities) {
-    const ApiCall* launch = model.LaunchOf(a);
-    if (launch == nullptr || (launch->flags & kApiLaunch) == 0) continue;
-    if (a.start_ns <= launch->end_ns || a.start_ns - launch->end_ns <= long_delay) continue;
-    ++delay_count;
-    delay_total += a.start_ns - launch->end_ns;
-    const DeviceTimeline& t = ctx.timeline().devices[a.device];
-    uint64_t window = a.start_ns - launch->end_ns;
-    uint64_t idle = window - std::min(window, t.busy.OverlapWith(launch->end_ns, a.start_ns));
-    delay_idle += idle;
-    if (idle > 0) {
-      Offender& o = offenders["delay|" + std::string(model.String(a.name))];
-      o.name = std::string(model.String(a.name));
-      o.detail = "launch delay > " + FormatNs(double(long_delay)) + " on an idle GPU";
-      o.count++;
-      o.total_ns += idle;
+  for (size_t d = 0; d < model.devices.size(); ++d) {
+    const DeviceTimelineInfo& info = model.devices[d];
+    const DeviceTimeline& t = ctx.timeline().devices[d];
+    uint64_t cur_lo = 0, cur_hi = 0;
+    bool open = false;
+    auto close = [&] {
+      if (open) delay_idle += (cur_hi - cur_lo) - std::min(cur_hi - cur_lo, t.busy.OverlapWith(cur_lo, cur_hi));
+      open = false;
+    };
+    for (uint32_t i = info.activity_end; i-- > info.activity_begin;) {
+      const GpuActivity& a = model.activities[i];
+      const ApiCall* launch = model.LaunchOf(a);
+      if (launch == nullptr || (launch->flags & kApiLaunch) == 0) continue;
+      // A graph's nodes queue behind each other by design: not a launch delay.
+      if (launch->flags & kApiGraphLaunch) continue;
+      if (a.start_ns <= launch->end_ns || a.start_ns - launch->end_ns <= long_delay) continue;
+      ++delay_count;
+      uint64_t lo = launch->end_ns, hi = a.start_ns;
+      delay_total += hi - lo;
+      uint64_t idle = (hi - lo) - std::min(hi - lo, t.busy.OverlapWith(lo, hi));
+      if (idle > 0) {
+        Offender& o = offenders["delay|" + std::string(model.String(a.name))];
+        o.name = std::string(model.String(a.name));
+        o.detail = "launch delay > " + FormatNs(double(long_delay)) + " on an idle GPU";
+        o.count++;
+        o.total_ns += idle;
+      }
+      if (open && hi >= cur_lo) {
+        cur_lo = std::min(cur_lo, lo);
+      } else {
+        close();
+        cur_lo = lo;
+        cur_hi = hi;
+        open = true;
+      }
     }
+    close();
   }
   uint64_t saving = long_excess + delay_idle;
   if ((long_count == 0 && delay_idle == 0) || ctx.PctOfWindow(saving) < ctx.Param("min_saving_pct")) {
@@ -63,7 +94,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   f.title = std::to_string(long_count) + " launch calls over " + FormatNs(double(long_launch)) +
             ", " + std::to_string(delay_count) + " launch delays over " +
             FormatNs(double(long_delay));
-  f.Number("launches", double(durations.size()), "count")
+  f.Number("launches", double(launches), "count")
       .Number("median_launch_ns", double(median), "ns")
       .Number("long_launches", double(long_count), "count")
       .Number("long_launch_excess_ns", double(long_excess), "ns")

@@ -30,7 +30,7 @@ std::string LimiterList(const OccupancyResult& r) {
 }
 
 void Run(const RuleContext& ctx, std::vector<Finding>* out) {
-  const std::vector<KernelView> views = KernelViews(ctx.model());
+  const std::vector<KernelView> views = ConfigViews(ctx.model());
   const double total = TotalKernelTime(views);
   const double threshold = ctx.Param("max_occupancy_pct");
   size_t emitted = 0;
@@ -48,7 +48,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     const double fraction = gain * (latency_bound ? 1.0 : 0.5);
     Finding f = NewKernelFinding(ctx, v, fraction, total);
     const std::string limiter = OccupancyLimiterName(occ.limiter);
-    f.title = ShortKernelName(v.name()) + ": theoretical occupancy " +
+    f.title = ShortKernelName(v.name()) + ConfigSuffix(v) + ": theoretical occupancy " +
               Pct(occ.theoretical_occupancy_pct) + " limited by " + limiter + " (" +
               std::to_string(occ.active_blocks_per_sm) + " blocks × " +
               std::to_string(occ.warps_per_block) + " warps of " +

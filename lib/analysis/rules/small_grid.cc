@@ -10,7 +10,7 @@ namespace {
 using namespace kernel_rules;
 
 void Run(const RuleContext& ctx, std::vector<Finding>* out) {
-  const std::vector<KernelView> views = KernelViews(ctx.model());
+  const std::vector<KernelView> views = ConfigViews(ctx.model());
   const double total = TotalKernelTime(views);
   size_t emitted = 0;
   for (const KernelView& v : views) {
@@ -21,7 +21,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     if (blocks == 0 || blocks >= sms) continue;
     const double idle = double(sms - blocks) / double(sms);
     Finding f = NewKernelFinding(ctx, v, idle, total);
-    f.title = ShortKernelName(v.name()) + ": grid of " + std::to_string(blocks) + " blocks on " +
+    f.title = ShortKernelName(v.name()) + ConfigSuffix(v) + ": grid of " + std::to_string(blocks) + " blocks on " +
               std::to_string(sms) + " SMs leaves " + Pct(100 * idle) + " of the SMs idle";
     f.Number("blocks", double(blocks), "count")
         .Number("sm_count", sms, "count")

@@ -1,4 +1,4 @@
-// stream_serialization — several streams carry kernels but their kernels
+// stream_serialization — (1) several streams carry kernels but their kernels
 // (almost) never run at the same time: independent work is serialised by
 // dependencies, the default stream, or launch order. Per device: streams whose
 // kernel busy time is at least `min_stream_share_pct` of the device's kernel
@@ -6,7 +6,9 @@
 // possible = sum of the streams' busy time minus the largest. Fires when the
 // achieved overlap is under `max_overlap_pct` of the possible. Saving: the
 // missing overlap × `expected_overlap_fraction` (kernels that fill the GPU
-// cannot fully overlap, so this is an estimate, not a bound).
+// cannot fully overlap, so this is an estimate, not a bound). (2) A single
+// stream runs kernels that each fill only a small part of the GPU, one at a
+// time (see SingleStream).
 #include <algorithm>
 
 #include "lib/analysis/rule.h"
@@ -14,6 +16,69 @@
 
 namespace sightline::analysis {
 namespace {
+
+// One stream (or one dominant stream) whose kernels each fill less than
+// `max_fill_pct` of the SMs and run long enough (>= `min_kernel_ns`) that
+// running several side by side would pay: independent work serialised on a
+// single stream. The trace cannot prove independence, so the finding says so.
+void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kernel_busy,
+                  uint64_t achieved, std::vector<Finding>* out) {
+  const TimelineModel& model = ctx.model();
+  const DeviceTimelineInfo& info = model.devices[ds.index];
+  if (!info.has_info || info.info.sm_count == 0 || kernel_busy == 0) return;
+  double max_fill = ctx.Param("max_fill_pct");
+  uint64_t min_kernel = static_cast<uint64_t>(ctx.Param("min_kernel_ns"));
+  uint64_t small_ns = 0, small_count = 0;
+  std::vector<Offender> by_name(model.strings.size());
+  for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
+    const GpuActivity& a = model.activities[i];
+    if (a.kind != ActivityKind::kKernel || a.detail == kNone) continue;
+    if (a.duration() < min_kernel) continue;
+    const LaunchConfig& c = model.launch_configs[a.detail];
+    if (PctOf(double(c.blocks()), double(info.info.sm_count)) >= max_fill) continue;
+    small_ns += a.duration();
+    ++small_count;
+    Offender& o = by_name[a.name];
+    o.name = std::string(model.String(a.name));
+    o.count++;
+    o.total_ns += a.duration();
+    o.detail = std::to_string(c.blocks()) + " blocks on " + std::to_string(info.info.sm_count) +
+               " SMs";
+  }
+  if (small_count < 2) return;
+  if (PctOf(double(small_ns), double(kernel_busy)) < ctx.Param("min_stream_share_pct")) return;
+  double achieved_pct = PctOf(double(achieved), double(small_ns));
+  if (achieved_pct >= ctx.Param("max_overlap_pct")) return;
+  uint64_t missing = small_ns > achieved ? small_ns - achieved : 0;
+  uint64_t saving =
+      static_cast<uint64_t>(double(missing) * ctx.Param("expected_overlap_fraction"));
+  if (ctx.PctOfWindow(saving) < ctx.Param("min_saving_pct")) return;
+  Finding f = ctx.NewFinding(saving);
+  f.scope = DeviceLabel(model, ds.index);
+  f.title = f.scope + ": " + std::to_string(small_count) +
+            " kernels that each fill a small part of the GPU run one at a time (" +
+            FormatNs(double(small_ns)) + ")";
+  f.Text("mode", "single_stream")
+      .Number("small_kernels", double(small_count), "count")
+      .Number("small_kernel_ns", double(small_ns), "ns")
+      .Number("overlap_achieved_ns", double(achieved), "ns")
+      .Number("overlap_achieved_pct", achieved_pct, "pct")
+      .Number("kernel_busy_ns", double(kernel_busy), "ns")
+      .Number("sm_count", double(info.info.sm_count), "count")
+      .Number("expected_overlap_fraction", ctx.Param("expected_overlap_fraction"), "");
+  for (Offender& o : by_name) {
+    if (o.count == 0) continue;
+    o.share_pct = PctOf(double(o.total_ns), double(small_ns));
+    f.offenders.push_back(o);
+  }
+  KeepTopOffenders(&f.offenders, 8);
+  f.recommendation =
+      "These kernels leave most SMs idle and never run concurrently. If they are independent "
+      "(different layers of a batch, separate chains of work), issue them on several streams "
+      "(one per independent chain, ordered with cudaStreamWaitEvent) so they share the GPU; "
+      "otherwise give each kernel more parallelism (more blocks).";
+  out->push_back(std::move(f));
+}
 
 void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   const TimelineModel& model = ctx.model();
@@ -28,42 +93,68 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       uint64_t kernels;
     };
     std::vector<StreamBusy> streams;
-    uint64_t kernel_busy_all = 0;
-    IntervalSet all;
+    // Streaming unions (activities are sorted by start): no interval sets.
     for (uint32_t s : info.streams) {
-      IntervalSet busy;
-      uint64_t kernels = 0;
+      uint64_t busy = 0, kernels = 0, cur_start = 0, cur_end = 0;
       for (uint32_t i : model.streams[s].activities) {
         const GpuActivity& a = model.activities[i];
         if (a.kind != ActivityKind::kKernel && a.kind != ActivityKind::kNccl) continue;
-        busy.AddSorted(a.start_ns, a.end_ns);
+        if (kernels == 0 || a.start_ns > cur_end) {
+          busy += cur_end - cur_start;
+          cur_start = a.start_ns;
+          cur_end = a.end_ns;
+        } else {
+          cur_end = std::max(cur_end, a.end_ns);
+        }
         ++kernels;
       }
-      if (kernels == 0) continue;
-      streams.push_back({model.streams[s].stream_id, busy.total(), kernels});
-      all = all.Union(busy);
+      busy += cur_end - cur_start;
+      if (kernels > 0) streams.push_back({model.streams[s].stream_id, busy, kernels});
     }
-    kernel_busy_all = all.total();
+    uint64_t kernel_busy_all = 0;
+    {
+      uint64_t cur_start = 0, cur_end = 0;
+      bool any = false;
+      for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
+        const GpuActivity& a = model.activities[i];
+        if (a.kind != ActivityKind::kKernel && a.kind != ActivityKind::kNccl) continue;
+        if (!any || a.start_ns > cur_end) {
+          kernel_busy_all += cur_end - cur_start;
+          cur_start = a.start_ns;
+          cur_end = a.end_ns;
+          any = true;
+        } else {
+          cur_end = std::max(cur_end, a.end_ns);
+        }
+      }
+      kernel_busy_all += cur_end - cur_start;
+    }
     std::vector<StreamBusy> used;
     for (const StreamBusy& s : streams) {
       if (PctOf(double(s.busy), double(kernel_busy_all)) >= min_share) used.push_back(s);
     }
-    if (used.size() < 2) continue;
+    uint64_t achieved = ds.concurrency_ns[2] + ds.concurrency_ns[3];
+    if (used.size() < 2) {
+      SingleStream(ctx, ds, kernel_busy_all, achieved, out);
+      continue;
+    }
     uint64_t sum = 0, largest = 0;
     for (const StreamBusy& s : used) {
       sum += s.busy;
       largest = std::max(largest, s.busy);
     }
     uint64_t possible = sum - largest;
-    uint64_t achieved = ds.concurrency_ns[2] + ds.concurrency_ns[3];
     double achieved_pct = PctOf(double(achieved), double(possible));
     if (possible == 0 || achieved_pct >= max_overlap) continue;
     uint64_t missing = possible > achieved ? possible - achieved : 0;
-    Finding f = ctx.NewFinding(static_cast<uint64_t>(double(missing) * fraction));
+    uint64_t saving = static_cast<uint64_t>(double(missing) * fraction);
+    if (ctx.PctOfWindow(saving) < ctx.Param("min_saving_pct")) continue;
+    Finding f = ctx.NewFinding(saving);
     f.scope = DeviceLabel(model, ds.index);
     f.title = f.scope + ": " + std::to_string(used.size()) +
               " streams carry kernels but overlap only " + FormatPct(achieved_pct) +
               " of the time they could";
+    f.Text("mode", "multi_stream");
     f.Number("streams_used", double(used.size()), "count")
         .Number("overlap_achieved_ns", double(achieved), "ns")
         .Number("overlap_possible_ns", double(possible), "ns")
@@ -93,8 +184,12 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(stream_serialization, "Streams used but never overlapping",
+SIGHTLINE_RULE(stream_serialization,
+               "Streams used but never overlapping; independent small kernels serialised",
                sightline::analysis::Run,
                {"min_stream_share_pct", 5, "streams under this share of kernel busy are ignored"},
                {"max_overlap_pct", 10, "fire when achieved overlap is under this % of possible"},
-               {"expected_overlap_fraction", 0.5, "fraction of the missing overlap counted saved"});
+               {"expected_overlap_fraction", 0.5, "fraction of the missing overlap counted saved"},
+               {"max_fill_pct", 50, "single stream: kernels whose grid fills under this % of SMs"},
+               {"min_kernel_ns", 10e3, "single stream: ignore kernels shorter than this"},
+               {"min_saving_pct", 1, "fire when the estimated saving reaches this % of window"});

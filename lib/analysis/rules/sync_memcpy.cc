@@ -22,7 +22,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   for (const GpuActivity& a : model.activities) {
     if (a.launch_api == kNone) continue;
     if ((model.api_calls[a.launch_api].flags & kApiMemcpySync) == 0) continue;
-    device_of[a.launch_api] = a.device;
+    device_of[a.launch_api] = model.DeviceOf(a);
     if (a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) {
       bytes_of[a.launch_api] += model.copies[a.detail].bytes;
     }

@@ -16,7 +16,7 @@ namespace {
 using namespace kernel_rules;
 
 void Run(const RuleContext& ctx, std::vector<Finding>* out) {
-  const std::vector<KernelView> views = KernelViews(ctx.model());
+  const std::vector<KernelView> views = ConfigViews(ctx.model());
   const double total = TotalKernelTime(views);
   size_t emitted = 0;
   for (const KernelView& v : views) {
@@ -32,7 +32,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     const double idle = (1.0 - partial) / (full + 1.0);
     if (100 * idle < ctx.Param("min_tail_pct")) continue;
     Finding f = NewKernelFinding(ctx, v, idle, total);
-    f.title = ShortKernelName(v.name()) + ": " + std::to_string(waves).substr(0, 5) +
+    f.title = ShortKernelName(v.name()) + ConfigSuffix(v) + ": " + std::to_string(waves).substr(0, 5) +
               " waves of blocks; the partial last wave idles " + Pct(100 * idle) + " of the GPU";
     const uint64_t blocks = v.config->config.blocks();
     const uint64_t next_full = static_cast<uint64_t>((full + 1) * slots);

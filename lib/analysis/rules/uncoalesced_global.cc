@@ -31,13 +31,16 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     const double limit = ctx.Param("max_sectors_per_request");
     if (ld_ratio <= limit && st_ratio <= limit) continue;
     const double sectors = ld_sec + st_sec;
-    const double excess = std::max(0.0, ld_sec - ideal * ld_req) + std::max(0.0, st_sec - ideal * st_req);
+    const double ld_excess = std::max(0.0, ld_sec - ideal * ld_req);
+    const double st_excess = std::max(0.0, st_sec - ideal * st_req);
+    const double excess = ld_excess + st_excess;
     if (sectors <= 0) continue;
     const double mem = MemorySol(v);
     const double weight = mem >= 0 ? mem / 100.0 : 0.5;
     const double fraction = excess / sectors * weight;
     Finding f = NewKernelFinding(ctx, v, fraction, total);
-    const bool loads_worse = ld_ratio >= st_ratio;
+    // Name the access kind that wastes the most sectors (not the worst ratio).
+    const bool loads_worse = ld_ratio > limit && (ld_excess >= st_excess || st_ratio <= limit);
     f.title = ShortKernelName(v.name()) + ": uncoalesced global " + (loads_worse ? "loads" : "stores") + ", " +
               std::to_string(loads_worse ? ld_ratio : st_ratio).substr(0, 4) + " sectors per request (ideal " +
               std::to_string(int(ideal)) + ")";

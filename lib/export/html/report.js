@@ -328,6 +328,7 @@
     rects[id] = [Math.round(r.left + window.scrollX), Math.round(r.top + window.scrollY),
                  Math.round(r.width), Math.round(r.height)];
   });
+  rects.page = [0, 0, document.documentElement.scrollWidth, document.documentElement.scrollHeight];
   document.body.dataset.rects = JSON.stringify(rects);
   document.body.dataset.renderMs = renderMs.toFixed(1);
   document.body.dataset.redrawMs = worst.toFixed(1);

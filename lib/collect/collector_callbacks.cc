@@ -1,0 +1,263 @@
+// lib/collect/collector_callbacks.cc — the collector's CUPTI callbacks:
+// resource (contexts), runtime/driver API (capture triggers, call stacks,
+// kernel-launch hook, teardown point) and NVTX (capture range nvtx:NAME).
+// They run inline on the application's threads: no I/O, no allocation beyond
+// a captured stack, never our control mutex across a hook call.
+#include <cupti.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <generated_nvtx_meta.h>
+
+#include "lib/collect/collector_impl.h"
+
+namespace sightline::collect {
+namespace {
+
+uint32_t ThreadId() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+
+thread_local uint32_t t_nvtx_depth = 0;
+thread_local int t_in_runtime_launch = 0;
+
+const char* NvtxMessage(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return "";
+  if (a->messageType == NVTX_MESSAGE_TYPE_ASCII && a->message.ascii != nullptr) {
+    return a->message.ascii;
+  }
+  return "";
+}
+
+}  // namespace
+
+bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaThreadSynchronize_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyFromSymbol_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
+        return true;
+      default:
+        return false;
+    }
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize:
+      case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize:
+      case CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz:
+      case CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+        return true;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+  }
+  return false;
+}
+
+void CollectorImpl::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                               const void* data) {
+  if (getpid() != owner_pid_ || tracing_off_) return;
+  switch (domain) {
+    case CUPTI_CB_DOMAIN_RESOURCE:
+      OnResource(cbid, static_cast<const CUpti_ResourceData*>(data));
+      break;
+    case CUPTI_CB_DOMAIN_RUNTIME_API:
+    case CUPTI_CB_DOMAIN_DRIVER_API:
+      OnApi(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
+      break;
+    case CUPTI_CB_DOMAIN_NVTX:
+      OnNvtx(cbid, static_cast<const CUpti_NvtxData*>(data));
+      break;
+    default:
+      break;
+  }
+}
+
+void CollectorImpl::OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) {
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+    {
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      contexts_.push_back(data->context);
+    }
+    cuda_ready_ = true;
+    if (hook_ != nullptr) hook_->OnContextCreated(data->context, 0);
+  } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(data->context, 0, &dropped) == CUPTI_SUCCESS) {
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      cupti_dropped_total_ += dropped;
+    }
+    {
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      for (size_t i = 0; i < contexts_.size(); ++i) {
+        if (contexts_[i] == data->context) {
+          contexts_.erase(contexts_.begin() + i);
+          break;
+        }
+      }
+    }
+    if (hook_ != nullptr) hook_->OnContextDestroy(data->context);
+  }
+}
+
+void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const CUpti_CallbackData* data) {
+  bool enter = data->callbackSite == CUPTI_API_ENTER;
+  bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (runtime && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) && !enter) {
+    Control(&CaptureStateMachine::OnProfilerStart);
+  } else if (!runtime && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && !enter) {
+    Control(&CaptureStateMachine::OnProfilerStart);
+  } else if ((runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000) ||
+             (!runtime && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)) {
+    if (enter) Control(&CaptureStateMachine::OnProfilerStop);
+  } else if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 && enter) {
+    // Records of the context about to go away: collect them now.
+    if (!torn_down_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    flush_requested_ = true;
+    Wake();
+  }
+  if (hook_ != nullptr && IsLaunchCbid(domain, cbid)) {
+    // A runtime launch calls the driver launch underneath: report it once.
+    bool report = runtime || t_in_runtime_launch == 0;
+    if (runtime && enter) ++t_in_runtime_launch;
+    if (report) {
+      KernelLaunchInfo info;
+      info.context = data->context;
+      info.correlation_id = data->correlationId;
+      info.kernel_name = data->symbolName != nullptr ? data->symbolName : "";
+      info.cbid = cbid;
+      info.is_runtime_api = runtime;
+      if (runtime && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
+                      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000)) {
+        auto* p = static_cast<const cudaLaunchKernel_v7000_params*>(data->functionParams);
+        info.grid_x = p->gridDim.x; info.grid_y = p->gridDim.y; info.grid_z = p->gridDim.z;
+        info.block_x = p->blockDim.x; info.block_y = p->blockDim.y; info.block_z = p->blockDim.z;
+        info.dynamic_shared_bytes = static_cast<uint32_t>(p->sharedMem);
+        info.stream = reinterpret_cast<CUstream>(p->stream);
+      } else if (!runtime && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+                              cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz)) {
+        auto* p = static_cast<const cuLaunchKernel_params*>(data->functionParams);
+        info.grid_x = p->gridDimX; info.grid_y = p->gridDimY; info.grid_z = p->gridDimZ;
+        info.block_x = p->blockDimX; info.block_y = p->blockDimY; info.block_z = p->blockDimZ;
+        info.dynamic_shared_bytes = p->sharedMemBytes;
+        info.stream = p->hStream;
+      }
+      if (enter) {
+        hook_->OnLaunchEnter(info);
+      } else {
+        hook_->OnLaunchExit(info);
+      }
+    }
+    if (runtime && !enter && t_in_runtime_launch > 0) --t_in_runtime_launch;
+  }
+  if (config_.trace_backtrace && activities_on_) {
+    bool sync = IsSyncCbid(domain, cbid);
+    if (enter) {
+      if (sync || config_.backtrace_threshold_us >= 0) {
+        *reinterpret_cast<uint64_t*>(data->correlationData) = Now();
+      }
+    } else if (sync || config_.backtrace_threshold_us >= 0) {
+      uint64_t start = *reinterpret_cast<uint64_t*>(data->correlationData);
+      double us = (Now() - start) / 1e3;
+      if (sync || us >= config_.backtrace_threshold_us) stacks_.Capture(data->correlationId);
+    }
+  }
+  if (teardown_pending_ && !enter) MaybeTearDown();
+}
+
+void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  uint64_t now = Now();
+  bool closed = false;
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    CaptureAction a = CaptureAction::kNone;
+    switch (cbid) {
+      case CUPTI_CBID_NVTX_nvtxRangePushA: {
+        auto* p = static_cast<const nvtxRangePushA_params*>(data->functionParams);
+        a = capture_->OnNvtxPush(now, p->message != nullptr ? p->message : "", ThreadId(),
+                                 t_nvtx_depth++);
+        break;
+      }
+      case CUPTI_CBID_NVTX_nvtxRangePushEx: {
+        auto* p = static_cast<const nvtxRangePushEx_params*>(data->functionParams);
+        a = capture_->OnNvtxPush(now, NvtxMessage(p->eventAttrib), ThreadId(), t_nvtx_depth++);
+        break;
+      }
+      case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+        auto* p = static_cast<const nvtxDomainRangePushEx_params*>(data->functionParams);
+        a = capture_->OnNvtxPush(now, NvtxMessage(p->core.eventAttrib), ThreadId(),
+                                 t_nvtx_depth++);
+        break;
+      }
+      case CUPTI_CBID_NVTX_nvtxRangePop:
+      case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+        if (t_nvtx_depth > 0) --t_nvtx_depth;
+        a = capture_->OnNvtxPop(now, ThreadId(), t_nvtx_depth);
+        break;
+      case CUPTI_CBID_NVTX_nvtxRangeStartA:
+      case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+      case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
+        const char* message = "";
+        if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartA) {
+          auto* p = static_cast<const nvtxRangeStartA_params*>(data->functionParams);
+          message = p->message != nullptr ? p->message : "";
+        } else if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx) {
+          message = NvtxMessage(
+              static_cast<const nvtxRangeStartEx_params*>(data->functionParams)->eventAttrib);
+        } else {
+          message = NvtxMessage(static_cast<const nvtxDomainRangeStartEx_params*>(
+                                    data->functionParams)->core.eventAttrib);
+        }
+        uint64_t id = data->functionReturnValue != nullptr
+                          ? *static_cast<const nvtxRangeId_t*>(data->functionReturnValue)
+                          : 0;
+        a = capture_->OnNvtxRangeStart(now, message, id);
+        break;
+      }
+      case CUPTI_CBID_NVTX_nvtxRangeEnd:
+        a = capture_->OnNvtxRangeEnd(
+            now, static_cast<const nvtxRangeEnd_params*>(data->functionParams)->id);
+        break;
+      case CUPTI_CBID_NVTX_nvtxDomainRangeEnd:
+        a = capture_->OnNvtxRangeEnd(
+            now, static_cast<const nvtxDomainRangeEnd_params*>(data->functionParams)->core.id);
+        break;
+      default:
+        break;
+    }
+    closed = ApplyLocked(a, now);
+  }
+  if (closed) AfterWindowClosed();
+}
+
+}  // namespace sightline::collect
