@@ -9,6 +9,10 @@
 
 namespace sightline::analysis {
 
+// The memory budget (peak RSS <= 2x the trace file) relies on these sizes.
+static_assert(sizeof(GpuActivity) == 40, "GpuActivity grew: check the memory budget");
+static_assert(sizeof(ApiCall) == 40, "ApiCall grew: check the memory budget");
+
 const char* ActivityKindName(ActivityKind kind) {
   switch (kind) {
     case ActivityKind::kKernel: return "kernel";

@@ -82,6 +82,15 @@ struct StreamSummary {
   uint64_t ops = 0, kernels = 0, memcpys = 0, memsets = 0;
   uint64_t busy_ns = 0;  // union of the stream's activities
   double busy_pct = 0;   // of the device window
+  // HTA's per-stream idle attribution: the gaps between consecutive
+  // operations of the stream (first to last operation), by cause.
+  uint64_t idle_ns = 0;
+  uint64_t idle_host_wait_ns = 0, idle_sync_wait_ns = 0, idle_kernel_wait_ns = 0,
+           idle_other_ns = 0;
+  // HTA's queue length: operations launched (API call started) and not yet
+  // finished on this stream; the hardware queue saturates around 1024.
+  uint64_t max_queue_length = 0;
+  double mean_queue_length = 0;  // time-weighted over the stream's window
 };
 
 struct DeviceSummary {

@@ -4,6 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "lib/analysis/api_names.h"
+
 namespace sightline::analysis {
 
 std::string DeviceLabel(const TimelineModel& model, uint32_t device) {
@@ -14,6 +16,10 @@ std::string DeviceLabel(const TimelineModel& model, uint32_t device) {
     label += " (rank " + std::to_string(model.traces[d.trace].rank) + ")";
   }
   return label;
+}
+
+std::string ApiName(const TimelineModel& model, uint32_t name) {
+  return std::string(StripApiVersionSuffix(model.String(name)));
 }
 
 std::string FormatNs(double ns) {

@@ -14,6 +14,9 @@ namespace sightline::analysis {
 
 // "device 0" for a single trace, "device 0 (rank 1)" when several traces.
 std::string DeviceLabel(const TimelineModel& model, uint32_t device);
+// An API call's name for display, without CUPTI's version suffix
+// ("cudaMemcpy_v3020" → "cudaMemcpy").
+std::string ApiName(const TimelineModel& model, uint32_t name);
 // "1.23 ms", "45.6 µs", "789 ns", "2.50 s".
 std::string FormatNs(double ns);
 // "12.3%".

@@ -79,6 +79,94 @@ struct RunningStats {
   }
 };
 
+// Per-stream figures of one device in a single sequential pass over the
+// device's activities (a stream's activities appear there in its own order):
+// busy time, op counts, HTA's per-stream idle attribution, queue length.
+void FillStreams(const TimelineModel& model, const TimelineOptions& options,
+                 const DeviceTimelineInfo& info, uint32_t device_index, const DeviceSummary& ds,
+                 std::vector<StreamSummary>* out) {
+  struct Acc {
+    StreamSummary s;
+    UnionLength busy;
+    uint64_t prev_end = 0;
+    bool first = true;
+    std::vector<uint64_t> launches, ends;
+  };
+  std::vector<Acc> accs(info.streams.size());
+  std::vector<uint32_t> local(model.streams.size(), kNone);
+  for (size_t k = 0; k < info.streams.size(); ++k) {
+    const StreamInfo& si = model.streams[info.streams[k]];
+    local[info.streams[k]] = static_cast<uint32_t>(k);
+    accs[k].s.device_index = device_index;
+    accs[k].s.stream_id = si.stream_id;
+    accs[k].s.rank = ds.rank;
+    accs[k].launches.reserve(si.activities.size());
+    accs[k].ends.reserve(si.activities.size());
+  }
+  for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
+    const GpuActivity& a = model.activities[i];
+    Acc& acc = accs[local[a.stream]];
+    StreamSummary& ss = acc.s;
+    acc.busy.Add(a.start_ns, a.end_ns);
+    ss.ops++;
+    if (a.kind == ActivityKind::kKernel || a.kind == ActivityKind::kNccl) ss.kernels++;
+    if (a.kind == ActivityKind::kMemcpy) ss.memcpys++;
+    if (a.kind == ActivityKind::kMemset) ss.memsets++;
+    if (!acc.first && a.start_ns > acc.prev_end) {
+      uint32_t blocking = kNone;
+      uint64_t gap = a.start_ns - acc.prev_end;
+      ss.idle_ns += gap;
+      switch (AttributeIdleGap(model, acc.prev_end, a.start_ns, i, options, &blocking)) {
+        case IdleCause::kHostWait: ss.idle_host_wait_ns += gap; break;
+        case IdleCause::kSyncWait: ss.idle_sync_wait_ns += gap; break;
+        case IdleCause::kKernelWait: ss.idle_kernel_wait_ns += gap; break;
+        case IdleCause::kOther: ss.idle_other_ns += gap; break;
+      }
+    }
+    acc.prev_end = acc.first ? a.end_ns : std::max(acc.prev_end, a.end_ns);
+    acc.first = false;
+    const ApiCall* launch = model.LaunchOf(a);
+    acc.launches.push_back(launch != nullptr ? std::min(launch->start_ns, a.start_ns)
+                                             : a.start_ns);
+    acc.ends.push_back(a.end_ns);
+  }
+  for (Acc& acc : accs) {
+    StreamSummary& ss = acc.s;
+    ss.busy_ns = acc.busy.total();
+    ss.busy_pct = Pct(ss.busy_ns, ds.window_ns);
+    auto& launches = acc.launches;
+    auto& ends = acc.ends;
+    if (!ends.empty()) {
+      if (!std::is_sorted(launches.begin(), launches.end())) {
+        std::sort(launches.begin(), launches.end());
+      }
+      if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
+      // Sweep: +1 at each launch, -1 at each end (ends first on ties).
+      size_t l = 0, e = 0;
+      uint64_t depth = 0, now = launches.front(), weighted = 0;
+      const uint64_t begin = launches.front(), finish = ends.back();
+      while (e < ends.size()) {
+        bool take_end = l >= launches.size() || ends[e] <= launches[l];
+        uint64_t t = take_end ? ends[e] : launches[l];
+        weighted += depth * (t - now);
+        now = t;
+        if (take_end) {
+          depth -= depth > 0 ? 1 : 0;
+          ++e;
+        } else {
+          ++depth;
+          ss.max_queue_length = std::max(ss.max_queue_length, depth);
+          ++l;
+        }
+      }
+      ss.mean_queue_length = finish > begin ? double(weighted) / double(finish - begin) : 0;
+    }
+    launches = {};
+    ends = {};
+    out->push_back(ss);
+  }
+}
+
 }  // namespace
 
 void FillTraces(const TimelineModel& model, Report* report) {
@@ -179,25 +267,8 @@ void FillDevices(const TimelineModel& model, const DerivedTimeline& timeline, Re
     ds.comm_overlap_pct = Pct(t.comm.Intersect(t.compute).total(), comm_total);
     s.devices.push_back(ds);
 
-    for (uint32_t stream : info.streams) {
-      const StreamInfo& si = model.streams[stream];
-      StreamSummary ss;
-      ss.device_index = static_cast<uint32_t>(s.devices.size() - 1);
-      ss.stream_id = si.stream_id;
-      ss.rank = ds.rank;
-      UnionLength busy;
-      for (uint32_t i : si.activities) {
-        const GpuActivity& a = model.activities[i];
-        busy.Add(a.start_ns, a.end_ns);
-        ss.ops++;
-        if (a.kind == ActivityKind::kKernel || a.kind == ActivityKind::kNccl) ss.kernels++;
-        if (a.kind == ActivityKind::kMemcpy) ss.memcpys++;
-        if (a.kind == ActivityKind::kMemset) ss.memsets++;
-      }
-      ss.busy_ns = busy.total();
-      ss.busy_pct = Pct(ss.busy_ns, ds.window_ns);
-      report->streams.push_back(ss);
-    }
+    FillStreams(model, timeline.options, info, static_cast<uint32_t>(s.devices.size() - 1), ds,
+                &report->streams);
 
     if (comm_total > 0) {
       NcclRow row;

@@ -20,11 +20,14 @@ uint32_t FindBlockingSyncCall(const TimelineModel& model, uint32_t thread, uint6
   const ThreadInfo& t = model.threads[thread];
   const ApiCall* begin = model.api_calls.data() + t.api_begin;
   const ApiCall* end = model.api_calls.data() + t.api_end;
-  // Last call starting before from_ns; walk back over a bounded number of calls.
+  // Calls on one thread are sequential or nested (runtime → driver), so a
+  // call that started before from_ns and is still running at from_ns is one
+  // of the few enclosing the last call before from_ns: a short walk back
+  // finds it.
   const ApiCall* it = std::lower_bound(begin, end, from_ns, [](const ApiCall& c, uint64_t v) {
     return c.start_ns < v;
   });
-  constexpr int kMaxWalk = 256;
+  constexpr int kMaxWalk = 16;
   uint32_t best = kNone;
   uint64_t best_end = 0;
   for (int walked = 0; it != begin && walked < kMaxWalk; ++walked) {
@@ -36,6 +39,23 @@ uint32_t FindBlockingSyncCall(const TimelineModel& model, uint32_t thread, uint6
     }
   }
   return best;
+}
+
+namespace {
+
+IdleCause Attribute(const TimelineModel& model, const IdleGap& gap, const TimelineOptions& options,
+                    uint32_t* blocking_api);
+
+}  // namespace
+
+IdleCause AttributeIdleGap(const TimelineModel& model, uint64_t start_ns, uint64_t end_ns,
+                           uint32_t next_activity, const TimelineOptions& options,
+                           uint32_t* blocking_api) {
+  IdleGap gap;
+  gap.start_ns = start_ns;
+  gap.end_ns = end_ns;
+  gap.next_activity = next_activity;
+  return Attribute(model, gap, options, blocking_api);
 }
 
 namespace {
@@ -69,6 +89,7 @@ IdleCause Attribute(const TimelineModel& model, const IdleGap& gap, const Timeli
 
 DerivedTimeline BuildDerivedTimeline(const TimelineModel& model, const TimelineOptions& options) {
   DerivedTimeline out;
+  out.options = options;
   out.devices.resize(model.devices.size());
   uint64_t global_start = UINT64_MAX, global_end = 0;
   for (size_t d = 0; d < model.devices.size(); ++d) {

@@ -61,9 +61,16 @@ struct DerivedTimeline {
   // (falls back to API calls when there is no GPU activity).
   uint64_t window_start_ns = 0, window_end_ns = 0;
   uint64_t window_ns() const { return window_end_ns - window_start_ns; }
+  TimelineOptions options;  // what it was built with
 };
 
 DerivedTimeline BuildDerivedTimeline(const TimelineModel& model, const TimelineOptions& options);
+
+// The cause of an idle gap [start, end) that `next_activity` ends (rules
+// above); sets *blocking_api for sync-wait. Used per device and per stream.
+IdleCause AttributeIdleGap(const TimelineModel& model, uint64_t start_ns, uint64_t end_ns,
+                           uint32_t next_activity, const TimelineOptions& options,
+                           uint32_t* blocking_api);
 
 // The synchronizing API call on `thread` that ended in [from_ns, to_ns] and
 // started before from_ns (latest such), or kNone.

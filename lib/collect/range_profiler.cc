@@ -767,6 +767,23 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
     }
     std::fprintf(stderr, "%s; first range name '%s'\n", line.c_str(), first_range_name_.c_str());
   }
+  if (launches_profiled_ > 0 || off_.load()) {
+    const char* quiet = std::getenv("SIGHTLINE_QUIET");
+    if (quiet == nullptr || std::strcmp(quiet, "1") != 0) {
+      std::fprintf(stderr,
+                   "sightline: metrics '%s' on %s: %llu launches profiled, %u replay passes each, "
+                   "%llu ranges dropped; skipped %llu NCCL, %llu by name, %llu not every-Nth, "
+                   "%llu over the per-kernel quota, %llu over the budget\n",
+                   config_.metric_set.c_str(), chip_.empty() ? "?" : chip_.c_str(),
+                   static_cast<unsigned long long>(launches_profiled_), passes_.load(),
+                   static_cast<unsigned long long>(pending_.ranges_dropped),
+                   static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipNccl)),
+                   static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipName)),
+                   static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipNth)),
+                   static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipQuota)),
+                   static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipBudget)));
+    }
+  }
   MetricCaptureResult out = std::move(pending_);
   pending_ = MetricCaptureResult();
   if (out.error.empty() && off_.load()) out.error = last_error();

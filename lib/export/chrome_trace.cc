@@ -3,10 +3,12 @@
 
 #include <cstdio>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/export/demangle.h"
 #include "lib/export/flow_matcher.h"
 #include "lib/export/json_text.h"
 #include "lib/export/timeline_tracks.h"
@@ -104,8 +106,16 @@ class ChromeEmitter : public trace::EventVisitor {
   void OnKernel(const KernelEvent& e) override {
     ++stats_.events_read;
     uint64_t tid = Track({TrackType::kStream, e.device_id, e.stream_id});
-    Slice(tid, "kernel", reader_.strings().Get(e.name_id), e.start_ns, e.end_ns);
-    out_.Append(",\"args\":{\"device\":");
+    std::string_view raw = reader_.strings().Get(e.name_id);
+    const std::string& name = KernelName(e.name_id, raw);
+    Slice(tid, "kernel", name, e.start_ns, e.end_ns);
+    out_.Append(",\"args\":{");
+    if (name.size() != raw.size() || name != raw) {
+      out_.Append("\"mangled\":");
+      AppendJsonString(out_, raw);
+      out_.Append(',');
+    }
+    out_.Append("\"device\":");
     AppendUint(out_, e.device_id);
     out_.Append(",\"stream\":");
     AppendUint(out_, e.stream_id);
@@ -415,6 +425,13 @@ class ChromeEmitter : public trace::EventVisitor {
     return t.tid;
   }
 
+  // Demangled kernel names, cached per string id (bounded by the string table).
+  const std::string& KernelName(uint32_t id, std::string_view raw) {
+    auto it = kernel_names_.find(id);
+    if (it == kernel_names_.end()) it = kernel_names_.emplace(id, Demangle(raw)).first;
+    return it->second;
+  }
+
   void GpuFlow(uint32_t correlation, uint64_t tid, uint64_t start) {
     if (correlation == 0) return;
     flows_.AddGpuWork(correlation, FlowEndpoint{tid, static_cast<int64_t>(start)},
@@ -433,6 +450,7 @@ class ChromeEmitter : public trace::EventVisitor {
   bool first_event_ = true;
   uint64_t flow_id_ = 0;
   uint64_t async_id_ = 0;
+  std::unordered_map<uint32_t, std::string> kernel_names_;
   ExportStats stats_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/export/demangle.h"
 #include "lib/trace/json_writer.h"
 
 namespace sightline::exporter {
@@ -33,7 +34,7 @@ class NameTable {
   explicit NameTable(const TimelineModel& m) : model_(m) {}
   uint32_t Index(uint32_t model_id) {
     auto [it, inserted] = index_.try_emplace(model_id, static_cast<uint32_t>(names_.size()));
-    if (inserted) names_.emplace_back(model_.String(model_id));
+    if (inserted) names_.push_back(Demangle(model_.String(model_id)));
     return it->second;
   }
   const std::vector<std::string>& names() const { return names_; }
@@ -227,7 +228,7 @@ void AppendRunData(const TimelineModel& model, const analysis::Report& report,
       other_count += k.count;
       continue;
     }
-    w.BeginObject().Key("name").String(k.name).Key("total_ns").Uint(k.total_ns);
+    w.BeginObject().Key("name").String(Demangle(k.name)).Key("total_ns").Uint(k.total_ns);
     w.Key("count").Uint(k.count).Key("share_pct").Double(k.share_pct).EndObject();
   }
   if (other_count > 0) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/export/demangle.h"
 #include "lib/export/perfetto/proto_encoder.h"
 #include "lib/export/timeline_tracks.h"
 
@@ -117,7 +118,7 @@ class PerfettoEmitter : public trace::EventVisitor {
   void OnKernel(const KernelEvent& e) override {
     ++stats_.events_read;
     uint64_t track = Track({TrackType::kStream, e.device_id, e.stream_id});
-    SliceBegin(track, e.start_ns, kCatKernel, NameIid(e.name_id));
+    SliceBegin(track, e.start_ns, kCatKernel, NameIid(e.name_id, /*demangle=*/true));
     Ann(kArgDevice, uint64_t{e.device_id});
     Ann(kArgStream, uint64_t{e.stream_id});
     Ann(kArgCorrelation, uint64_t{e.correlation_id});
@@ -417,7 +418,7 @@ class PerfettoEmitter : public trace::EventVisitor {
     if (kind == PayloadKind::kDouble) AnnDouble(kArgPayload, pdouble);
   }
 
-  uint64_t NameIid(uint32_t string_id) {
+  uint64_t NameIid(uint32_t string_id, bool demangle = false) {
     if (string_id == 0) return ComposedIid("(unnamed)");
     // Dense ids (the normal case) in a bit vector; a hostile sparse id costs
     // one hash-set entry, never a huge allocation.
@@ -430,7 +431,8 @@ class PerfettoEmitter : public trace::EventVisitor {
       first_use = sparse_names_emitted_.insert(string_id).second;
     }
     if (first_use) {
-      new_names_.emplace_back(string_id, std::string(reader_.strings().Get(string_id)));
+      std::string_view raw = reader_.strings().Get(string_id);
+      new_names_.emplace_back(string_id, demangle ? Demangle(raw) : std::string(raw));
     }
     return string_id;
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
 
 namespace sightline::exporter {
@@ -89,7 +90,7 @@ void Findings(std::string* out, const Report& r) {
       absl::StrAppend(out, "<div class=\"ev\">top: ");
       for (size_t i = 0; i < f.offenders.size() && i < 3; ++i) {
         const analysis::Offender& o = f.offenders[i];
-        absl::StrAppend(out, i ? "; " : "", HtmlEscape(Ellipsize(o.name, 80)), " (", o.count, "x, ",
+        absl::StrAppend(out, i ? "; " : "", HtmlEscape(Ellipsize(Demangle(o.name), 80)), " (", o.count, "x, ",
                         FormatDuration(o.total_ns), ")");
       }
       absl::StrAppend(out, "</div>");

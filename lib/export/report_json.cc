@@ -2,6 +2,7 @@
 // Field list: docs/report-schema.md. Fields are only ever added.
 #include <string>
 
+#include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/json_writer.h"
 
@@ -107,6 +108,7 @@ void WriteKernels(JsonWriter& w, const Report& r) {
   for (const analysis::KernelRow& k : r.kernels) {
     w.BeginObject();
     w.Key("name").String(k.name);
+    w.Key("display_name").String(Demangle(k.name));
     w.Key("class").String(k.klass);
     w.Key("count").Uint(k.count);
     w.Key("total_ns").Uint(k.total_ns);

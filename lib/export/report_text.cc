@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
 
 namespace sightline::exporter {
@@ -169,7 +170,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
                                                : absl::StrCat(" (", k.occupancy_limiter, ")"));
       absl::StrAppend(&out, absl::StrFormat("  %-*s %8d %10s %10s %7s  %-17s\n",
                                             static_cast<int>(name_w - 1),
-                                            Ellipsize(k.name, name_w - 1), k.count,
+                                            Ellipsize(Demangle(k.name), name_w - 1), k.count,
                                             FormatDuration(k.total_ns), FormatDuration(k.mean_ns),
                                             FormatPct(k.share_pct), Ellipsize(occ, 17)));
     }
@@ -201,11 +202,19 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
       }
       for (size_t k = 0; k < f.offenders.size() && k < 3; ++k) {
         const analysis::Offender& o = f.offenders[k];
-        std::string line = absl::StrCat("- ", o.name, ": ", o.count, "x, ",
-                                        FormatDuration(o.total_ns));
+        std::string line = absl::StrCat("- ", Ellipsize(Demangle(o.name), width / 2), ": ", o.count,
+                                        "x, ", FormatDuration(o.total_ns));
         if (o.share_pct > 0) absl::StrAppend(&line, ", ", FormatPct(o.share_pct));
-        if (!o.detail.empty()) absl::StrAppend(&line, " (", o.detail, ")");
-        absl::StrAppend(&out, "      ", Ellipsize(line, width - 6), "\n");
+        // Details (call stacks, streams) are cut at the end, keeping their start.
+        size_t room = width - 6;
+        if (!o.detail.empty() && line.size() + 12 < room) {
+          std::string detail = o.detail;
+          if (line.size() + detail.size() + 3 > room) {
+            detail = detail.substr(0, room - line.size() - 6) + "...";
+          }
+          absl::StrAppend(&line, " (", detail, ")");
+        }
+        absl::StrAppend(&out, "      ", Ellipsize(line, room), "\n");
       }
       if (!f.recommendation.empty()) {
         Wrap(&out, absl::StrCat("-> ", f.recommendation), width, "      ", "         ");

@@ -234,6 +234,47 @@ TEST_P(ModelTest, CallStacksSurviveWithResolvedNames) {
   EXPECT_EQ(m.String(s->frames[1].module_id), "/usr/lib/libapp.so");
 }
 
+TEST_P(ModelTest, OutOfOrderRecordsAcrossStorageBlocksAreSorted) {
+  // 40000 kernels on two streams and their launches, recorded in a scrambled
+  // order (CUPTI buffers are not time-ordered), crossing the builder's
+  // 16384-record storage blocks; plus nested runtime/driver calls recorded
+  // inner first.
+  TraceBuilder b;
+  const int n = 40000;
+  for (int i = 0; i < n; ++i) {
+    int j = static_cast<int>((uint64_t{i} * 7919) % n);  // a permutation of 0..n-1
+    uint64_t start = ms(1) + j * us(10);
+    b.Kernel("k", start, start + us(5), 7 + (j % 2), start - us(4), us(2), 1);
+  }
+  b.Api("cuMemAlloc_v2", ms(1000) + us(1), ms(1000) + us(2), 1);
+  b.Api("cudaMalloc_v3020", ms(1000), ms(1000) + us(3), 1);
+  TimelineModel m = BuildOrDie({b.trace()});
+  ASSERT_EQ(m.activities.size(), size_t{n});
+  for (size_t i = 1; i < m.activities.size(); ++i) {
+    ASSERT_LE(m.activities[i - 1].start_ns, m.activities[i].start_ns) << i;
+  }
+  size_t listed = 0;
+  for (const StreamInfo& st : m.streams) {
+    listed += st.activities.size();
+    for (size_t i = 0; i < st.activities.size(); ++i) {
+      const GpuActivity& a = m.activities[st.activities[i]];
+      ASSERT_EQ(&m.streams[a.stream], &st);
+      if (i > 0) ASSERT_LT(m.activities[st.activities[i - 1]].start_ns, a.start_ns);
+    }
+  }
+  EXPECT_EQ(listed, size_t{n});
+  for (const GpuActivity& a : m.activities) {
+    const ApiCall* launch = m.LaunchOf(a);
+    ASSERT_NE(launch, nullptr);
+    ASSERT_EQ(launch->start_ns + us(4), a.start_ns);
+  }
+  for (size_t i = 1; i < m.api_calls.size(); ++i) {
+    ASSERT_LE(m.api_calls[i - 1].start_ns, m.api_calls[i].start_ns) << i;
+  }
+  EXPECT_EQ(m.String(m.api_calls.back().name), "cuMemAlloc_v2");  // inner after outer
+  EXPECT_EQ(m.String(m.api_calls[m.api_calls.size() - 2].name), "cudaMalloc_v3020");
+}
+
 INSTANTIATE_TEST_SUITE_P(BothPaths, ModelTest,
                          ::testing::Values(BuildPath::kDirect, BuildPath::kWireFormat),
                          [](const auto& info) {

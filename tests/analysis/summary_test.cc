@@ -104,6 +104,17 @@ TEST_P(SummaryTest, IdleGapsAreAttributedToTheirCause) {
   EXPECT_EQ(d.idle_other_ns, us(500) + us(20));  // F's gap + the 20 us before C
   EXPECT_EQ(d.idle_ns, d.idle_host_wait_ns + d.idle_sync_wait_ns + d.idle_kernel_wait_ns +
                            d.idle_other_ns);
+  // One stream: HTA's per-stream attribution sees the same gaps.
+  ASSERT_EQ(r.streams.size(), 1u);
+  const StreamSummary& s = r.streams[0];
+  EXPECT_EQ(s.idle_ns, d.idle_ns);
+  EXPECT_EQ(s.idle_host_wait_ns, us(520));
+  EXPECT_EQ(s.idle_sync_wait_ns, us(30));
+  EXPECT_EQ(s.idle_kernel_wait_ns, us(5));
+  EXPECT_EQ(s.idle_other_ns, us(520));
+  // Queue: launched (API start) and not finished.
+  EXPECT_EQ(s.max_queue_length, 2u);
+  EXPECT_NEAR(s.mean_queue_length, 7010.0 / 6020.0, 1e-9);
 }
 
 TEST_P(SummaryTest, KernelWaitConstantIsAParameter) {

@@ -86,7 +86,8 @@ int RunReport(const std::vector<std::string>& args) {
   progress.Finish();
   std::vector<exporter::HtmlRun> runs;
   for (size_t i = 0; i < groups.size(); ++i) {
-    std::string label = groups[i][0];
+    // Labels are file names: the cards, selector and chart titles stay short.
+    std::string label = groups[i][0].substr(groups[i][0].rfind('/') + 1);
     if (groups[i].size() > 1) label += " +" + std::to_string(groups[i].size() - 1) + " ranks";
     runs.push_back({label, &models[i], &reports[i]});
   }

@@ -53,7 +53,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       const GpuActivity& a = model.activities[i];
       if (a.klass != ActivityClass::kCommunication) continue;
       Offender& o = by_name[a.name];
-      o.name = std::string(model.String(a.name));
+      if (o.count == 0) o.name = std::string(model.String(a.name));
       o.count++;
       o.total_ns += a.duration() - std::min(a.duration(), t.compute.OverlapWith(a.start_ns, a.end_ns));
     }

@@ -59,8 +59,8 @@ void AttributeGap(const TimelineModel& model, const IdleGap& gap, uint32_t threa
     if (static_cast<uint32_t>(a - abase) == launch_api) continue;
     uint64_t lo = std::max(a->start_ns, gap.start_ns), hi = std::min(a->end_ns, gap.end_ns);
     if (lo >= hi) continue;
-    Offender& o = out->by_name["api:" + std::string(model.String(a->name))];
-    o.name = std::string(model.String(a->name));
+    Offender& o = out->by_name["api:" + ApiName(model, a->name)];
+    o.name = ApiName(model, a->name);
     o.detail = "CUDA API";
     o.count++;
     o.total_ns += hi - lo;

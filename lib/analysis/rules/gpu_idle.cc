@@ -69,7 +69,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
         o.detail += "; next: " + std::string(model.String(model.activities[g.next_activity].name));
       }
       if (g.blocking_api != kNone) {
-        o.detail += "; after " + std::string(model.String(model.api_calls[g.blocking_api].name));
+        o.detail += "; after " + ApiName(model, model.api_calls[g.blocking_api].name);
       }
       f.offenders.push_back(std::move(o));
     }

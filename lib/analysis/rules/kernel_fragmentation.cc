@@ -50,8 +50,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
            t.gaps[g].cause == IdleCause::kKernelWait)) {
         gap_before += t.gaps[g].length();
       }
-      Offender& o = by_name[a.name];
-      o.name = std::string(model.String(a.name));
+      Offender& o = by_name[a.name];  // named at the end (no string per kernel)
       o.count++;
       o.total_ns += a.duration();
     }
@@ -77,8 +76,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
               short_gpu ? double(short_launch_ns) / double(short_gpu) : 0, "")
       .Number("idle_before_short_kernels_ns", double(gap_before), "ns")
       .Number("graph_launched_short_kernels", double(graph_short), "count");
-  for (Offender& o : by_name) {
+  for (size_t name = 0; name < by_name.size(); ++name) {
+    Offender& o = by_name[name];
     if (o.count == 0) continue;
+    o.name = std::string(model.String(static_cast<uint32_t>(name)));
     o.share_pct = PctOf(double(o.count), double(short_count));
     o.detail = "mean " + FormatNs(double(o.total_ns) / double(o.count));
     f.offenders.push_back(o);

@@ -36,8 +36,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     if ((c.flags & kApiLaunch) == 0 || c.duration() <= long_launch) continue;
     ++long_count;
     long_excess += c.duration() - median;
-    Offender& o = offenders["launch|" + std::string(model.String(c.name))];
-    o.name = std::string(model.String(c.name));
+    Offender& o = offenders["launch|" + ApiName(model, c.name)];
+    o.name = ApiName(model, c.name);
     o.detail = "launch call > " + FormatNs(double(long_launch));
     o.count++;
     o.total_ns += c.duration();
@@ -51,11 +51,21 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   for (size_t d = 0; d < model.devices.size(); ++d) {
     const DeviceTimelineInfo& info = model.devices[d];
     const DeviceTimeline& t = ctx.timeline().devices[d];
-    uint64_t cur_lo = 0, cur_hi = 0;
+    uint64_t cur_lo = 0, cur_hi = 0, cur_count = 0;
+    uint32_t cur_name = 0;
     bool open = false;
     auto close = [&] {
-      if (open) delay_idle += (cur_hi - cur_lo) - std::min(cur_hi - cur_lo, t.busy.OverlapWith(cur_lo, cur_hi));
+      if (!open) return;
       open = false;
+      uint64_t len = cur_hi - cur_lo;
+      uint64_t idle = len - std::min(len, t.busy.OverlapWith(cur_lo, cur_hi));
+      if (idle == 0) return;
+      delay_idle += idle;
+      Offender& o = offenders["delay|" + std::string(model.String(cur_name))];
+      o.name = std::string(model.String(cur_name));
+      o.detail = "launch delays > " + FormatNs(double(long_delay)) + " on an idle GPU";
+      o.count += cur_count;
+      o.total_ns += idle;
     };
     for (uint32_t i = info.activity_end; i-- > info.activity_begin;) {
       const GpuActivity& a = model.activities[i];
@@ -67,20 +77,15 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       ++delay_count;
       uint64_t lo = launch->end_ns, hi = a.start_ns;
       delay_total += hi - lo;
-      uint64_t idle = (hi - lo) - std::min(hi - lo, t.busy.OverlapWith(lo, hi));
-      if (idle > 0) {
-        Offender& o = offenders["delay|" + std::string(model.String(a.name))];
-        o.name = std::string(model.String(a.name));
-        o.detail = "launch delay > " + FormatNs(double(long_delay)) + " on an idle GPU";
-        o.count++;
-        o.total_ns += idle;
-      }
       if (open && hi >= cur_lo) {
         cur_lo = std::min(cur_lo, lo);
+        ++cur_count;
       } else {
         close();
         cur_lo = lo;
         cur_hi = hi;
+        cur_name = a.name;  // the latest kernel of the merged window
+        cur_count = 1;
         open = true;
       }
     }

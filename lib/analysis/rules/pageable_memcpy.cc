@@ -76,8 +76,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     o.total_ns += a.duration();
     if (api != nullptr) {
       std::string stack = StackText(model, api->trace, api->stack_id);
-      Offender& site = by_api[std::string(model.String(api->name)) + "|" + stack];
-      site.name = std::string(model.String(api->name));
+      Offender& site = by_api[ApiName(model, api->name) + "|" + stack];
+      site.name = ApiName(model, api->name);
       site.detail = stack.empty() ? "call site" : stack;
       site.count++;
       site.total_ns += a.duration();

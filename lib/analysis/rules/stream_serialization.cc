@@ -38,12 +38,13 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
     if (PctOf(double(c.blocks()), double(info.info.sm_count)) >= max_fill) continue;
     small_ns += a.duration();
     ++small_count;
-    Offender& o = by_name[a.name];
-    o.name = std::string(model.String(a.name));
+    Offender& o = by_name[a.name];  // named at the end
+    if (o.count == 0) {
+      o.detail = std::to_string(c.blocks()) + " blocks on " +
+                 std::to_string(info.info.sm_count) + " SMs";
+    }
     o.count++;
     o.total_ns += a.duration();
-    o.detail = std::to_string(c.blocks()) + " blocks on " + std::to_string(info.info.sm_count) +
-               " SMs";
   }
   if (small_count < 2) return;
   if (PctOf(double(small_ns), double(kernel_busy)) < ctx.Param("min_stream_share_pct")) return;
@@ -66,8 +67,10 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
       .Number("kernel_busy_ns", double(kernel_busy), "ns")
       .Number("sm_count", double(info.info.sm_count), "count")
       .Number("expected_overlap_fraction", ctx.Param("expected_overlap_fraction"), "");
-  for (Offender& o : by_name) {
+  for (size_t name = 0; name < by_name.size(); ++name) {
+    Offender& o = by_name[name];
     if (o.count == 0) continue;
+    o.name = std::string(model.String(static_cast<uint32_t>(name)));
     o.share_pct = PctOf(double(o.total_ns), double(small_ns));
     f.offenders.push_back(o);
   }

@@ -23,7 +23,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     if ((c.flags & kApiSync) == 0) continue;
     ++calls;
     blocked += c.duration();
-    std::string name(model.String(c.name));
+    std::string name = ApiName(model, c.name);
     std::string stack = StackText(model, c.trace, c.stack_id);
     Offender& o = sites[{name, stack}];
     o.name = name;

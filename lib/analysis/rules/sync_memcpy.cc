@@ -44,7 +44,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       bytes += bytes_of[static_cast<uint32_t>(i)];
     }
     saving += not_computing;
-    std::string name(model.String(c.name));
+    std::string name = ApiName(model, c.name);
     std::string stack = StackText(model, c.trace, c.stack_id);
     Offender& o = sites[{name, stack}];
     o.name = name;

@@ -37,6 +37,12 @@
     var h = Math.ceil((n - 1) / 2), t = Math.floor((n - 1) / 2);
     return s.slice(0, h) + '\u2026' + s.slice(s.length - t);
   }
+  // Content width of an element's parent (clientWidth minus padding).
+  function avail(e, fallback) {
+    var p = e.parentElement, cs = window.getComputedStyle(p);
+    var w = p.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    return w > 0 ? Math.floor(w) : fallback;
+  }
   function niceStep(range, target) {
     var raw = range / target, p = Math.pow(10, Math.floor(Math.log10(raw)));
     var m = raw / p;
@@ -81,7 +87,7 @@
     this.run = run;
     var h = AXIS_H + Math.max(1, run.tracks.length) * ROW_H + 4;
     var dpr = window.devicePixelRatio || 1;
-    this.cssW = this.canvas.parentElement.clientWidth || 1200;
+    this.cssW = avail(this.canvas, 1200);
     this.canvas.style.height = h + 'px';
     this.canvas.width = Math.round(this.cssW * dpr);
     this.canvas.height = Math.round(h * dpr);
@@ -201,7 +207,7 @@
 
   // ---- charts -------------------------------------------------------------
   function utilChart(svg, runs) {
-    var W = svg.parentElement.clientWidth || 1200, PH = 110, L = 44, top = 4, ROW = PH + 44;
+    var W = avail(svg, 1200), PH = 110, L = 44, top = 4, ROW = PH + 44;
     var series = [];
     runs.forEach(function (run, ri) {
       run.util.forEach(function (u) { series.push({ run: run, u: u, ri: ri }); });
@@ -236,7 +242,7 @@
   }
 
   function barChart(svg, rows, opts) {
-    var W = svg.parentElement.clientWidth || 600, BH = 18, L = opts.labelW || 170, top = 6;
+    var W = avail(svg, 600), BH = 18, L = opts.labelW || 170, top = 6;
     var H = top + rows.length * (BH + 6) + 10;
     svg.setAttribute('width', W);
     svg.setAttribute('height', Math.max(H, 40));
@@ -257,7 +263,7 @@
   }
 
   function stepChart(svg, run) {
-    var W = svg.parentElement.clientWidth || 600, H = 220, L = 50, B = 30, top = 10;
+    var W = avail(svg, 600), H = 220, L = 50, B = 30, top = 10;
     svg.setAttribute('width', W);
     svg.setAttribute('height', H);
     var d = run.steps.duration_ns;

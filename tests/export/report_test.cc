@@ -1,0 +1,169 @@
+// Report renderers: text width and content, JSON round trip of key numbers,
+// the diff's regression rules (thresholds, points vs percent, kernel share
+// filter, findings appeared/resolved), HTML escaping and timeline decimation
+// bounds on a real model built from a synthetic trace.
+#include <sstream>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "lib/analysis/analyze.h"
+#include "lib/export/demangle.h"
+#include "lib/export/html_timeline.h"
+#include "lib/export/report_html.h"
+#include "lib/export/report_render.h"
+#include "tests/export/synthetic_trace.h"
+
+namespace sightline::exporter {
+namespace {
+
+using analysis::Report;
+
+Report MakeReport(double step_mean_ns, double util_pct, uint64_t gemm_ns, uint64_t tiny_ns,
+                  bool with_finding) {
+  Report r;
+  analysis::TraceSummary t;
+  t.path = "run.sltrace";
+  t.complete = true;
+  r.traces.push_back(t);
+  r.summary.window_ns = 1'000'000'000;
+  analysis::DeviceSummary d;
+  d.name = "NVIDIA H200";
+  d.gpu_utilization_pct = util_pct;
+  r.summary.devices.push_back(d);
+  r.summary.steps.count = 10;
+  r.summary.steps.mean_ns = step_mean_ns;
+  r.summary.steps.p50_ns = static_cast<uint64_t>(step_mean_ns);
+  r.summary.steps.p99_ns = static_cast<uint64_t>(step_mean_ns);
+  analysis::KernelRow gemm;
+  gemm.name = "_Z4gemmPKfS0_Pfi";
+  gemm.count = 100;
+  gemm.total_ns = gemm_ns;
+  gemm.share_pct = 90;
+  analysis::KernelRow tiny;
+  tiny.name = "tiny_kernel";
+  tiny.count = 5;
+  tiny.total_ns = tiny_ns;
+  tiny.share_pct = 0.1;
+  r.kernels = {gemm, tiny};
+  if (with_finding) {
+    analysis::Finding f;
+    f.rule = "kernel_fragmentation";
+    f.severity = analysis::Severity::kHigh;
+    f.title = std::string(300, 'x');  // long titles wrap
+    f.est_saving_ns = 5'000'000;
+    f.est_saving_pct = 0.5;
+    f.recommendation = "Fuse <the> kernels & \"capture\" a CUDA graph.";
+    f.Number("short_kernels", 42, "count");
+    r.findings.push_back(f);
+  }
+  return r;
+}
+
+TEST(ReportTextTest, FitsTheWidthAndShowsEverySection) {
+  Report r = MakeReport(2e6, 80, 1'000'000, 1000, true);
+  for (int width : {60, 80, 100}) {
+    std::string text = RenderReportText(r, {width});
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      EXPECT_LE(static_cast<int>(line.size()), width) << line;
+      EXPECT_TRUE(line.empty() || line.back() != ' ') << "trailing space: " << line;
+    }
+    EXPECT_NE(text.find("gemm(float const*, float const*, float*, int)"), std::string::npos) << text;
+    EXPECT_NE(text.find("[high] kernel_fragmentation"), std::string::npos);
+    EXPECT_NE(text.find("short_kernels=42"), std::string::npos);
+    EXPECT_NE(text.find("Steps ("), std::string::npos);
+  }
+}
+
+TEST(ReportJsonTest, CarriesSchemaAndNumbers) {
+  Report r = MakeReport(2e6, 80, 1'000'000, 1000, true);
+  std::string json = RenderReportJson(r);
+  EXPECT_NE(json.find("\"schema\": \"sightline.report.v1\""), std::string::npos);
+  EXPECT_NE(json.find("\"gpu_utilization_pct\": 80"), std::string::npos);
+  EXPECT_NE(json.find("\"display_name\": \"gemm(float const*, float const*, float*, int)\""),
+            std::string::npos);
+  EXPECT_NE(json.find("\"theoretical_occupancy_pct\": null"), std::string::npos);
+  EXPECT_NE(json.find("\"short_kernels\": 42"), std::string::npos);
+  EXPECT_NE(json.find("\"short_kernels\": \"count\""), std::string::npos);
+}
+
+TEST(DiffTest, ImprovementPassesAndRegressionFails) {
+  Report slow = MakeReport(2e6, 50, 1'000'000, 1000, true);
+  Report fixed = MakeReport(1e6, 90, 900'000, 1000, false);
+  DiffOptions gate;
+  gate.fail_on_regression_pct = 5;
+  DiffResult better = DiffReports(slow, fixed, gate);
+  EXPECT_FALSE(better.regression());
+  ASSERT_EQ(better.findings_resolved.size(), 1u);
+  EXPECT_TRUE(better.findings_appeared.empty());
+  bool step_improved = false;
+  for (const QuantityChange& q : better.quantities) {
+    if (q.name == "step_time_mean_ns") step_improved = q.improvement && q.change < -49;
+  }
+  EXPECT_TRUE(step_improved);
+
+  DiffResult worse = DiffReports(fixed, slow, gate);
+  EXPECT_TRUE(worse.regression());
+  // Step time +100%, utilization -40 points; the gemm kernel grew 11%.
+  std::string all;
+  for (const std::string& s : worse.regressions) all += s + "\n";
+  EXPECT_NE(all.find("step_time_mean_ns grew 100.0%"), std::string::npos) << all;
+  EXPECT_NE(all.find("utilization dropped 40.0 points"), std::string::npos) << all;
+  EXPECT_NE(all.find("kernel gemm(float const*"), std::string::npos) << all;
+  EXPECT_EQ(worse.findings_appeared.size(), 1u);
+  std::string text = RenderDiffText(worse);
+  EXPECT_NE(text.find("Verdict: REGRESSION beyond 5.0%"), std::string::npos);
+  EXPECT_NE(RenderDiffJson(worse).find("\"regression\": true"), std::string::npos);
+}
+
+TEST(DiffTest, ThresholdsAndSmallKernelsAreRespected) {
+  Report base = MakeReport(1e6, 80, 1'000'000, 1000, false);
+  // +4% step time, -3 points utilization, a 0.1%-share kernel tripled.
+  Report now = MakeReport(1.04e6, 77, 1'000'000, 3000, false);
+  DiffOptions gate;
+  gate.fail_on_regression_pct = 5;
+  EXPECT_FALSE(DiffReports(base, now, gate).regression());
+  gate.fail_on_regression_pct = 3.5;
+  DiffResult d = DiffReports(base, now, gate);
+  ASSERT_EQ(d.regressions.size(), 3u);  // step mean, p50, p99; utilization -3 pt < 3.5
+  gate.fail_on_regression_pct = 2;
+  d = DiffReports(base, now, gate);
+  EXPECT_EQ(d.regressions.size(), 4u);  // + utilization; tiny kernel stays below the share filter
+  DiffOptions report_only;
+  EXPECT_FALSE(DiffReports(base, now, report_only).regression());
+}
+
+TEST(HtmlTest, EscapesAndDecimatesWithinBudget) {
+  EXPECT_EQ(HtmlEscape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+  EXPECT_EQ(Demangle("_Z4gemmPKfS0_Pfi"), "gemm(float const*, float const*, float*, int)");
+  EXPECT_EQ(Demangle("_Znot_valid"), "_Znot_valid");
+  EXPECT_EQ(Demangle("relu"), "relu");
+
+  testing::SyntheticOptions o;
+  o.steps = 300;
+  o.kernels_per_step = 100;  // 30 000 kernels on one stream
+  o.kernel_ns = 3'000;
+  std::string path = ::testing::TempDir() + "/html-" + std::to_string(getpid()) + ".sltrace";
+  std::string error;
+  ASSERT_TRUE(testing::WriteSyntheticTraceTo(path, o, &error)) << error;
+  auto model = analysis::BuildModel({path});
+  ASSERT_TRUE(model.ok()) << model.status();
+  Report report = analysis::AnalyzeModel(*model, {});
+  HtmlDataOptions options;
+  options.max_events = 4000;
+  options.min_track_events = 1000;
+  HtmlDataStats stats;
+  std::string html = RenderReportHtml({{"run<1>", &*model, &report}}, options, &stats);
+  EXPECT_EQ(stats.source_events, 30'000u + 300u + 300u);  // kernels + memcpys + NVTX ranges
+  // Each track: at most ~1.25 x its budget + 1 blocks (stream budget ~3900).
+  EXPECT_LT(stats.blocks, 1.25 * 4000 + 1000 + 10);
+  EXPECT_GT(stats.merged_blocks, 0u);
+  EXPECT_NE(html.find("run&lt;1&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);
+  EXPECT_NE(html.find("id=\"sl-data\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sightline::exporter
