@@ -18,9 +18,11 @@ echo "== sightline tests (CUDA parts: $CUDA, jobs: $JOBS)"
 echo "== [1/3] sanitizer build (ASan+UBSan) of the trace library and its tests"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSIGHTLINE_SANITIZE=ON -DSIGHTLINE_WITH_CUDA=OFF -DSIGHTLINE_BUILD_BENCH=OFF >/dev/null
-cmake --build build/asan -j"$JOBS" --target sightline sightline_trace_tests
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build/asan -R '^trace_' --output-on-failure -j"$JOBS"
+# Every test labelled `trace` (reader, writer, sinks, damage, kill, info CLI).
+trace_targets=$(cd build/asan && ctest -N -L trace | sed -n 's/^ *Test *#[0-9]*: *//p' | tr '\n' ' ')
+cmake --build build/asan -j"$JOBS" --target sightline sightline_trace_kill_helper $trace_targets
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build/asan -L trace --output-on-failure -j"$JOBS"
 
 echo "== [2/3] libFuzzer: trace reader, ${FUZZ_SECONDS}s"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \

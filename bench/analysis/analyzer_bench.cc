@@ -2,7 +2,8 @@
 // trace of >= 5 M events (env SIGHTLINE_BENCH_EVENTS overrides the count).
 //
 // The trace looks like a training loop: two host threads launch kernels (one
-// cudaLaunchKernel API event + one kernel event each) onto four streams with
+// cudaLaunchKernel API event + one kernel event each; a launch blocks while
+// its stream has 1024 operations queued, as the driver does) onto four streams with
 // 64 kernel names (16 of them with a varying grid); every 100th launch is a
 // cudaMemcpyAsync with its copy; each 1000 launches form an NVTX "step" with
 // nested "forward"/"backward" ranges. It is written once with TraceWriter to
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <string>
 
@@ -71,12 +73,21 @@ BenchTrace Generate(uint64_t target_events, std::string path) {
                              std::to_string(i) + ">(int, float*, float const*)");
   }
   uint64_t cpu = 2'000'000'000, gpu_free[4] = {0, 0, 0, 0};
+  std::deque<uint64_t> pending[4];  // ends of queued ops per stream
   uint32_t corr = 1;
   uint64_t step_start = cpu;
   uint64_t i = 0;
   while (out.events < target_events) {
     uint32_t thread = 100 + (i % 2);
     uint32_t stream = 7 + (i % 4);
+    // Like the driver, block the launching thread while the stream already
+    // has 1024 operations pending.
+    auto& queue = pending[i % 4];
+    while (!queue.empty() && queue.front() <= cpu) queue.pop_front();
+    if (queue.size() >= 1024) {
+      cpu = queue.front();
+      queue.pop_front();
+    }
     ApiEvent api;
     api.start_ns = cpu;
     api.end_ns = cpu + 2500 + (i * 7919) % 3000;
@@ -119,6 +130,7 @@ BenchTrace Generate(uint64_t target_events, std::string path) {
     }
     out.events += 2;
     gpu_free[i % 4] = start + dur;
+    queue.push_back(start + dur);
     cpu = api.end_ns + 1000 + (i % 13) * 500;
     ++corr;
     ++i;

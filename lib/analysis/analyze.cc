@@ -17,6 +17,27 @@ bool IsOverviewRule(const std::string& id) {
   return id == "gpu_idle" || id == "gpu_low_utilization";
 }
 
+// Rules whose evidence is host/GPU timing. Kernel replay (metrics collection)
+// serialises the process and stretches launch calls and GPU gaps by orders of
+// magnitude, so these rules would report the profiler, not the program.
+bool IsTimelineRule(const std::string& id) {
+  static const char* const kTimeline[] = {
+      "gpu_idle",          "gpu_low_utilization", "cpu_bound",
+      "kernel_fragmentation", "sync_api",         "sync_memcpy",
+      "pageable_memcpy",   "stream_serialization", "copy_compute_overlap",
+      "comm_compute_overlap", "nccl_straggler",   "launch_latency"};
+  for (const char* t : kTimeline) {
+    if (id == t) return true;
+  }
+  return false;
+}
+
+uint64_t ReplayedKernels(const TimelineModel& model) {
+  uint64_t n = 0;
+  for (const TraceSource& t : model.traces) n += t.replayed_kernels;
+  return n;
+}
+
 absl::Status CheckRuleIds(const AnalysisOptions& options) {
   for (const auto* list : {&options.only_rules, &options.disabled_rules}) {
     for (const std::string& id : *list) {
@@ -57,10 +78,20 @@ Report BuildSummaryReport(const TimelineModel& model, const DerivedTimeline& tim
 void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
               const AnalysisOptions& options, Report* report) {
   std::vector<Finding> findings;
+  // "timeline_rules_with_replay=1" forces the timeline rules on a metrics trace.
+  const uint64_t replayed = ReplayedKernels(model);
+  const bool skip_timeline = replayed > 0 && options.Global("timeline_rules_with_replay", 0) == 0;
+  if (skip_timeline) {
+    report->notes.push_back(absl::StrCat(
+        replayed, " kernel launches were replayed to collect hardware metrics: timeline rules "
+        "(idle, CPU-bound, launch latency, synchronization, overlap) are skipped because replay "
+        "distorts host and GPU timing. Profile without --metrics for the timeline view."));
+  }
   for (const RuleInfo& rule : Rules()) {
     if (!options.only_rules.empty() && !Contains(options.only_rules, rule.id)) continue;
     if (Contains(options.disabled_rules, rule.id)) continue;
     if (rule.run == nullptr) continue;
+    if (skip_timeline && IsTimelineRule(rule.id)) continue;
     RuleContext ctx(model, timeline, *report, options, rule);
     std::vector<Finding> out;
     rule.run(ctx, &out);

@@ -143,6 +143,8 @@ struct KernelRow {
   std::string klass;  // "compute", "communication"
   uint64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
   double mean_ns = 0, stddev_ns = 0, share_pct = 0;
+  // Launches replayed for hardware metrics: listed, but not in count/timing.
+  uint64_t replayed_count = 0;
   // Most frequent launch configuration.
   std::array<uint32_t, 3> grid{}, block{};
   uint32_t registers_per_thread = 0;

@@ -144,8 +144,10 @@ uint64_t RuleContext::window_ns() const {
 Finding RuleContext::NewFinding(uint64_t est_saving_ns) const {
   Finding f;
   f.rule = rule_.id;
-  f.est_saving_ns = est_saving_ns;
-  f.est_saving_pct = PctOfWindow(est_saving_ns);
+  // A change cannot save more than the analysed window (host-side excess such
+  // as slow launch calls on several threads can add up to more).
+  f.est_saving_ns = std::min<uint64_t>(est_saving_ns, window_ns());
+  f.est_saving_pct = PctOfWindow(f.est_saving_ns);
   f.severity = SeverityForSavingPct(f.est_saving_pct);
   return f;
 }

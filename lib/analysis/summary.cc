@@ -3,6 +3,7 @@
 // kernel / API / memcpy tables, NCCL per rank.
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <map>
 #include <queue>
@@ -90,7 +91,17 @@ void FillStreams(const TimelineModel& model, const TimelineOptions& options,
     UnionLength busy;
     uint64_t prev_end = 0;
     bool first = true;
-    std::vector<uint64_t> launches, ends;
+    // Queue sweep: ends of launched, unfinished ops (as many as the queue is
+    // deep), the sweep's clock and its time-weighted depth.
+    // Kept sorted; ops on one stream run in order, so an end almost always
+    // goes to the back (a FIFO), and an out-of-order one is inserted.
+    std::deque<uint64_t> pending;
+    uint64_t now = 0, weighted = 0, queue_begin = 0;
+    void Advance(uint64_t t) {
+      if (t <= now) return;
+      weighted += uint64_t{pending.size()} * (t - now);
+      now = t;
+    }
   };
   std::vector<Acc> accs(info.streams.size());
   std::vector<uint32_t> local(model.streams.size(), kNone);
@@ -100,8 +111,6 @@ void FillStreams(const TimelineModel& model, const TimelineOptions& options,
     accs[k].s.device_index = device_index;
     accs[k].s.stream_id = si.stream_id;
     accs[k].s.rank = ds.rank;
-    accs[k].launches.reserve(si.activities.size());
-    accs[k].ends.reserve(si.activities.size());
   }
   for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
     const GpuActivity& a = model.activities[i];
@@ -125,44 +134,37 @@ void FillStreams(const TimelineModel& model, const TimelineOptions& options,
     }
     acc.prev_end = acc.first ? a.end_ns : std::max(acc.prev_end, a.end_ns);
     acc.first = false;
+    // Stream order is launch order: +1 at the launching call's start, -1 at
+    // the op's end.
     const ApiCall* launch = model.LaunchOf(a);
-    acc.launches.push_back(launch != nullptr ? std::min(launch->start_ns, a.start_ns)
-                                             : a.start_ns);
-    acc.ends.push_back(a.end_ns);
+    uint64_t launched = launch != nullptr ? std::min(launch->start_ns, a.start_ns) : a.start_ns;
+    if (ss.ops == 1) acc.now = acc.queue_begin = launched;
+    while (!acc.pending.empty() && acc.pending.front() <= launched) {
+      acc.Advance(acc.pending.front());
+      acc.pending.pop_front();
+    }
+    acc.Advance(launched);
+    if (acc.pending.empty() || acc.pending.back() <= a.end_ns) {
+      acc.pending.push_back(a.end_ns);
+    } else {
+      acc.pending.insert(
+          std::upper_bound(acc.pending.begin(), acc.pending.end(), a.end_ns), a.end_ns);
+    }
+    ss.max_queue_length = std::max<uint64_t>(ss.max_queue_length, acc.pending.size());
   }
   for (Acc& acc : accs) {
     StreamSummary& ss = acc.s;
     ss.busy_ns = acc.busy.total();
     ss.busy_pct = Pct(ss.busy_ns, ds.window_ns);
-    auto& launches = acc.launches;
-    auto& ends = acc.ends;
-    if (!ends.empty()) {
-      if (!std::is_sorted(launches.begin(), launches.end())) {
-        std::sort(launches.begin(), launches.end());
-      }
-      if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
-      // Sweep: +1 at each launch, -1 at each end (ends first on ties).
-      size_t l = 0, e = 0;
-      uint64_t depth = 0, now = launches.front(), weighted = 0;
-      const uint64_t begin = launches.front(), finish = ends.back();
-      while (e < ends.size()) {
-        bool take_end = l >= launches.size() || ends[e] <= launches[l];
-        uint64_t t = take_end ? ends[e] : launches[l];
-        weighted += depth * (t - now);
-        now = t;
-        if (take_end) {
-          depth -= depth > 0 ? 1 : 0;
-          ++e;
-        } else {
-          ++depth;
-          ss.max_queue_length = std::max(ss.max_queue_length, depth);
-          ++l;
-        }
-      }
-      ss.mean_queue_length = finish > begin ? double(weighted) / double(finish - begin) : 0;
+    uint64_t finish = acc.now;
+    while (!acc.pending.empty()) {
+      acc.Advance(acc.pending.front());
+      finish = std::max(finish, acc.pending.front());
+      acc.pending.pop_front();
     }
-    launches = {};
-    ends = {};
+    ss.mean_queue_length = finish > acc.queue_begin
+                               ? double(acc.weighted) / double(finish - acc.queue_begin)
+                               : 0;
     out->push_back(ss);
   }
 }
@@ -290,11 +292,12 @@ void FillDevices(const TimelineModel& model, const DerivedTimeline& timeline, Re
 
 void FillTables(const TimelineModel& model, Report* report) {
   for (const KernelAggregate& k : model.kernels) {
-    if (k.count == 0) continue;
+    if (k.count == 0 && k.replayed_count == 0) continue;
     KernelRow row;
     row.name = k.name_text;
     row.klass = ActivityClassName(k.klass);
     row.count = k.count;
+    row.replayed_count = k.replayed_count;
     row.total_ns = k.total_ns;
     row.min_ns = k.min_ns;
     row.max_ns = k.max_ns;

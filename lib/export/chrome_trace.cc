@@ -194,8 +194,8 @@ class ChromeEmitter : public trace::EventVisitor {
     ++stats_.events_read;
     uint64_t tid = Track({TrackType::kThread, 0, e.thread_id});
     std::string_view name = reader_.strings().Get(e.name_id);
-    Slice(tid, e.domain == ApiDomain::kDriver ? "cuda_driver" : "cuda_runtime", name,
-          e.start_ns, e.end_ns);
+    Slice(tid, e.domain == ApiDomain::kDriver ? "cuda_driver" : "cuda_runtime",
+          ApiDisplayName(name), e.start_ns, e.end_ns);
     out_.Append(",\"args\":{\"correlation\":");
     AppendUint(out_, e.correlation_id);
     if (e.return_value != 0) {

@@ -169,6 +169,7 @@ void AppendRunData(const TimelineModel& model, const analysis::Report& report,
   w.Key("util").BeginArray();
   for (size_t d = 0; d < model.devices.size(); ++d) {
     const analysis::DeviceTimelineInfo& dev = model.devices[d];
+    if (dev.activity_begin == dev.activity_end) continue;  // no GPU work on this device
     std::vector<double> busy(bins, 0.0);
     uint64_t cur_s = 0, cur_e = 0;
     bool open = false;
@@ -205,8 +206,11 @@ void AppendRunData(const TimelineModel& model, const analysis::Report& report,
     }
     if (open) flush(cur_s, cur_e);
     w.BeginObject();
-    std::string name = d < report.summary.devices.size() ? DeviceName(report.summary.devices[d])
-                                                         : absl::StrCat("GPU ", dev.device_id);
+    // Report devices carry the model index they summarize.
+    std::string name = absl::StrCat("GPU ", dev.device_id);
+    for (const analysis::DeviceSummary& ds : report.summary.devices) {
+      if (ds.index == d) name = DeviceName(ds);
+    }
     w.Key("device").String(name);
     w.Key("pct").BeginArray();
     for (size_t k = 0; k < bins; ++k) {

@@ -118,7 +118,7 @@ class PerfettoEmitter : public trace::EventVisitor {
   void OnKernel(const KernelEvent& e) override {
     ++stats_.events_read;
     uint64_t track = Track({TrackType::kStream, e.device_id, e.stream_id});
-    SliceBegin(track, e.start_ns, kCatKernel, NameIid(e.name_id, /*demangle=*/true));
+    SliceBegin(track, e.start_ns, kCatKernel, NameIid(e.name_id, NameStyle::kKernel));
     Ann(kArgDevice, uint64_t{e.device_id});
     Ann(kArgStream, uint64_t{e.stream_id});
     Ann(kArgCorrelation, uint64_t{e.correlation_id});
@@ -175,7 +175,7 @@ class PerfettoEmitter : public trace::EventVisitor {
     ++stats_.events_read;
     uint64_t track = Track({TrackType::kThread, 0, e.thread_id});
     SliceBegin(track, e.start_ns, e.domain == ApiDomain::kDriver ? kCatDriver : kCatRuntime,
-               NameIid(e.name_id));
+               NameIid(e.name_id, NameStyle::kApi));
     Ann(kArgCorrelation, uint64_t{e.correlation_id});
     if (e.return_value) Ann(kArgReturn, uint64_t{e.return_value});
     if (e.correlation_id && IsGpuWorkApi(reader_.strings().Get(e.name_id))) {
@@ -418,7 +418,10 @@ class PerfettoEmitter : public trace::EventVisitor {
     if (kind == PayloadKind::kDouble) AnnDouble(kArgPayload, pdouble);
   }
 
-  uint64_t NameIid(uint32_t string_id, bool demangle = false) {
+  // How an interned string is shown: as is, demangled (kernels) or without
+  // CUPTI's version suffix (API calls). The first use of an id decides.
+  enum class NameStyle { kPlain, kKernel, kApi };
+  uint64_t NameIid(uint32_t string_id, NameStyle style = NameStyle::kPlain) {
     if (string_id == 0) return ComposedIid("(unnamed)");
     // Dense ids (the normal case) in a bit vector; a hostile sparse id costs
     // one hash-set entry, never a huge allocation.
@@ -432,7 +435,9 @@ class PerfettoEmitter : public trace::EventVisitor {
     }
     if (first_use) {
       std::string_view raw = reader_.strings().Get(string_id);
-      new_names_.emplace_back(string_id, demangle ? Demangle(raw) : std::string(raw));
+      new_names_.emplace_back(string_id, style == NameStyle::kKernel ? Demangle(raw)
+                                         : style == NameStyle::kApi  ? std::string(ApiDisplayName(raw))
+                                                                     : std::string(raw));
     }
     return string_id;
   }

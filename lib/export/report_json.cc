@@ -111,6 +111,7 @@ void WriteKernels(JsonWriter& w, const Report& r) {
     w.Key("display_name").String(Demangle(k.name));
     w.Key("class").String(k.klass);
     w.Key("count").Uint(k.count);
+    w.Key("replayed_count").Uint(k.replayed_count);
     w.Key("total_ns").Uint(k.total_ns);
     w.Key("mean_ns").Double(k.mean_ns);
     w.Key("min_ns").Uint(k.min_ns);

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -16,8 +17,18 @@ using analysis::Report;
 
 // Word-wraps `text` into lines of at most `width` columns, each prefixed by
 // `indent` (the first by `first_indent`).
+// Spaces that must not break a line ("1.43 ms") are written as kKeep.
+constexpr char kKeep = '\x1f';
+std::string Keep(std::string s) {
+  for (char& c : s) {
+    if (c == ' ') c = kKeep;
+  }
+  return s;
+}
+
 void Wrap(std::string* out, const std::string& text, size_t width, const std::string& first_indent,
           const std::string& indent) {
+  const size_t start_size = out->size();
   std::string line = first_indent;
   size_t line_start_len = first_indent.size();
   size_t i = 0;
@@ -39,17 +50,52 @@ void Wrap(std::string* out, const std::string& text, size_t width, const std::st
     line += word;
   }
   if (line.size() > line_start_len) absl::StrAppend(out, line, "\n");
+  for (size_t i = start_size; i < out->size(); ++i) {
+    if ((*out)[i] == kKeep) (*out)[i] = ' ';
+  }
 }
+
+// A text table whose first column (a name) shrinks to fit `width`; when even
+// a 12-column name does not fit, columns are dropped from the right.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header) : rows_{std::move(header)} {}
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  void Render(std::string* out, size_t width, const std::string& indent) const {
+    size_t cols = rows_[0].size();
+    std::vector<size_t> w(cols, 0);
+    for (const auto& r : rows_) {
+      for (size_t c = 0; c < cols; ++c) w[c] = std::max(w[c], r[c].size());
+    }
+    auto total = [&](size_t n) {
+      size_t t = indent.size();
+      for (size_t c = 1; c < n; ++c) t += w[c] + 2;
+      return t;
+    };
+    while (cols > 2 && total(cols) + 12 > width) --cols;
+    size_t name_w = std::min(w[0], width > total(cols) ? width - total(cols) : 12);
+    for (const auto& r : rows_) {
+      std::string line = indent + absl::StrFormat("%-*s", static_cast<int>(name_w), Ellipsize(r[0], name_w));
+      for (size_t c = 1; c < cols; ++c) {
+        absl::StrAppend(&line, "  ", absl::StrFormat("%*s", static_cast<int>(w[c]), r[c]));
+      }
+      absl::StrAppend(out, line, "\n");
+    }
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
 
 std::string Evidence(const analysis::EvidenceItem& e) {
   if (!e.is_number) return absl::StrCat(e.key, "=", e.text);
-  if (e.unit == "ns") return absl::StrCat(e.key, "=", FormatDuration(e.number));
+  if (e.unit == "ns") return absl::StrCat(e.key, "=", Keep(FormatDuration(e.number)));
   if (e.unit == "pct") return absl::StrCat(e.key, "=", FormatPct(e.number));
-  if (e.unit == "bytes") return absl::StrCat(e.key, "=", FormatBytes(e.number));
+  if (e.unit == "bytes") return absl::StrCat(e.key, "=", Keep(FormatBytes(e.number)));
   std::string num = (std::fabs(e.number - std::round(e.number)) < 1e-9 && std::fabs(e.number) < 1e15)
                         ? absl::StrFormat("%.0f", e.number)
                         : absl::StrFormat("%.3g", e.number);
-  return absl::StrCat(e.key, "=", num, e.unit.empty() || e.unit == "count" ? "" : " ", 
+  return absl::StrCat(e.key, "=", num, e.unit.empty() || e.unit == "count" ? "" : "\x1f",
                       e.unit == "count" ? "" : e.unit);
 }
 
@@ -111,10 +157,12 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
   const size_t width = static_cast<size_t>(std::max(60, options.width));
   std::string out;
   const analysis::Summary& s = r.summary;
-  absl::StrAppend(&out, "sightline analysis: ", r.traces.size(),
-                  r.traces.size() == 1 ? " trace" : " traces", ", window ",
-                  FormatDuration(static_cast<double>(s.window_ns)), ", ", s.gpu_activities,
-                  " GPU activities, ", s.api_calls, " API calls\n");
+  Wrap(&out,
+       absl::StrCat("sightline analysis: ", r.traces.size(),
+                    r.traces.size() == 1 ? " trace" : " traces", ", window ",
+                    Keep(FormatDuration(static_cast<double>(s.window_ns))), ", ",
+                    s.gpu_activities, " GPU activities, ", s.api_calls, " API calls"),
+       width, "", "  ");
   for (const analysis::TraceSummary& t : r.traces) {
     std::string state = t.complete ? "complete" : absl::StrCat("INCOMPLETE: ", t.integrity_reason);
     std::string line = absl::StrCat("  ", Ellipsize(t.path, 40), "  pid ", t.pid,
@@ -124,17 +172,14 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
   }
 
   if (!s.devices.empty()) {
-    absl::StrAppend(&out, "\n",
-                    absl::StrFormat("%-26s %7s %8s %7s %7s %7s %9s %11s\n", "GPU", "util",
-                                    "compute", "comm", "memory", "idle", "kernels", "window"));
+    out += '\n';
+    TextTable t({"GPU", "util", "compute", "comm", "memory", "idle", "kernels", "window"});
     for (const analysis::DeviceSummary& d : s.devices) {
-      absl::StrAppend(&out, absl::StrFormat("%-26s %7s %8s %7s %7s %7s %9d %11s\n",
-                                            Ellipsize(DeviceLabel(d), 26),
-                                            FormatPct(d.gpu_utilization_pct),
-                                            FormatPct(d.compute_pct), FormatPct(d.comm_pct),
-                                            FormatPct(d.memory_pct), FormatPct(d.idle_pct),
-                                            d.kernels, FormatDuration(d.window_ns)));
+      t.Add({DeviceLabel(d), FormatPct(d.gpu_utilization_pct), FormatPct(d.compute_pct),
+             FormatPct(d.comm_pct), FormatPct(d.memory_pct), FormatPct(d.idle_pct),
+             absl::StrCat(d.kernels), FormatDuration(d.window_ns)});
     }
+    t.Render(&out, width, "");
   }
 
   const analysis::StepSummary& st = s.steps;
@@ -142,10 +187,11 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     std::string src = st.name.empty() ? st.source : absl::StrCat(st.source, " \"", st.name, "\"");
     out += '\n';
     Wrap(&out,
-         absl::StrCat("Steps (", src, "): ", st.count, ", mean ", FormatDuration(st.mean_ns),
-                      ", p50 ", FormatDuration(st.p50_ns), ", p99 ", FormatDuration(st.p99_ns),
-                      ", min ", FormatDuration(st.min_ns), ", max ", FormatDuration(st.max_ns),
-                      ", GPU util ", FormatPct(st.mean_gpu_utilization_pct)),
+         absl::StrCat("Steps (", src, "): ", st.count, ", mean ", Keep(FormatDuration(st.mean_ns)),
+                      ", p50 ", Keep(FormatDuration(st.p50_ns)), ", p99 ",
+                      Keep(FormatDuration(st.p99_ns)), ", min ", Keep(FormatDuration(st.min_ns)),
+                      ", max ", Keep(FormatDuration(st.max_ns)), ", ", Keep("GPU util "),
+                      FormatPct(st.mean_gpu_utilization_pct)),
          width, "", "  ");
   } else {
     absl::StrAppend(&out, "\nSteps: none detected (mark iterations with an NVTX range or "
@@ -153,12 +199,8 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
   }
 
   if (!r.kernels.empty()) {
-    // name column takes what is left of `width`.
-    const size_t fixed = 8 + 11 + 11 + 8 + 18 + 5;
-    size_t name_w = width > fixed + 20 ? width - fixed : 20;
-    absl::StrAppend(&out, "\n", absl::StrFormat("%-*s %8s %10s %10s %7s  %-17s\n",
-                                                static_cast<int>(name_w + 1), "Top kernels",
-                                                "count", "total", "mean", "share", "occupancy"));
+    out += '\n';
+    TextTable t({"Top kernels", "count", "total", "mean", "share", "occupancy"});
     size_t n = std::min(options.max_kernels, r.kernels.size());
     for (size_t i = 0; i < n; ++i) {
       const analysis::KernelRow& k = r.kernels[i];
@@ -168,12 +210,10 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
                                            k.occupancy_limiter.empty()
                                                ? ""
                                                : absl::StrCat(" (", k.occupancy_limiter, ")"));
-      absl::StrAppend(&out, absl::StrFormat("  %-*s %8d %10s %10s %7s  %-17s\n",
-                                            static_cast<int>(name_w - 1),
-                                            Ellipsize(Demangle(k.name), name_w - 1), k.count,
-                                            FormatDuration(k.total_ns), FormatDuration(k.mean_ns),
-                                            FormatPct(k.share_pct), Ellipsize(occ, 17)));
+      t.Add({absl::StrCat("  ", Demangle(k.name)), absl::StrCat(k.count),
+             FormatDuration(k.total_ns), FormatDuration(k.mean_ns), FormatPct(k.share_pct), occ});
     }
+    t.Render(&out, width, "");
     if (r.kernels.size() > n) {
       absl::StrAppend(&out, "  ... ", r.kernels.size() - n, " more kernels (see --format json)\n");
     }
@@ -189,7 +229,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
       std::string head = absl::StrFormat("[%s] %s: %s", analysis::SeverityName(f.severity),
                                          f.rule, f.title);
       Wrap(&out, head, width, absl::StrFormat("%2d. ", static_cast<int>(i + 1)), "      ");
-      std::string saving = absl::StrCat("saving ~", FormatDuration(f.est_saving_ns), " (",
+      std::string saving = absl::StrCat("saving ~", Keep(FormatDuration(f.est_saving_ns)), " (",
                                         FormatPct(f.est_saving_pct), " of the window)");
       if (!f.scope.empty()) absl::StrAppend(&saving, "; scope: ", f.scope);
       Wrap(&out, saving, width, "      ", "      ");

@@ -164,6 +164,15 @@ std::string NcclName(const NcclEvent& e, std::string_view interned_name) {
   return absl::StrCat("nccl", NcclOpLabel(e.op));
 }
 
+std::string_view ApiDisplayName(std::string_view n) {
+  size_t v = n.rfind("_v");
+  if (v == std::string_view::npos || v + 2 == n.size()) return n;
+  for (size_t i = v + 2; i < n.size(); ++i) {
+    if (n[i] < '0' || n[i] > '9') return n;
+  }
+  return n.substr(0, v);
+}
+
 bool IsGpuWorkApi(std::string_view n) {
   auto has = [n](std::string_view s) { return n.find(s) != std::string_view::npos; };
   return has("Launch") || has("Memcpy") || has("Memset") || has("memcpy") ||

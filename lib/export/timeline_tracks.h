@@ -81,6 +81,10 @@ std::string MemsetName(const MemsetEvent& e);   // "Memset (Device)"
 std::string_view SyncName(SyncKind kind);       // "Stream Synchronize"
 std::string NcclName(const NcclEvent& e, std::string_view interned_name);
 
+// CUPTI's API function names carry a version suffix ("cudaLaunchKernel_v7000");
+// timelines show the name users call ("cudaLaunchKernel"), as Nsight Systems does.
+std::string_view ApiDisplayName(std::string_view cupti_name);
+
 // True for API names that put work on the GPU (kernel launches, copies,
 // memsets, graph launches): their correlation id has a GPU-side partner.
 bool IsGpuWorkApi(std::string_view api_name);

@@ -36,6 +36,19 @@ check "swapped text says REGRESSION" grep -q "REGRESSION" "$WORK/last.out"
 check "stderr names the regression" grep -q "regression beyond 5.0%" "$WORK/last.err"
 # A generous threshold lets a small change pass; the same run against itself never regresses.
 expect_exit 0 "self diff" "$SL" diff "$WORK/slow.sltrace" "$WORK/slow.sltrace" --fail-on-regression 0
+# A saved JSON report works as the baseline (CI keeps a small JSON, not a trace).
+"$SL" analyze "$WORK/fixed.sltrace" --format json -o "$WORK/fixed.report.json"
+"$SL" analyze "$WORK/slow.sltrace" --format json -o "$WORK/slow.report.json"
+expect_exit 1 "JSON baseline: slow trace vs fixed report regresses" "$SL" diff "$WORK/fixed.report.json" "$WORK/slow.sltrace" --fail-on-regression 5
+expect_exit 0 "JSON baseline: fixed trace vs slow report improves" "$SL" diff "$WORK/slow.report.json" "$WORK/fixed.sltrace" --fail-on-regression 5
+check "JSON baseline shows the improvement" grep -q "step_time_mean_ns.*improved" "$WORK/last.out"
+expect_exit 0 "report vs its own trace: no change" "$SL" diff "$WORK/fixed.report.json" "$WORK/fixed.sltrace" --fail-on-regression 0
+echo '{"schema": "something.else"}' > "$WORK/other.json"
+expect_exit 2 "foreign JSON refused" "$SL" diff "$WORK/other.json" "$WORK/fixed.sltrace"
+check "foreign JSON message" grep -q "not a sightline report" "$WORK/last.err"
+printf '{"schema": "sightline.report.v1", "kernels": [' > "$WORK/cut.json"
+expect_exit 2 "truncated JSON refused" "$SL" diff "$WORK/cut.json" "$WORK/fixed.sltrace"
+check "truncated JSON message names the offset" grep -q "invalid JSON at byte" "$WORK/last.err"
 expect_exit 2 "bad threshold" "$SL" diff "$WORK/slow.sltrace" "$WORK/fixed.sltrace" --fail-on-regression abc
 expect_exit 2 "one trace only" "$SL" diff "$WORK/slow.sltrace"
 

@@ -15,8 +15,9 @@ peak() {  # peak RSS (kB) and output size of: sightline export TRACE --format F 
 import resource, subprocess, sys, time
 sl, trace, fmt = sys.argv[1:]
 t = time.time()
+err = open(trace + "." + fmt + ".err", "wb")
 p = subprocess.Popen([sl, "export", trace, "--format", fmt, "-o", "-"], stdout=subprocess.PIPE,
-                     stderr=subprocess.DEVNULL)
+                     stderr=err)
 size = 0
 while True:  # count the streamed output without keeping it
     block = p.stdout.read(1 << 20)
@@ -39,5 +40,10 @@ for fmt in chrome perfetto; do
   check "$fmt: output grows with the trace" test "$big_bytes" -gt $((small_bytes * 9))
   check "$fmt: 5M-event peak RSS under 96 MB" test "$big_rss" -lt 98304
   check "$fmt: RSS does not grow with the trace" test "$big_rss" -lt $((small_rss * 3 / 2 + 8192))
+  # Reads longer than a second show progress on stderr (not on stdout: the output).
+  if python3 -c "import sys; sys.exit(0 if float('$big_s') > 1.5 else 1)"; then
+    check "$fmt: progress shown for a slow read" grep -q "sightline: reading .*big.sltrace: .*%" "$WORK/big.sltrace.$fmt.err"
+  fi
+  check "$fmt: no progress for a fast read" bash -c "! grep -q 'reading' '$WORK/small.sltrace.$fmt.err' || [ \$(python3 -c 'print(int(float(\"$small_s\") > 1))') = 1 ]"
 done
 finish

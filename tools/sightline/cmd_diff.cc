@@ -1,5 +1,7 @@
 // sightline diff BASE NEW [--format text|json] [-o FILE] [--fail-on-regression PCT]
 //
+// BASE and NEW are traces or saved `sightline analyze --format json` reports
+// (a CI job can keep a baseline report instead of a trace).
 // Analyzes two runs and compares step time, GPU utilization, per-kernel time
 // and count (kernels matched by name) and findings (appeared / resolved).
 // With --fail-on-regression PCT it is a CI performance gate: exit 1 when a
@@ -16,6 +18,7 @@
 #include "lib/analysis/analyze.h"
 #include "lib/export/cli_support.h"
 #include "lib/export/progress.h"
+#include "lib/export/report_json_read.h"
 #include "lib/export/report_render.h"
 #endif
 
@@ -68,9 +71,19 @@ int RunDiff(const std::vector<std::string>& args) {
   options.progress = [&](const analysis::ReadProgress& p) {
     progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
   };
-  absl::StatusOr<analysis::Report> base = analysis::Analyze({traces[0]}, options);
+  // A saved `analyze --format json` report is read back; a trace is analyzed.
+  auto load = [&](const std::string& path) -> absl::StatusOr<analysis::Report> {
+    char head[64] = {0};
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      size_t n = std::fread(head, 1, sizeof(head), f);
+      std::fclose(f);
+      if (exporter::LooksLikeJson(std::string_view(head, n))) return exporter::ReadReportJson(path);
+    }
+    return analysis::Analyze({path}, options);
+  };
+  absl::StatusOr<analysis::Report> base = load(traces[0]);
   if (!base.ok()) return UsageError(std::string(base.status().message()));
-  absl::StatusOr<analysis::Report> now = analysis::Analyze({traces[1]}, options);
+  absl::StatusOr<analysis::Report> now = load(traces[1]);
   if (!now.ok()) return UsageError(std::string(now.status().message()));
   progress.Finish();
   exporter::DiffResult diff = exporter::DiffReports(*base, *now, diff_options);
@@ -95,6 +108,7 @@ int RunDiff(const std::vector<std::string>&) {
 
 SIGHTLINE_COMMAND("diff",
                   "diff BASE NEW [--format text|json] [-o FILE] [--fail-on-regression PCT] "
+                  "(BASE/NEW: traces or JSON reports) "
                   "[--min-kernel-share PCT]",
                   "Compare two runs; exit 1 on a regression beyond PCT (CI gate)", RunDiff);
 

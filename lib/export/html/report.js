@@ -219,7 +219,7 @@
       var y0 = top + k * ROW + 16, pw = W - L - 10, bins = s.u.pct.length, sum = 0;
       for (var i = 0; i < bins; i++) sum += s.u.pct[i];
       el('text', { x: L, y: y0 - 4, 'font-weight': 600 }, svg,
-         (runs.length > 1 ? s.run.label + ' — ' : '') + s.u.device + ': mean ' + (sum / bins).toFixed(1) + '%');
+         (runs.length > 1 ? s.run.label + ' — ' : '') + s.u.device + ' \u2014 ' + (sum / bins).toFixed(1) + '% busy over the run window shown');
       [0, 50, 100].forEach(function (p) {
         var y = y0 + PH - p / 100 * PH;
         el('line', { x1: L, x2: L + pw, y1: y, y2: y, 'class': 'grid' }, svg);

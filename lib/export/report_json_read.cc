@@ -1,0 +1,272 @@
+// lib/export/report_json_read.cc — see report_json_read.h.
+#include "lib/export/report_json_read.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace sightline::exporter {
+namespace {
+
+struct Value {
+  enum Type { kNull, kBool, kNumber, kString, kArray, kObject } type = kNull;
+  bool boolean = false;
+  double number = 0;
+  std::string str;
+  std::vector<Value> items;
+  std::vector<std::pair<std::string, Value>> members;
+
+  const Value* Get(std::string_view key) const {
+    for (const auto& [k, v] : members) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
+  double Num(std::string_view key, double fallback = 0) const {
+    const Value* v = Get(key);
+    return v && v->type == kNumber ? v->number : fallback;
+  }
+  std::string Str(std::string_view key) const {
+    const Value* v = Get(key);
+    return v && v->type == kString ? v->str : std::string();
+  }
+  const std::vector<Value>& Arr(std::string_view key) const {
+    static const std::vector<Value> kEmpty;
+    const Value* v = Get(key);
+    return v && v->type == kArray ? v->items : kEmpty;
+  }
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string_view s) : s_(s) {}
+
+  bool Parse(Value* out) {
+    if (!ParseValue(out, 0)) return false;
+    SkipSpace();
+    if (pos_ != s_.size()) return Fail("trailing data after the document");
+    return true;
+  }
+  size_t pos() const { return pos_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool Fail(const char* what) {
+    if (error_.empty()) error_ = what;
+    return false;
+  }
+  void SkipSpace() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
+  }
+  bool Literal(std::string_view word) {
+    if (s_.substr(pos_, word.size()) != word) return Fail("invalid literal");
+    pos_ += word.size();
+    return true;
+  }
+  bool ParseValue(Value* v, int depth) {
+    if (depth > 64) return Fail("nesting deeper than 64");
+    SkipSpace();
+    if (pos_ >= s_.size()) return Fail("unexpected end of input");
+    char c = s_[pos_];
+    if (c == '{') return ParseObject(v, depth);
+    if (c == '[') return ParseArray(v, depth);
+    if (c == '"') {
+      v->type = Value::kString;
+      return ParseString(&v->str);
+    }
+    if (c == 't') { v->type = Value::kBool; v->boolean = true; return Literal("true"); }
+    if (c == 'f') { v->type = Value::kBool; return Literal("false"); }
+    if (c == 'n') { v->type = Value::kNull; return Literal("null"); }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      std::string num;
+      while (pos_ < s_.size() && std::string_view("+-0123456789.eE").find(s_[pos_]) != std::string_view::npos) {
+        num += s_[pos_++];
+      }
+      char* end = nullptr;
+      v->type = Value::kNumber;
+      v->number = std::strtod(num.c_str(), &end);
+      if (end != num.c_str() + num.size()) return Fail("invalid number");
+      return true;
+    }
+    return Fail("unexpected character");
+  }
+  bool ParseString(std::string* out) {
+    ++pos_;  // opening quote
+    while (pos_ < s_.size()) {
+      char c = s_[pos_++];
+      if (c == '"') return true;
+      if (static_cast<unsigned char>(c) < 0x20) return Fail("control character in string");
+      if (c != '\\') {
+        *out += c;
+        continue;
+      }
+      if (pos_ >= s_.size()) break;
+      char e = s_[pos_++];
+      switch (e) {
+        case '"': case '\\': case '/': *out += e; break;
+        case 'b': *out += '\b'; break;
+        case 'f': *out += '\f'; break;
+        case 'n': *out += '\n'; break;
+        case 'r': *out += '\r'; break;
+        case 't': *out += '\t'; break;
+        case 'u': {
+          if (pos_ + 4 > s_.size()) return Fail("short \\u escape");
+          unsigned cp = std::strtoul(std::string(s_.substr(pos_, 4)).c_str(), nullptr, 16);
+          pos_ += 4;
+          // BMP only (surrogate pairs become U+FFFD): names are ASCII in practice.
+          if (cp >= 0xd800 && cp <= 0xdfff) cp = 0xfffd;
+          if (cp < 0x80) {
+            *out += static_cast<char>(cp);
+          } else if (cp < 0x800) {
+            *out += static_cast<char>(0xc0 | (cp >> 6));
+            *out += static_cast<char>(0x80 | (cp & 0x3f));
+          } else {
+            *out += static_cast<char>(0xe0 | (cp >> 12));
+            *out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+            *out += static_cast<char>(0x80 | (cp & 0x3f));
+          }
+          break;
+        }
+        default: return Fail("invalid escape");
+      }
+    }
+    return Fail("unterminated string");
+  }
+  bool ParseArray(Value* v, int depth) {
+    v->type = Value::kArray;
+    ++pos_;
+    SkipSpace();
+    if (pos_ < s_.size() && s_[pos_] == ']') { ++pos_; return true; }
+    while (true) {
+      v->items.emplace_back();
+      if (!ParseValue(&v->items.back(), depth + 1)) return false;
+      SkipSpace();
+      if (pos_ >= s_.size()) return Fail("unterminated array");
+      if (s_[pos_] == ',') { ++pos_; continue; }
+      if (s_[pos_] == ']') { ++pos_; return true; }
+      return Fail("expected , or ] in array");
+    }
+  }
+  bool ParseObject(Value* v, int depth) {
+    v->type = Value::kObject;
+    ++pos_;
+    SkipSpace();
+    if (pos_ < s_.size() && s_[pos_] == '}') { ++pos_; return true; }
+    while (true) {
+      SkipSpace();
+      if (pos_ >= s_.size() || s_[pos_] != '"') return Fail("expected a member name");
+      std::string key;
+      if (!ParseString(&key)) return false;
+      SkipSpace();
+      if (pos_ >= s_.size() || s_[pos_] != ':') return Fail("expected : after a member name");
+      ++pos_;
+      v->members.emplace_back(std::move(key), Value());
+      if (!ParseValue(&v->members.back().second, depth + 1)) return false;
+      SkipSpace();
+      if (pos_ >= s_.size()) return Fail("unterminated object");
+      if (s_[pos_] == ',') { ++pos_; continue; }
+      if (s_[pos_] == '}') { ++pos_; return true; }
+      return Fail("expected , or } in object");
+    }
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+analysis::Severity SeverityFromName(const std::string& s) {
+  if (s == "high") return analysis::Severity::kHigh;
+  if (s == "medium") return analysis::Severity::kMedium;
+  if (s == "low") return analysis::Severity::kLow;
+  return analysis::Severity::kInfo;
+}
+
+}  // namespace
+
+bool LooksLikeJson(std::string_view bytes) {
+  for (char c : bytes) {
+    if (c == ' ' || c == '\n' || c == '\t' || c == '\r') continue;
+    return c == '{';
+  }
+  return false;
+}
+
+absl::StatusOr<analysis::Report> ReportFromJson(const std::string& name, std::string_view text) {
+  Value doc;
+  Parser parser(text);
+  if (!parser.Parse(&doc)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": invalid JSON at byte ", parser.pos(),
+                                                   ": ", parser.error()));
+  }
+  if (doc.type != Value::kObject || doc.Str("schema") != analysis::kReportSchema) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": not a sightline report (expected \"schema\": \"", analysis::kReportSchema, "\")"));
+  }
+  analysis::Report r;
+  for (const Value& t : doc.Arr("traces")) {
+    analysis::TraceSummary ts;
+    ts.path = t.Str("path");
+    ts.pid = static_cast<uint32_t>(t.Num("pid"));
+    ts.rank = static_cast<int32_t>(t.Num("rank", -1));
+    r.traces.push_back(std::move(ts));
+  }
+  if (r.traces.empty()) r.traces.push_back({});
+  r.traces[0].path = absl::StrCat(name, r.traces[0].path.empty() ? "" : " (report of ",
+                                  r.traces[0].path, r.traces[0].path.empty() ? "" : ")");
+  static const Value kEmptyObject = [] { Value v; v.type = Value::kObject; return v; }();
+  const Value* summary = doc.Get("summary");
+  if (!summary) summary = &kEmptyObject;
+  r.summary.window_ns = static_cast<uint64_t>(summary->Num("window_ns"));
+  for (const Value& d : summary->Arr("devices")) {
+    analysis::DeviceSummary ds;
+    ds.id = static_cast<uint32_t>(d.Num("id"));
+    ds.rank = static_cast<int32_t>(d.Num("rank", -1));
+    ds.name = d.Str("name");
+    ds.gpu_utilization_pct = d.Num("gpu_utilization_pct");
+    r.summary.devices.push_back(std::move(ds));
+  }
+  if (const Value* s = summary->Get("steps")) {
+    r.summary.steps.source = s->Str("source");
+    r.summary.steps.name = s->Str("name");
+    r.summary.steps.count = static_cast<uint64_t>(s->Num("count"));
+    r.summary.steps.mean_ns = s->Num("mean_ns");
+    r.summary.steps.p50_ns = static_cast<uint64_t>(s->Num("p50_ns"));
+    r.summary.steps.p99_ns = static_cast<uint64_t>(s->Num("p99_ns"));
+  }
+  for (const Value& k : doc.Arr("kernels")) {
+    analysis::KernelRow row;
+    row.name = k.Str("name");
+    row.klass = k.Str("class");
+    row.count = static_cast<uint64_t>(k.Num("count"));
+    row.total_ns = static_cast<uint64_t>(k.Num("total_ns"));
+    row.share_pct = k.Num("share_pct");
+    r.kernels.push_back(std::move(row));
+  }
+  for (const Value& f : doc.Arr("findings")) {
+    analysis::Finding finding;
+    finding.rule = f.Str("rule");
+    finding.scope = f.Str("scope");
+    finding.title = f.Str("title");
+    finding.severity = SeverityFromName(f.Str("severity"));
+    finding.est_saving_ns = static_cast<uint64_t>(f.Num("est_saving_ns"));
+    finding.est_saving_pct = f.Num("est_saving_pct");
+    r.findings.push_back(std::move(finding));
+  }
+  return r;
+}
+
+absl::StatusOr<analysis::Report> ReadReportJson(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ReportFromJson(path, ss.str());
+}
+
+}  // namespace sightline::exporter
