@@ -210,7 +210,11 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
                                            k.occupancy_limiter.empty()
                                                ? ""
                                                : absl::StrCat(" (", k.occupancy_limiter, ")"));
-      t.Add({absl::StrCat("  ", Demangle(k.name)), absl::StrCat(k.count),
+      // Launches replayed for metrics are listed but not timed: "0+9r".
+      std::string count = k.replayed_count == 0
+                              ? absl::StrCat(k.count)
+                              : absl::StrCat(k.count, "+", k.replayed_count, "r");
+      t.Add({absl::StrCat("  ", Demangle(k.name)), count,
              FormatDuration(k.total_ns), FormatDuration(k.mean_ns), FormatPct(k.share_pct), occ});
     }
     t.Render(&out, width, "");

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "perfetto_trace_subset.pb.h"
+#include "perfetto/perfetto_trace_subset.pb.h"
 
 namespace pp = ::sightline::perfetto_subset;
 

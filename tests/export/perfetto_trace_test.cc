@@ -11,7 +11,7 @@
 #include "gtest/gtest.h"
 #include "lib/export/output_file.h"
 #include "lib/trace/reader.h"
-#include "perfetto_trace_subset.pb.h"
+#include "perfetto/perfetto_trace_subset.pb.h"
 #include "tests/export/synthetic_trace.h"
 
 namespace sightline::exporter {
