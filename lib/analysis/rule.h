@@ -60,6 +60,9 @@ struct AnalysisOptions {
   //   "kernel_wait_ns"    idle gaps at most this long are kernel-wait (10000)
   //   "min_saving_pct"    findings below this saving are dropped, unless
   //                       severity info is requested (default 0: keep all)
+  //   "timeline_rules_with_replay"  1 = run the timeline rules even when
+  //                       kernels were replayed for metrics (default 0: they
+  //                       are skipped, with a note, since replay distorts timing)
   absl::flat_hash_map<std::string, double> params;
   // NVTX range name that marks one iteration; "" = auto-detect.
   std::string step_range_name;

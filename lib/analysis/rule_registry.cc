@@ -120,7 +120,8 @@ absl::Status AnalysisOptions::SetFromString(std::string_view assignment_view) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad parameter '", key, "': rule '", rule_id, "' has no '", param, "'"));
     }
-  } else if (key != "kernel_wait_ns" && key != "min_saving_pct") {
+  } else if (key != "kernel_wait_ns" && key != "min_saving_pct" &&
+             key != "timeline_rules_with_replay") {
     return absl::InvalidArgumentError(absl::StrCat("bad parameter '", key, "': unknown key"));
   }
   params[key] = value * scale;
@@ -144,10 +145,8 @@ uint64_t RuleContext::window_ns() const {
 Finding RuleContext::NewFinding(uint64_t est_saving_ns) const {
   Finding f;
   f.rule = rule_.id;
-  // A change cannot save more than the analysed window (host-side excess such
-  // as slow launch calls on several threads can add up to more).
-  f.est_saving_ns = std::min<uint64_t>(est_saving_ns, window_ns());
-  f.est_saving_pct = PctOfWindow(f.est_saving_ns);
+  f.est_saving_ns = est_saving_ns;
+  f.est_saving_pct = PctOfWindow(est_saving_ns);
   f.severity = SeverityForSavingPct(f.est_saving_pct);
   return f;
 }

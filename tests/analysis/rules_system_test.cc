@@ -300,6 +300,31 @@ TEST_P(SystemRuleTest, LaunchesQueuedTogetherCountTheirIdleOnce) {
   EXPECT_EQ(f->EvidenceNumber("long_delay_idle_ns"), double(us(300)));
 }
 
+// ---- kernel replay (metrics traces) ----------------------------------------
+
+TEST_P(SystemRuleTest, TimelineRulesSkippedWhenKernelsWereReplayed) {
+  // The clip.encode trace fires cpu_bound / gpu_idle; one replayed launch in it
+  // (a --metrics run) makes every timeline rule stand down, with a note.
+  TraceBuilder b = ClipEncodeTrace(false);
+  b.Kernel("profiled_gemm", ms(30), ms(90));
+  b.trace().kernels.back().replayed = true;
+  Report r = Analyze(b);
+  EXPECT_EQ(FindFinding(r, "cpu_bound"), nullptr);
+  EXPECT_EQ(FindFinding(r, "gpu_idle"), nullptr);
+  EXPECT_EQ(FindFinding(r, "launch_latency"), nullptr);
+  bool noted = false;
+  for (const std::string& n : r.notes) noted |= n.find("timeline rules") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // The kernel table still lists the replayed kernel.
+  bool listed = false;
+  for (const KernelRow& k : r.kernels) listed |= k.name == "profiled_gemm" && k.replayed_count == 1;
+  EXPECT_TRUE(listed);
+  // Forcing them back on restores the finding.
+  AnalysisOptions o;
+  ASSERT_TRUE(o.SetFromString("timeline_rules_with_replay=1").ok());
+  EXPECT_NE(FindFinding(Analyze(b, o), "cpu_bound"), nullptr);
+}
+
 INSTANTIATE_TEST_SUITE_P(BothPaths, SystemRuleTest,
                          ::testing::Values(BuildPath::kDirect, BuildPath::kWireFormat),
                          [](const auto& info) {

@@ -91,7 +91,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     }
     close();
   }
-  uint64_t saving = long_excess + delay_idle;
+  // Slow launch calls on several host threads can add up to more than the
+  // window; no change saves more than the whole window.
+  uint64_t saving = std::min<uint64_t>(long_excess + delay_idle, ctx.window_ns());
   if ((long_count == 0 && delay_idle == 0) || ctx.PctOfWindow(saving) < ctx.Param("min_saving_pct")) {
     return;
   }
