@@ -41,19 +41,7 @@ const char* MemoryKindLabel(MemoryKind k) {
 }
 
 const char* NcclOpLabel(NcclOp op) {
-  switch (op) {
-    case NcclOp::kAllReduce: return "AllReduce";
-    case NcclOp::kBroadcast: return "Broadcast";
-    case NcclOp::kReduce: return "Reduce";
-    case NcclOp::kAllGather: return "AllGather";
-    case NcclOp::kReduceScatter: return "ReduceScatter";
-    case NcclOp::kSend: return "Send";
-    case NcclOp::kRecv: return "Recv";
-    case NcclOp::kAllToAll: return "AllToAll";
-    case NcclOp::kSendRecv: return "SendRecv";
-    case NcclOp::kUnknown: break;
-  }
-  return "Op";
+  return op == NcclOp::kUnknown ? "Op" : NcclOpName(op);
 }
 
 }  // namespace
