@@ -17,6 +17,7 @@ cmake --build build/main -j"$JOBS"
 cmake --install build/main --prefix dist >/dev/null
 echo "installed: $(pwd)/dist (bin/sightline, lib/libsightline_inject.so, include/sightline)"
 
+umask 077  # reports and traces are private, like everything sightline writes
 mkdir -p out
 has_gpu=0
 if [ "$CUDA" = ON ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then

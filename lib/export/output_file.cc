@@ -27,7 +27,17 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& 
         absl::StrCat("cannot write ", path, ": is a directory"));
   }
   std::string temp = absl::StrCat(path, ".tmp-", getpid());
-  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  // Private (0600, whatever the umask), never through a symlink, never an
+  // existing file (O_EXCL): the finished file is then renamed over `path`,
+  // which replaces a symlink there instead of writing through it.
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0 && fchmod(fd, 0600) != 0) {
+    int saved = errno;
+    close(fd);
+    unlink(temp.c_str());
+    errno = saved;
+    fd = -1;
+  }
   if (fd < 0) {
     // Report the final path: the temporary name is an implementation detail.
     return absl::PermissionDeniedError(
