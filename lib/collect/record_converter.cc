@@ -144,8 +144,10 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
   }
 }
 
-void RecordConverter::ConvertMemcpy(const CUpti_ActivityMemcpy6& m) {
-  if (!ValidSpan(m.start, m.end)) return;
+namespace {
+// Fields that CUPTI's memcpy and peer-to-peer memcpy records share.
+template <typename Record>
+MemcpyEvent CommonMemcpyFields(const Record& m) {
   MemcpyEvent e;
   e.start_ns = m.start;
   e.end_ns = m.end;
@@ -158,30 +160,25 @@ void RecordConverter::ConvertMemcpy(const CUpti_ActivityMemcpy6& m) {
   e.src_kind = ToMemoryKind(m.srcKind);
   e.dst_kind = ToMemoryKind(m.dstKind);
   e.async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  e.graph_node_id = m.graphNodeId;
+  return e;
+}
+}  // namespace
+
+void RecordConverter::ConvertMemcpy(const CUpti_ActivityMemcpy6& m) {
+  if (!ValidSpan(m.start, m.end)) return;
+  MemcpyEvent e = CommonMemcpyFields(m);
   e.src_device_id = m.deviceId;
   e.dst_device_id = m.deviceId;
-  e.graph_node_id = m.graphNodeId;
   sink_->Add(e);
   Count(EventKind::kMemcpy);
 }
 
 void RecordConverter::ConvertPeerMemcpy(const CUpti_ActivityMemcpyPtoP4& m) {
   if (!ValidSpan(m.start, m.end)) return;
-  MemcpyEvent e;
-  e.start_ns = m.start;
-  e.end_ns = m.end;
-  e.device_id = m.deviceId;
-  e.context_id = m.contextId;
-  e.stream_id = m.streamId;
-  e.correlation_id = m.correlationId;
-  e.bytes = m.bytes;
-  e.copy_kind = ToCopyKind(m.copyKind);
-  e.src_kind = ToMemoryKind(m.srcKind);
-  e.dst_kind = ToMemoryKind(m.dstKind);
-  e.async = (m.flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
+  MemcpyEvent e = CommonMemcpyFields(m);
   e.src_device_id = m.srcDeviceId;
   e.dst_device_id = m.dstDeviceId;
-  e.graph_node_id = m.graphNodeId;
   sink_->Add(e);
   Count(EventKind::kMemcpy);
 }
