@@ -72,8 +72,8 @@ struct CollectorConfig {
   std::string metric_kernel_filter;
   uint32_t metric_max_ranges = 2000;
 
-  uint32_t buffer_bytes = 4u << 20;
-  uint32_t max_buffers = 64;
+  uint32_t buffer_bytes = 8u << 20;  // CUPTI's own device buffer size; bench/overhead/README.md
+  uint32_t max_buffers = 32;        // 256 MiB bound
   uint32_t initial_buffers = 4;
   uint32_t flush_period_ms = 500;
   std::vector<std::string> api_skip;  // API names (e.g. "cudaGetDevice") not recorded

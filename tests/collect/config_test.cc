@@ -37,7 +37,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_TRUE(c.trace_nccl);
   EXPECT_TRUE(c.trace_backtrace);
   EXPECT_TRUE(c.capture_repeat);
-  EXPECT_EQ(c.buffer_bytes, 4u << 20);
+  EXPECT_EQ(c.buffer_bytes, 8u << 20);
   EXPECT_FALSE(c.api_skip.empty());
   EXPECT_EQ(c.CaptureDescription(), "whole");
 }
@@ -92,7 +92,7 @@ TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
   EXPECT_NE(problems_[0].find("gpu-metrics"), std::string::npos);
   EXPECT_EQ(c.delay_s, 0);
   EXPECT_EQ(c.capture, CaptureMode::kWholeRun);
-  EXPECT_EQ(c.buffer_bytes, 4u << 20);
+  EXPECT_EQ(c.buffer_bytes, 8u << 20);
   EXPECT_EQ(c.flush_period_ms, 500u);
   EXPECT_TRUE(c.trace_cuda);
 }
