@@ -11,6 +11,12 @@
 // Launches `--launches` (default 200000) empty kernels per repetition, syncs,
 // and prints the median over `--reps` repetitions:
 //   OVERHEAD mode=floor launches=200000 reps=5 median_us_per_launch=5.91 ...
+//
+// --capture-first-rep: repetition 0 runs between cudaProfilerStart/Stop, the
+// others after it; run under `sightline profile --capture-range
+// cudaProfilerApi --capture-range-end stop` this measures what the app pays
+// once the capture is over (AFTER_CAPTURE after_median_us_per_launch=...).
+#include <cuda_profiler_api.h>
 #include <cupti.h>
 
 #include <algorithm>
@@ -73,11 +79,13 @@ int main(int argc, char** argv) {
   std::string mode = "plain";
   long launches = 200000;
   int reps = 5;
+  bool capture_first = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
     else if (a.rfind("--launches=", 0) == 0) launches = std::atol(a.c_str() + 11);
     else if (a.rfind("--reps=", 0) == 0) reps = std::atoi(a.c_str() + 7);
+    else if (a == "--capture-first-rep") capture_first = true;
   }
   if (mode == "floor") StartFloor();
   cudaFree(nullptr);
@@ -85,11 +93,19 @@ int main(int argc, char** argv) {
   cudaDeviceSynchronize();
   std::vector<double> per_launch;
   for (int r = 0; r < reps; ++r) {
+    if (capture_first && r == 0) cudaProfilerStart();
     auto t0 = std::chrono::steady_clock::now();
     for (long i = 0; i < launches; ++i) Empty<<<1, 1>>>();
     cudaDeviceSynchronize();
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     per_launch.push_back(us / launches);
+    if (capture_first && r == 0) cudaProfilerStop();
+  }
+  if (capture_first && reps > 1) {
+    std::vector<double> after(per_launch.begin() + 1, per_launch.end());
+    std::sort(after.begin(), after.end());
+    std::printf("AFTER_CAPTURE mode=%s captured_us_per_launch=%.4f after_median_us_per_launch=%.4f\n",
+                mode.c_str(), per_launch[0], after[after.size() / 2]);
   }
   if (cudaGetLastError() != cudaSuccess) {
     std::fprintf(stderr, "CUDA error\n");
@@ -108,5 +124,8 @@ int main(int argc, char** argv) {
               mode.c_str(), launches, reps, median, sorted.front(), sorted.back());
   std::printf("SIGHTLINE_EXPECT example=launch_overhead kernel=%ld memcpy=0 memset=0\n",
               launches * reps + 1);
+  if (capture_first) {
+    std::printf("SIGHTLINE_EXPECT_CAPTURED windows=1 kernel=%ld\n", launches);
+  }
   return 0;
 }

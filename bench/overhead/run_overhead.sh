@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # bench/overhead/run_overhead.sh [BUILD_DIR] — the issue's overhead figures,
-# side by side on one machine:
-#   empty-kernel launches (200k x 5): plain / minimal CUPTI subscriber (floor) /
-#   sightline; PyTorch x.add_(1) loop: plain / torch.profiler (CUDA) / sightline.
-# Prints the per-launch/per-op medians, the added costs and the ratios the
-# targets are stated in (sightline added cost <= 1.1x floor's, <= 0.5x
-# torch.profiler's), and checks zero dropped records at 200k launches.
+# side by side on one machine, as interleaved rounds (the VM's baseline moves
+# by ±20 % between runs, so every round measures all modes back to back, in a
+# rotating order, and the ratios are taken per round):
+#   launches: empty-kernel launch loop (200k x 3 per run) plain / minimal CUPTI
+#     subscriber enabling the same activity kinds (floor) / sightline;
+#   after:    what the app pays once a capture is over (capture = first rep);
+#   torch:    PyTorch x.add_(1) loop plain / torch.profiler (CUDA) / sightline.
+# Targets: sightline added cost <= 1.1x the floor's, <= 0.5x torch.profiler's,
+# zero dropped records at 200k launches with default settings.
+# Env: OVERHEAD_ROUNDS (9), OVERHEAD_TORCH_ROUNDS (5), OVERHEAD_PIN (e.g.
+# "taskset -c 2-7"), OVERHEAD_PARTS ("launch after torch").
 set -uo pipefail
 B=${1:-${SIGHTLINE_BINARY_DIR:-build-gpu}}
 SL=$B/tools/sightline/sightline
@@ -13,41 +18,119 @@ W=${SIGHTLINE_TEST_OUT:-$(mktemp -d)}
 export LD_LIBRARY_PATH="$B/deps:$B/injection:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 LO=$B/bench/overhead/launch_overhead
 TO=$(dirname "$0")/torch_overhead.py
+CHECK=$B/tests/gpu/sightline_trace_check
+ROUNDS=${OVERHEAD_ROUNDS:-9}
+TROUNDS=${OVERHEAD_TORCH_ROUNDS:-5}
+PIN=${OVERHEAD_PIN:-}
+PARTS=${OVERHEAD_PARTS:-launch after torch}
+R=$W/overhead_rounds.txt
+: >"$R"
 val() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
-
+fail=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
-plain=$("$LO" --mode plain | tee "$W/ov_plain.out" | val median_us_per_launch)
-floor=$("$LO" --mode floor | tee "$W/ov_floor.out" | val median_us_per_launch)
-"$SL" profile -q -o "$W/ov_sightline.sltrace" -- "$LO" --mode plain >"$W/ov_sightline.out" 2>"$W/ov_sightline.err"
-sl=$(val median_us_per_launch <"$W/ov_sightline.out")
-cat "$W/ov_floor.out" "$W/ov_sightline.out" "$W/ov_sightline.err" | grep -v '^SIGHTLINE_EXPECT'
-awk -v p="$plain" -v f="$floor" -v s="$sl" 'BEGIN {
-  printf "LAUNCH plain %.3f us, floor %.3f us (+%.3f), sightline %.3f us (+%.3f): sightline/floor added = %.2fx (target <= 1.1)\n",
-         p, f, f - p, s, s - p, (s - p) / (f - p) }'
-"$B/tests/gpu/sightline_trace_check" "$W/ov_sightline.sltrace" --stdout "$W/ov_sightline.out"
-echo "trace size: $(du -h "$W/ov_sightline.sltrace" | cut -f1)"
-rm -f "$W/ov_sightline.sltrace"
-# Which setting costs what (OVERHEAD_MATRIX=1).
-if [ "${OVERHEAD_MATRIX:-0}" = 1 ]; then
-  for opts in "-t cuda,nvtx,nccl" "--buffer-kb 8192" "--flush-ms 5000" "-t cuda --buffer-kb 8192 --flush-ms 5000"; do
-    v=$("$SL" profile -q -o "$W/ov_m.sltrace" $opts -- "$LO" --mode plain | val median_us_per_launch)
-    echo "MATRIX sightline $opts: $v us/launch (+$(awk -v s="$v" -v p="$plain" 'BEGIN{printf "%.3f", s-p}'))"
-    rm -f "$W/ov_m.sltrace"
+echo "rounds: $ROUNDS (launch), $TROUNDS (torch); pin: ${PIN:-none}"
+
+launch_one() {  # MODE ROUND
+  local v
+  case $1 in
+    plain) v=$($PIN "$LO" --mode plain --reps=3 | val median_us_per_launch) ;;
+    floor) v=$($PIN "$LO" --mode floor --reps=3 | val median_us_per_launch) ;;
+    sightline)
+      $PIN "$SL" profile -q -o "$W/ov_sl.sltrace" -- "$LO" --mode plain --reps=3 \
+        >"$W/ov_sl.out" 2>"$W/ov_sl.err"
+      v=$(val median_us_per_launch <"$W/ov_sl.out")
+      # Zero loss at 600k launches, every round (checker: counts + losses).
+      "$CHECK" "$W/ov_sl.sltrace" --stdout "$W/ov_sl.out" >"$W/ov_sl.check" 2>&1 ||
+        { echo "FAIL: round $2 sightline trace"; cat "$W/ov_sl.check"; fail=1; }
+      [ "$2" = 1 ] && { cat "$W/ov_sl.check"; echo "trace size: $(du -h "$W/ov_sl.sltrace" | cut -f1)"; }
+      rm -f "$W/ov_sl.sltrace" ;;
+  esac
+  echo "launch $2 $1 ${v:-nan}" | tee -a "$R"
+}
+
+torch_one() {  # MODE ROUND
+  local v
+  case $1 in
+    plain) v=$($PIN python3 "$TO" --mode plain --ops 50000 --reps 3 2>&1 | val median_us_per_op) ;;
+    torch.profiler) v=$($PIN python3 "$TO" --mode torch-profiler --ops 50000 --reps 3 2>&1 | val median_us_per_op) ;;
+    sightline)
+      v=$($PIN "$SL" profile -q -o "$W/ov_t.sltrace" -- python3 "$TO" --mode plain --ops 50000 --reps 3 2>&1 |
+          val median_us_per_op)
+      rm -f "$W/ov_t.sltrace" ;;
+  esac
+  echo "torch $2 $1 ${v:-nan}" | tee -a "$R"
+}
+
+rotate() {  # ROUND A B C -> the three in an order that rotates with the round
+  local r=$1; shift
+  local m=("$@")
+  local k=$(( r % 3 ))
+  echo "${m[$k]} ${m[$(( (k + 1) % 3 ))]} ${m[$(( (k + 2) % 3 ))]}"
+}
+
+if [[ " $PARTS " == *" launch "* ]]; then
+  for r in $(seq 1 "$ROUNDS"); do
+    for m in $(rotate "$r" plain floor sightline); do launch_one "$m" "$r"; done
   done
-  v=$("$LO" --mode floor | val median_us_per_launch)
-  echo "MATRIX floor again: $v us/launch"
 fi
 
-if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
-  echo "torch: plain / torch.profiler / sightline"
-  python3 "$TO" --mode plain >"$W/ov_torch_plain.out" 2>&1
-  python3 "$TO" --mode torch-profiler >"$W/ov_torch_profiler.out" 2>&1
-  "$SL" profile -q -o "$W/ov_torch.sltrace" -- python3 "$TO" --mode plain >"$W/ov_torch_sightline.out" 2>&1
-  grep -h OVERHEAD "$W"/ov_torch_plain.out "$W"/ov_torch_profiler.out "$W"/ov_torch_sightline.out
-  tp=$(val median_us_per_op <"$W/ov_torch_plain.out")
-  tt=$(val median_us_per_op <"$W/ov_torch_profiler.out")
-  ts=$(val median_us_per_op <"$W/ov_torch_sightline.out")
-  awk -v p="$tp" -v t="$tt" -v s="$ts" 'BEGIN {
-    printf "TORCH plain %.3f us/op, torch.profiler %.3f (+%.3f), sightline %.3f (+%.3f): sightline/torch.profiler added = %.2fx (target <= 0.5)\n",
-           p, t, t - p, s, s - p, (s - p) / (t - p) }'
+if [[ " $PARTS " == *" after "* ]]; then
+  # Capture = repetition 0; repetitions 1..4 run after the capture closed.
+  for r in 1 2 3; do
+    v=$($PIN "$LO" --mode plain --launches=100000 --reps=5 --capture-first-rep | val after_median_us_per_launch)
+    echo "after $r plain $v" | tee -a "$R"
+    $PIN "$SL" profile -q -o "$W/ov_a.sltrace" --capture-range cudaProfilerApi --capture-range-end stop -- \
+      "$LO" --mode plain --launches=100000 --reps=5 --capture-first-rep >"$W/ov_a.out" 2>"$W/ov_a.err"
+    rc=$?
+    echo "after $r sightline $(val after_median_us_per_launch <"$W/ov_a.out") rc=$rc" | tee -a "$R"
+    "$CHECK" "$W/ov_a.sltrace" --stdout "$W/ov_a.out" >"$W/ov_a.check" 2>&1 ||
+      { echo "FAIL: after-capture trace"; cat "$W/ov_a.check"; fail=1; }
+    rm -f "$W/ov_a.sltrace"
+    SIGHTLINE_DETACH=1 $PIN "$SL" profile -o "$W/ov_d.sltrace" --capture-range cudaProfilerApi \
+      --capture-range-end stop -- "$LO" --mode plain --launches=100000 --reps=5 --capture-first-rep \
+      >"$W/ov_d.out" 2>"$W/ov_d.err"
+    rc=$?
+    echo "after $r detach $(val after_median_us_per_launch <"$W/ov_d.out") rc=$rc" | tee -a "$R"
+    [ $rc -eq 0 ] || { echo "detach run exited $rc"; tail -5 "$W/ov_d.err"; }
+    grep -h 'sightline: ' "$W/ov_d.err" | grep -v 'profiling pid' | head -3
+    rm -f "$W/ov_d.sltrace"
+  done
 fi
+
+if [[ " $PARTS " == *" torch "* ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  for r in $(seq 1 "$TROUNDS"); do
+    for m in $(rotate "$r" plain torch.profiler sightline); do torch_one "$m" "$r"; done
+  done
+fi
+
+python3 - "$R" <<'PY'
+import statistics as st, sys, collections
+rows = collections.defaultdict(dict)
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) >= 4 and f[3] != "nan":
+        rows[(f[0], int(f[1]))][f[2]] = float(f[3])
+def q(xs, p):
+    xs = sorted(xs); i = (len(xs) - 1) * p; lo = int(i); hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+def report(part, base, ref, unit, target):
+    rounds = [v for (p, _), v in sorted(rows.items()) if p == part and {base, ref, "sightline"} <= v.keys()]
+    if not rounds: return
+    med = {m: st.median(r[m] for r in rounds) for m in (base, ref, "sightline")}
+    ratios = [(r["sightline"] - r[base]) / (r[ref] - r[base]) for r in rounds if r[ref] > r[base]]
+    print(f"{part.upper()} {len(rounds)} rounds, medians: {base} {med[base]:.3f} {unit}, {ref} {med[ref]:.3f} "
+          f"(+{med[ref]-med[base]:.3f}), sightline {med['sightline']:.3f} (+{med['sightline']-med[base]:.3f})")
+    print(f"{part.upper()} sightline added / {ref} added: ratio of medians "
+          f"{(med['sightline']-med[base])/(med[ref]-med[base]):.2f}x; per-round median {st.median(ratios):.2f}x "
+          f"(quartiles {q(ratios,.25):.2f}..{q(ratios,.75):.2f}, n={len(ratios)}) target <= {target}")
+report("launch", "plain", "floor", "us/launch", 1.1)
+report("torch", "plain", "torch.profiler", "us/op", 0.5)
+after = [v for (p, _), v in sorted(rows.items()) if p == "after"]
+if after:
+    for m in ("sightline", "detach"):
+        xs = [(r[m] - r["plain"]) / r["plain"] * 100 for r in after if m in r and "plain" in r]
+        if xs:
+            print(f"AFTER capture closed, {m}: app slower than plain by median {st.median(xs):+.1f} % "
+                  f"(runs: {', '.join(f'{x:+.1f}' for x in xs)})")
+PY
+exit $fail
