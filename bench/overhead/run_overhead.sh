@@ -15,6 +15,7 @@ set -uo pipefail
 B=${1:-${SIGHTLINE_BINARY_DIR:-build-gpu}}
 SL=$B/tools/sightline/sightline
 W=${SIGHTLINE_TEST_OUT:-$(mktemp -d)}
+mkdir -p "$W"
 export LD_LIBRARY_PATH="$B/deps:$B/injection:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 LO=$B/bench/overhead/launch_overhead
 TO=$(dirname "$0")/torch_overhead.py

@@ -9,7 +9,8 @@ D=${2:?usage: stage.sh SRC_BUILD DEST [EXTRA_FILES...]}
 shift 2
 rm -rf "$D"
 for f in tools/sightline/sightline injection/libsightline_inject.so \
-         tests/gpu/sightline_trace_check bench/overhead/launch_overhead \
+         tests/gpu/sightline_trace_check tests/gpu/sightline_other_subscriber \
+         bench/overhead/launch_overhead \
          bench/overhead/torch_overhead.py examples/pytorch_train.py \
          examples/starved_gpu examples/fragmented_kernels examples/serialized_streams \
          examples/naive_matmul examples/training_loop examples/nccl_allreduce "$@"; do
