@@ -148,7 +148,7 @@ struct Collective {
   NcclOp op = NcclOp::kUnknown;
   int32_t rank = -1, nranks = 0;
   uint32_t name = 0;
-  uint32_t source = 0;  // 1 GPU kernel, 2 host NVTX range
+  uint32_t source = 0;  // 1 GPU kernel, 2 host NVTX range, 3 communicator info
   uint32_t device = kNone;
   uint16_t trace = 0;
 };
@@ -270,6 +270,10 @@ struct TimelineModel {
   std::vector<LaunchConfig> launch_configs;  // deduplicated
   std::vector<CopyDetail> copies;
   std::vector<Collective> collectives;       // sorted by (trace, start)
+  // NCCL communicator info (NcclEvent source 3: comm id → rank, nranks, from
+  // NCCL's ncclCommInitRank/Destroy NVTX payloads); not collectives. The
+  // builder copies rank/nranks onto collectives of the same trace and comm.
+  std::vector<Collective> communicators;
   // Sorted by (thread, start); threads[t] covers a contiguous range.
   std::vector<ApiCall> api_calls;
   std::vector<NvtxRange> nvtx_ranges;        // sorted by (thread, start, -end)

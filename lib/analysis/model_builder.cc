@@ -363,6 +363,10 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
   c.name = Str(e.name_id);
   c.source = e.source;
   c.trace = trace_index;
+  if (e.source == 3) {  // communicator info, not an operation
+    model.communicators.push_back(c);
+    return;
+  }
   if (e.source == 1) {
     c.device = Device(e.device_id);
     nccl_streams.push_back(Stream(c.device, e.stream_id));

@@ -103,6 +103,7 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
 
   // model_finish.cc
   void AddNcclGpuActivities();
+  void FillCommunicatorRanks();
   void MergeActivities();
   void MergeApiCalls();
   void SortAndIndex();

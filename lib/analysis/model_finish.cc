@@ -44,6 +44,27 @@ void ModelBuilder::Impl::AddNcclGpuActivities() {
                    [](const Collective& a, const Collective& b) {
                      return std::tie(a.trace, a.start_ns) < std::tie(b.trace, b.start_ns);
                    });
+  FillCommunicatorRanks();
+}
+
+void ModelBuilder::Impl::FillCommunicatorRanks() {
+  // NCCL 2.28 states a communicator's rank and size only when it is destroyed
+  // (see lib/collect/nccl_payload.cc): give them to the collectives of that
+  // communicator in the same trace, whenever they were recorded.
+  std::map<std::pair<uint16_t, uint64_t>, std::pair<int32_t, int32_t>> ranks;
+  auto learn = [&](const Collective& c) {
+    if (c.comm_id != 0 && c.nranks > 0 && c.rank >= 0) ranks[{c.trace, c.comm_id}] = {c.rank, c.nranks};
+  };
+  for (const Collective& c : model.communicators) learn(c);
+  for (const Collective& c : model.collectives) learn(c);
+  if (ranks.empty()) return;
+  for (Collective& c : model.collectives) {
+    if (c.comm_id == 0 || c.nranks > 0) continue;
+    auto it = ranks.find({c.trace, c.comm_id});
+    if (it == ranks.end()) continue;
+    c.rank = it->second.first;
+    c.nranks = it->second.second;
+  }
 }
 
 namespace {

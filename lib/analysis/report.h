@@ -188,6 +188,26 @@ struct NcclRow {  // per rank
   double overlap_pct = 0;        // HTA comm/compute overlap
 };
 
+// NCCL operations per trace and operation: what NCCL's NVTX payloads say
+// (message size, communicator) next to the GPU time of the op's kernels.
+struct NcclOpRow {
+  uint32_t trace_index = 0;      // into traces
+  int32_t rank = -1;             // the process's rank (trace header)
+  std::string op;                // "AllReduce", ...; "Unknown"
+  uint64_t count = 0;            // host calls (NCCL NVTX ranges)
+  uint64_t sized_count = 0;      // of which with a message size
+  uint64_t bytes_total = 0;      // sum of message sizes (one rank's buffer)
+  uint64_t bytes_min = 0, bytes_max = 0;
+  uint64_t gpu_count = 0;        // NCCL kernels of this op
+  uint64_t gpu_total_ns = 0;
+  // bytes_total / gpu_total_ns when every call has a size and calls and
+  // kernels pair one to one (else 0): NCCL-tests' "algbw".
+  double algbw_gbps = 0;
+  std::string comm_id;           // "0x…" communicator hash; "" none; "multiple"
+  int32_t comm_rank = -1;        // rank in that communicator (-1 unknown)
+  int32_t comm_nranks = 0;       // its size (0 unknown)
+};
+
 struct Report {
   std::string schema = kReportSchema;
   std::vector<TraceSummary> traces;
@@ -198,6 +218,7 @@ struct Report {
   std::vector<StreamSummary> streams;
   std::vector<NvtxRow> nvtx;        // by gpu_total descending
   std::vector<NcclRow> nccl;
+  std::vector<NcclOpRow> nccl_ops;  // by (trace, op)
   std::vector<Finding> findings;    // ranked by est_saving_ns descending
   std::vector<std::string> notes;   // warnings: losses, invalid timestamps, skew
 };

@@ -7,10 +7,12 @@
 #include <functional>
 #include <map>
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "lib/analysis/report_builder.h"
 
 namespace sightline::analysis {
@@ -290,6 +292,9 @@ void FillDevices(const TimelineModel& model, const DerivedTimeline& timeline, Re
   }
 }
 
+// NCCL per-op table (report->nccl_ops), part of FillTables.
+static void FillNcclOps(const TimelineModel& model, Report* report);
+
 void FillTables(const TimelineModel& model, Report* report) {
   for (const KernelAggregate& k : model.kernels) {
     if (k.count == 0 && k.replayed_count == 0) continue;
@@ -367,6 +372,79 @@ void FillTables(const TimelineModel& model, Report* report) {
   }
   std::sort(report->memcpys.begin(), report->memcpys.end(),
             [](const MemcpyRow& a, const MemcpyRow& b) { return a.total_ns > b.total_ns; });
+  FillNcclOps(model, report);
+}
+
+static void FillNcclOps(const TimelineModel& model, Report* report) {
+  struct Acc {
+    NcclOpRow row;
+    std::set<uint64_t> comms;
+  };
+  std::map<std::pair<uint16_t, uint8_t>, Acc> ops;
+  for (const Collective& c : model.collectives) {
+    if (c.source != 1 && c.source != 2) continue;
+    Acc& a = ops[{c.trace, static_cast<uint8_t>(c.op)}];
+    NcclOpRow& r = a.row;
+    if (c.source == 1) {
+      r.gpu_count++;
+      r.gpu_total_ns += c.end_ns - c.start_ns;
+      continue;
+    }
+    r.count++;
+    if (c.bytes > 0) {
+      r.bytes_min = r.sized_count == 0 ? c.bytes : std::min(r.bytes_min, c.bytes);
+      r.bytes_max = std::max(r.bytes_max, c.bytes);
+      r.bytes_total += c.bytes;
+      r.sized_count++;
+    }
+    if (c.comm_id != 0) {
+      a.comms.insert(c.comm_id);
+      if (c.nranks > 0) {
+        r.comm_rank = c.rank;
+        r.comm_nranks = c.nranks;
+      }
+    }
+  }
+  // Traces without NCCL kernel events (recorded with NCCL tracing off, or by
+  // an older collector that missed mangled names): take the op from the
+  // communication kernels' names, "...ncclDevKernel_AllReduce_Sum_f32...".
+  std::vector<bool> has_gpu_events(model.traces.size(), false);
+  for (const Collective& c : model.collectives) {
+    if (c.source == 1 && c.trace < has_gpu_events.size()) has_gpu_events[c.trace] = true;
+  }
+  for (const GpuActivity& g : model.activities) {
+    if (g.kind != ActivityKind::kKernel || g.klass != ActivityClass::kCommunication) continue;
+    if (g.trace >= has_gpu_events.size() || has_gpu_events[g.trace]) continue;
+    std::string_view name = model.String(g.name);
+    size_t k = name.find("Kernel_");
+    if (k == std::string_view::npos) continue;
+    std::string_view token = name.substr(k + 7);
+    token = token.substr(0, token.find_first_of("_(<"));
+    for (uint8_t op = 1; op <= static_cast<uint8_t>(NcclOp::kSendRecv); ++op) {
+      if (token != NcclOpName(static_cast<NcclOp>(op))) continue;
+      NcclOpRow& r = ops[{g.trace, op}].row;
+      r.gpu_count++;
+      r.gpu_total_ns += g.duration();
+      break;
+    }
+  }
+  for (auto& [key, a] : ops) {
+    NcclOpRow& r = a.row;
+    r.trace_index = key.first;
+    r.rank = key.first < model.traces.size() ? model.traces[key.first].rank : -1;
+    r.op = NcclOpName(static_cast<NcclOp>(key.second));
+    if (a.comms.size() == 1) {
+      r.comm_id = absl::StrFormat("0x%016x", *a.comms.begin());
+    } else if (a.comms.size() > 1) {
+      r.comm_id = "multiple";
+      r.comm_rank = -1;
+      r.comm_nranks = 0;
+    }
+    if (r.count > 0 && r.sized_count == r.count && r.gpu_count == r.count && r.gpu_total_ns > 0) {
+      r.algbw_gbps = double(r.bytes_total) / double(r.gpu_total_ns);
+    }
+    report->nccl_ops.push_back(r);
+  }
 }
 
 }  // namespace sightline::analysis

@@ -21,14 +21,16 @@
 #include "lib/collect/collector.h"
 #include "lib/collect/config.h"
 #include "lib/collect/kernel_launch_hook.h"
+#include "lib/collect/nccl_payload.h"
+#include "lib/collect/record_converter.h"
 #include "lib/trace/writer.h"
 
 namespace sightline::collect {
 
-// Events produced outside CUPTI (link-in API, capture windows, metrics); the
-// writer thread interns their strings.
+// Events produced outside CUPTI (link-in API, capture windows, metrics, NCCL
+// NVTX payloads); the writer thread interns their strings.
 struct HostEvent {
-  enum Kind : uint8_t { kRange, kStep, kWindow, kMetrics } kind = kRange;
+  enum Kind : uint8_t { kRange, kStep, kWindow, kMetrics, kNcclPayload } kind = kRange;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint64_t step = 0;
@@ -37,6 +39,9 @@ struct HostEvent {
   CaptureTrigger trigger = CaptureTrigger::kWholeRun;
   std::string name;  // range name / window label
   std::shared_ptr<MetricCaptureResult> metrics;
+  // kNcclPayload: decoded at an nvtxDomainRangePushEx in domain NCCL; start_ns
+  // = CUPTI timestamp of the callback, thread_id = CUPTI's thread id.
+  NcclPayload nccl;
 };
 
 // Synchronizing API calls (their call stacks are captured) and kernel-launch
@@ -83,6 +88,8 @@ class CollectorImpl final : public Collector {
   void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* data);
   void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data);
   void OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
+  // NCCL tracing: learns NCCL's domain handle, decodes NCCL's range payloads.
+  void OnNcclNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void MaybeTearDown();
   void PushHostEvent(HostEvent event);
   void Wake();
@@ -157,6 +164,9 @@ class CollectorImpl final : public Collector {
   uint64_t broken_buffers_ = 0;
   uint64_t metric_ranges_dropped_ = 0;
   LossReport last_loss_report_;
+  NcclJoinStats nccl_join_stats_;  // writer thread: for the exit summary
+  // NCCL's NVTX domain handle (nvtxDomainHandle_t), once seen being created.
+  std::atomic<const void*> nccl_domain_{nullptr};
 };
 
 }  // namespace sightline::collect

@@ -135,6 +135,17 @@ void CollectorImpl::WriterMain() {
     }
     buffers.clear();
     pool_->TakeCompleted(&buffers);
+    // Host events are taken after the buffers: every NCCL payload pushed
+    // before a range whose end is in these buffers is then in hand when the
+    // converter joins it (NcclPayload events go in before the drain).
+    host.clear();
+    {
+      std::lock_guard<std::mutex> lock(host_mu_);
+      host.swap(host_events_);
+    }
+    for (const HostEvent& e : host) {
+      if (e.kind == HostEvent::kNcclPayload) converter.AddNcclPayload(e.thread_id, e.start_ns, e.nccl);
+    }
     for (const CompletedBuffer& b : buffers) {
       // Buffers completed before a teardown are drained before it (the
       // teardown waits for this); none arrive after.
@@ -146,11 +157,7 @@ void CollectorImpl::WriterMain() {
       pool_->Release(b.data);
     }
     pool_->Replenish(2);
-    host.clear();
-    {
-      std::lock_guard<std::mutex> lock(host_mu_);
-      host.swap(host_events_);
-    }
+    nccl_join_stats_ = converter.stats().nccl;
     for (HostEvent& e : host) {
       switch (e.kind) {
         case HostEvent::kRange: {
@@ -190,6 +197,11 @@ void CollectorImpl::WriterMain() {
           for (size_t i = 0; i < m.ranges.size(); ++i) {
             MetricRangeEvent out = m.ranges[i];
             if (i < m.range_names.size()) out.range_name_id = sink.Intern(m.range_names[i]);
+            if (i < m.spans.size()) {
+              out.launches_spanned = m.spans[i].launches;
+              out.first_correlation_id = m.spans[i].first_correlation_id;
+              out.passes_collected = m.spans[i].passes_collected;
+            }
             for (size_t v = 0; v < out.values.size(); ++v) {
               if (i < m.metric_names.size() && v < m.metric_names[i].size()) {
                 out.values[v].name_id = sink.Intern(m.metric_names[i][v]);
@@ -199,6 +211,8 @@ void CollectorImpl::WriterMain() {
           }
           break;
         }
+        case HostEvent::kNcclPayload:
+          break;  // given to the converter before the drain
       }
     }
   };
@@ -276,6 +290,7 @@ void CollectorImpl::WriterMain() {
     if (signalled) {
       if (signal_finish_) {
         converter.CloseOpenRanges(Now());
+        nccl_join_stats_ = converter.stats().nccl;
         loss_report();
         FinishTrace("signal");
         SignalFlushDone();
@@ -286,6 +301,7 @@ void CollectorImpl::WriterMain() {
     if (finishing) {
       process();
       converter.CloseOpenRanges(Now());
+      nccl_join_stats_ = converter.stats().nccl;
       BufferPoolStats ps = loss_report();
       if (ps.outstanding > 0 && !config_.quiet) {
         Warn(std::to_string(ps.outstanding) +
@@ -323,6 +339,16 @@ void CollectorImpl::PrintSummary() {
                count(EventKind::kKernel), count(EventKind::kMemcpy), count(EventKind::kMemset),
                count(EventKind::kApi), count(EventKind::kNvtxRange),
                static_cast<unsigned long long>(last_loss_report_.total()));
+  const NcclJoinStats& n = nccl_join_stats_;
+  if (n.ranges > 0) {
+    auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+    std::fprintf(stderr,
+                 "sightline: NCCL ranges %llu: payload from activity records %llu, from NVTX "
+                 "callbacks %llu, collectives without payload %llu, undecoded %llu; "
+                 "callback payloads unmatched %llu; communicator events %llu\n",
+                 u(n.ranges), u(n.from_activity), u(n.from_callback), u(n.without_payload),
+                 u(n.undecoded), u(n.callback_unmatched), u(n.comm_events));
+  }
 }
 
 }  // namespace sightline::collect

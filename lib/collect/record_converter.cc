@@ -1,6 +1,7 @@
 // lib/collect/record_converter.cc — see record_converter.h.
 #include "lib/collect/record_converter.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -284,6 +285,8 @@ void RecordConverter::ConvertMarker(const CUpti_ActivityMarker2& m) {
     r.domain_id = m.domain != nullptr ? sink_->Intern(m.domain) : 0;
     r.thread_id = thread;
     if (options_.nccl && m.domain != nullptr && std::strcmp(m.domain, "NCCL") == 0) {
+      r.is_nccl_domain = true;
+      r.nccl_name = name;
       r.is_nccl = ParseNcclApiName(name, &r.nccl_op);
     }
     open_ranges_[m.id] = r;
@@ -326,6 +329,25 @@ void RecordConverter::ConvertMarkerData(const CUpti_ActivityMarkerData2& d) {
       data.payload_kind = PayloadKind::kDouble;
       data.payload_double = d.payload.metricValueDouble;
       break;
+    case CUPTI_METRIC_VALUE_KIND_NVTX_EXTENDED_PAYLOAD: {
+      // A CUPTI-allocated copy of the event's nvtxPayloadData_t (see
+      // nccl_payload.cc). Decoded now (only NCCL's schemas, by exact size)
+      // and freed; whether it belongs to NCCL is decided by the range's
+      // domain when the range ends.
+      auto* pd = reinterpret_cast<NvtxPayloadData*>(
+          static_cast<uintptr_t>(d.payload.metricValueNvtxExtendedPayload));
+      if (pd != nullptr) {
+        if (options_.nccl) {
+          data.has_nccl = DecodeNcclPayload(pd->schema_id, pd->payload, pd->size, &data.nccl);
+          data.ext_undecoded = !data.has_nccl;
+        }
+        if (options_.free_ext_payloads) {
+          std::free(const_cast<void*>(pd->payload));
+          std::free(pd);
+        }
+      }
+      break;
+    }
     default: break;
   }
   marker_data_[d.id] = data;
@@ -349,31 +371,139 @@ void RecordConverter::EmitRange(const PendingRange& r, uint64_t end_ns, uint32_t
   // that opened it is reported as push/pop.
   e.push_pop = end_thread == r.thread_id;
   auto d = marker_data_.find(marker_id);
-  if (d != marker_data_.end()) {
-    e.color = d->second.color;
-    e.category = d->second.category;
-    e.payload_kind = d->second.payload_kind;
-    e.payload_int = d->second.payload_int;
-    e.payload_double = d->second.payload_double;
+  MarkerData data;
+  bool have_data = d != marker_data_.end();
+  if (have_data) {
+    data = d->second;
+    e.color = data.color;
+    e.category = data.category;
+    e.payload_kind = data.payload_kind;
+    e.payload_int = data.payload_int;
+    e.payload_double = data.payload_double;
     marker_data_.erase(d);
   }
   sink_->Add(e);
   Count(EventKind::kNvtxRange);
-  if (r.is_nccl) {
-    NcclEvent n;
-    n.start_ns = r.start_ns;
-    n.end_ns = end_ns;
-    n.op = r.nccl_op;
-    n.name_id = r.name_id;
-    n.source = 2;
-    n.thread_id = r.thread_id;
-    n.stream_id = kNoStream;
-    if (e.payload_kind == PayloadKind::kUint64 || e.payload_kind == PayloadKind::kInt64) {
-      n.bytes = static_cast<uint64_t>(e.payload_int);
-    }
-    sink_->Add(n);
-    Count(EventKind::kNccl);
+  if (r.is_nccl_domain) EmitNccl(r, end_ns, have_data ? &data : nullptr);
+}
+
+void RecordConverter::AddNcclPayload(uint32_t thread_id, uint64_t timestamp_ns,
+                                     const NcclPayload& payload) {
+  if (!options_.nccl) return;
+  // Bounded: a process whose NCCL ranges never reach us (MARKER off, records
+  // dropped) must not grow this without limit.
+  if (nccl_callback_pending_ >= 65536) {
+    stats_.nccl.callback_unmatched += nccl_callback_pending_;
+    nccl_callback_payloads_.clear();
+    nccl_callback_pending_ = 0;
   }
+  nccl_callback_payloads_[thread_id].push_back({timestamp_ns, payload});
+  ++nccl_callback_pending_;
+}
+
+bool RecordConverter::TakeCallbackPayload(const PendingRange& r, NcclPayload* out) {
+  auto it = nccl_callback_payloads_.find(r.thread_id);
+  if (it == nccl_callback_payloads_.end() || it->second.empty()) return false;
+  std::deque<CallbackPayload>& q = it->second;
+  size_t best = q.size();
+  uint64_t best_distance = 0;
+  for (size_t i = 0; i < q.size(); ++i) {
+    uint64_t t = q[i].timestamp_ns;
+    uint64_t distance = t > r.start_ns ? t - r.start_ns : r.start_ns - t;
+    if (distance > options_.nccl_join_tolerance_ns) continue;
+    if (!r.nccl_name.empty() && !NcclRangeMatchesSchema(r.nccl_name, q[i].payload.schema)) continue;
+    if (best == q.size() || distance < best_distance) {
+      best = i;
+      best_distance = distance;
+    }
+  }
+  if (best == q.size()) return false;
+  *out = q[best].payload;
+  q.erase(q.begin() + static_cast<std::ptrdiff_t>(best));
+  --nccl_callback_pending_;
+  // Payloads pushed well before this range's start on the same thread had
+  // their chance: their ranges ended already (NCCL ranges do not outlive
+  // the call) or never reached us.
+  uint64_t horizon = r.start_ns > 1000000000ull ? r.start_ns - 1000000000ull : 0;
+  DropStaleCallbackPayloads(r.thread_id, horizon);
+  return true;
+}
+
+void RecordConverter::DropStaleCallbackPayloads(uint32_t thread, uint64_t before_ns) {
+  auto it = nccl_callback_payloads_.find(thread);
+  if (it == nccl_callback_payloads_.end()) return;
+  std::deque<CallbackPayload>& q = it->second;
+  while (!q.empty() && q.front().timestamp_ns < before_ns) {
+    q.pop_front();
+    --nccl_callback_pending_;
+    ++stats_.nccl.callback_unmatched;
+  }
+}
+
+void RecordConverter::EmitNccl(const PendingRange& r, uint64_t end_ns, const MarkerData* data) {
+  ++stats_.nccl.ranges;
+  NcclPayload p;
+  bool have = false;
+  NcclPayload from_callback;
+  // Always claim the callback's copy so it is not left over as unmatched.
+  bool callback = TakeCallbackPayload(r, &from_callback);
+  if (data != nullptr && data->has_nccl &&
+      (r.nccl_name.empty() || NcclRangeMatchesSchema(r.nccl_name, data->nccl.schema))) {
+    p = data->nccl;
+    have = true;
+    ++stats_.nccl.from_activity;
+  } else if (callback) {
+    p = from_callback;
+    have = true;
+    ++stats_.nccl.from_callback;
+  } else if (data != nullptr && data->ext_undecoded) {
+    ++stats_.nccl.undecoded;
+  }
+
+  if (have && p.kind == NcclPayload::Kind::kCommunicator) {
+    if (p.has_comm && p.nranks > 0) nccl_comms_[p.comm_id] = {p.rank, p.nranks};
+    NcclEvent c;
+    c.start_ns = r.start_ns;
+    c.end_ns = end_ns;
+    c.op = NcclOp::kUnknown;
+    c.comm_id = p.comm_id;
+    c.rank = p.nranks > 0 ? p.rank : -1;
+    c.nranks = p.nranks;
+    c.device_id = p.cuda_device >= 0 ? static_cast<uint32_t>(p.cuda_device) : 0;
+    c.name_id = r.name_id;
+    c.source = 3;
+    c.thread_id = r.thread_id;
+    c.stream_id = kNoStream;
+    sink_->Add(c);
+    Count(EventKind::kNccl);
+    ++stats_.nccl.comm_events;
+    return;
+  }
+  bool collective = have && p.kind == NcclPayload::Kind::kCollective;
+  if (!r.is_nccl && !collective) return;  // ncclGroupEnd, ncclCommCount, ...
+  NcclEvent n;
+  n.start_ns = r.start_ns;
+  n.end_ns = end_ns;
+  n.op = r.nccl_op != NcclOp::kUnknown ? r.nccl_op : (collective ? p.op : NcclOp::kUnknown);
+  n.name_id = r.name_id;
+  n.source = 2;
+  n.thread_id = r.thread_id;
+  n.stream_id = kNoStream;
+  if (collective) {
+    if (p.has_bytes) n.bytes = p.bytes;
+    if (p.has_comm) {
+      n.comm_id = p.comm_id;
+      auto c = nccl_comms_.find(p.comm_id);
+      if (c != nccl_comms_.end()) {
+        n.rank = c->second.first;
+        n.nranks = c->second.second;
+      }
+    }
+  } else {
+    ++stats_.nccl.without_payload;
+  }
+  sink_->Add(n);
+  Count(EventKind::kNccl);
 }
 
 void RecordConverter::EndBuffer() {
@@ -435,6 +565,9 @@ void RecordConverter::CloseOpenRanges(uint64_t end_ns) {
     EmitRange(r, end_ns > r.start_ns ? end_ns : r.start_ns, r.thread_id, id);
   }
   open_ranges_.clear();
+  stats_.nccl.callback_unmatched += nccl_callback_pending_;
+  nccl_callback_payloads_.clear();
+  nccl_callback_pending_ = 0;
 }
 
 }  // namespace sightline::collect

@@ -25,12 +25,28 @@
 // the start always precedes its end; pending starts are kept by marker id.
 // Instantaneous markers wait for their MARKER_DATA (color, payload) until
 // EndBuffer().
+//
+// NCCL payloads (message size, communicator, rank; see nccl_payload.h) reach
+// an NCCL range from two places, tried in this order:
+//   1. its own MARKER_DATA record, when CUPTI attached NCCL's NVTX extended
+//      payload to it (exact: same marker id);
+//   2. AddNcclPayload(): payloads decoded by the collector's NVTX callback at
+//      the nvtxDomainRangePushEx, joined to the range on the same thread
+//      whose start is nearest within options.nccl_join_tolerance_ns and whose
+//      name is the payload's API call ("ncclAllReduce" for schema AllReduce).
+// Joins happen when the range ends, so feed the callback payloads of a pass
+// before converting its buffers. Communicator payloads (ncclCommDestroy,
+// ncclCommInitRank, ...) map comm id → rank/nranks for the ranges that end
+// after them and are also written as an NcclEvent with source 3 so readers can
+// fill rank/nranks of earlier events of that communicator. Whatever could not
+// be joined is counted in stats().nccl, never guessed.
 #ifndef SIGHTLINE_LIB_COLLECT_RECORD_CONVERTER_H_
 #define SIGHTLINE_LIB_COLLECT_RECORD_CONVERTER_H_
 
 #include <cupti_activity.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -38,9 +54,22 @@
 #include <vector>
 
 #include "lib/collect/event_sink.h"
+#include "lib/collect/nccl_payload.h"
 #include "sightline/events.h"
 
 namespace sightline::collect {
+
+// NCCL payload joins (see the file comment). Not losses: a range without a
+// payload simply keeps bytes/comm unset.
+struct NcclJoinStats {
+  uint64_t ranges = 0;                  // NCCL-domain ranges emitted
+  uint64_t from_activity = 0;           // payload from the range's MARKER_DATA
+  uint64_t from_callback = 0;           // payload joined from the NVTX callback
+  uint64_t without_payload = 0;         // collective ranges left without one
+  uint64_t undecoded = 0;               // extended payloads of unknown schema/size
+  uint64_t callback_unmatched = 0;      // callback payloads no range claimed
+  uint64_t comm_events = 0;             // source-3 communicator events written
+};
 
 struct ConversionStats {
   uint64_t records = 0;
@@ -50,11 +79,18 @@ struct ConversionStats {
   uint64_t unmatched_range_ends = 0;
   uint64_t open_ranges_at_end = 0;
   uint64_t counts[kNumEventKinds] = {};
+  NcclJoinStats nccl;
 };
 
 struct ConverterOptions {
   std::vector<std::string> api_skip;  // API names not to record
   bool nccl = true;                   // emit NcclEvent for NCCL kernels / NVTX ranges
+  // Callback payload ↔ range start distance accepted by the join.
+  uint64_t nccl_join_tolerance_ns = 200000;
+  // CUPTI allocates the copy of an NVTX extended payload in a MARKER_DATA
+  // record and leaves freeing it to the client (free(), both the
+  // nvtxPayloadData_t and its payload). Off only for records not from CUPTI.
+  bool free_ext_payloads = true;
 };
 
 class RecordConverter {
@@ -72,6 +108,9 @@ class RecordConverter {
   void Convert(const CUpti_Activity* record);
   // Call after the last record of a buffer: emits waiting instantaneous markers.
   void EndBuffer();
+  // An NCCL payload decoded at an nvtxDomainRangePushEx on `thread_id`
+  // (CUPTI's thread id: pthread_self(), truncated) at `timestamp_ns`.
+  void AddNcclPayload(uint32_t thread_id, uint64_t timestamp_ns, const NcclPayload& payload);
   // The API record with this correlation id gets this call stack id.
   void AttachStack(uint32_t correlation_id, uint32_t stack_id);
   // End of the trace: ranges still open are emitted ending at `end_ns` (they
@@ -86,8 +125,14 @@ class RecordConverter {
     uint32_t name_id = 0;
     uint32_t domain_id = 0;
     uint32_t thread_id = 0;
-    bool is_nccl = false;
+    bool is_nccl = false;         // a collective by its name
+    bool is_nccl_domain = false;  // domain "NCCL"
+    std::string nccl_name;        // range name, NCCL domain only
     NcclOp nccl_op = NcclOp::kUnknown;
+  };
+  struct CallbackPayload {
+    uint64_t timestamp_ns = 0;
+    NcclPayload payload;
   };
   struct MarkerData {
     uint32_t color = 0;
@@ -95,6 +140,9 @@ class RecordConverter {
     PayloadKind payload_kind = PayloadKind::kNone;
     int64_t payload_int = 0;
     double payload_double = 0;
+    bool has_nccl = false;        // decoded NCCL extended payload
+    bool ext_undecoded = false;   // an extended payload we could not decode
+    NcclPayload nccl;
   };
 
   void ConvertKernel(const CUpti_ActivityKernel10& k);
@@ -109,6 +157,9 @@ class RecordConverter {
   void ConvertGraph(const CUpti_ActivityGraphTrace2& g);
   bool ValidSpan(uint64_t start, uint64_t end);
   void EmitRange(const PendingRange& r, uint64_t end_ns, uint32_t end_thread, uint32_t marker_id);
+  void EmitNccl(const PendingRange& r, uint64_t end_ns, const MarkerData* data);
+  bool TakeCallbackPayload(const PendingRange& r, NcclPayload* out);
+  void DropStaleCallbackPayloads(uint32_t thread, uint64_t before_ns);
   void Count(EventKind kind) { ++stats_.counts[static_cast<int>(kind)]; }
   uint32_t ApiNameId(ApiDomain domain, uint32_t cbid, bool* skip);
 
@@ -125,6 +176,11 @@ class RecordConverter {
   std::vector<std::pair<NvtxMarkerEvent, uint32_t>> pending_instants_;  // + marker id
   std::unordered_map<uint32_t, uint32_t> stacks_;            // correlation → stack id
   std::unordered_map<uint32_t, uint32_t> context_device_;    // context → device
+  // NVTX-callback NCCL payloads waiting for their range, per thread, in push order.
+  std::unordered_map<uint32_t, std::deque<CallbackPayload>> nccl_callback_payloads_;
+  size_t nccl_callback_pending_ = 0;
+  // Communicator hash → (rank, nranks), from communicator payloads.
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> nccl_comms_;
 };
 
 }  // namespace sightline::collect

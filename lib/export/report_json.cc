@@ -200,6 +200,26 @@ void WriteTables(JsonWriter& w, const Report& r) {
     w.EndObject();
   }
   w.EndArray();
+  w.Key("nccl_ops").BeginArray();
+  for (const analysis::NcclOpRow& n : r.nccl_ops) {
+    w.BeginObject();
+    w.Key("trace_index").Uint(n.trace_index);
+    w.Key("rank").Int(n.rank);
+    w.Key("op").String(n.op);
+    w.Key("count").Uint(n.count);
+    w.Key("sized_count").Uint(n.sized_count);
+    w.Key("bytes_total").Uint(n.bytes_total);
+    w.Key("bytes_min").Uint(n.bytes_min);
+    w.Key("bytes_max").Uint(n.bytes_max);
+    w.Key("gpu_count").Uint(n.gpu_count);
+    w.Key("gpu_total_ns").Uint(n.gpu_total_ns);
+    w.Key("algbw_gbps").Double(n.algbw_gbps);
+    w.Key("comm_id").String(n.comm_id);
+    w.Key("comm_rank").Int(n.comm_rank);
+    w.Key("comm_nranks").Int(n.comm_nranks);
+    w.EndObject();
+  }
+  w.EndArray();
 }
 
 void WriteFindings(JsonWriter& w, const Report& r) {

@@ -223,6 +223,26 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     }
   }
 
+  if (!r.nccl_ops.empty()) {
+    out += '\n';
+    // algbw as NCCL-tests define it: message size / time of the op on the GPU.
+    TextTable t({"NCCL ops", "rank", "calls", "size", "GPU time", "algbw", "communicator"});
+    for (const analysis::NcclOpRow& n : r.nccl_ops) {
+      std::string size = n.sized_count == 0 ? "-"
+                         : n.bytes_min == n.bytes_max
+                             ? FormatBytes(double(n.bytes_min))
+                             : absl::StrCat(FormatBytes(double(n.bytes_min)), "..",
+                                            FormatBytes(double(n.bytes_max)));
+      std::string comm = n.comm_id.empty() ? "-" : n.comm_id;
+      if (n.comm_nranks > 0) absl::StrAppend(&comm, " (", n.comm_rank, "/", n.comm_nranks, ")");
+      t.Add({absl::StrCat("  ", n.op), n.rank >= 0 ? absl::StrCat(n.rank) : "-",
+             absl::StrCat(n.count, n.gpu_count != n.count ? absl::StrCat("/", n.gpu_count, "k") : ""),
+             size, n.gpu_count ? FormatDuration(double(n.gpu_total_ns)) : "-",
+             n.algbw_gbps > 0 ? absl::StrFormat("%.1f GB/s", n.algbw_gbps) : "-", comm});
+    }
+    t.Render(&out, width, "");
+  }
+
   if (r.findings.empty()) {
     absl::StrAppend(&out, "\nFindings: none\n");
   } else {

@@ -200,3 +200,101 @@ TEST(HtmlTest, EscapesAndDecimatesWithinBudget) {
 
 }  // namespace
 }  // namespace sightline::exporter
+
+namespace sightline::exporter {
+namespace {
+
+// NCCL: host ranges with NCCL's payload fields (size, communicator), the
+// communicator's rank info arriving last (as NCCL 2.28's ncclCommDestroy
+// does), and the op's kernels → per-op table with bytes, algbw, communicator.
+TEST(ReportNcclTest, OpsCarrySizeBandwidthAndCommunicator) {
+  analysis::SyntheticTrace t;
+  t.header.process.rank = 1;
+  t.header.devices.resize(1);
+  t.header.devices[0].name = "NVIDIA H200";
+  uint32_t kernel_name = t.Intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  uint32_t range_name = t.Intern("ncclAllReduce");
+  const uint64_t comm = 0x0123456789abcdefull, bytes = 16u << 20;
+  for (int i = 0; i < 4; ++i) {
+    uint64_t t0 = 1'000'000 + i * 1'000'000;
+    NcclEvent host;
+    host.start_ns = t0;
+    host.end_ns = t0 + 20'000;
+    host.op = NcclOp::kAllReduce;
+    host.bytes = bytes;
+    host.comm_id = comm;
+    host.name_id = range_name;
+    host.source = 2;
+    t.nccls.push_back(host);
+    KernelEvent k;
+    k.start_ns = t0 + 30'000;
+    k.end_ns = t0 + 30'000 + 200'000;  // 200 us: 16 MiB / 200 us = 83.9 GB/s
+    k.stream_id = 17;
+    k.correlation_id = 100 + i;
+    k.name_id = kernel_name;
+    k.grid_x = 24;
+    k.block_x = 544;
+    t.kernels.push_back(k);
+    NcclEvent gpu;
+    gpu.start_ns = k.start_ns;
+    gpu.end_ns = k.end_ns;
+    gpu.stream_id = 17;
+    gpu.correlation_id = k.correlation_id;
+    gpu.op = NcclOp::kAllReduce;
+    gpu.name_id = kernel_name;
+    gpu.source = 1;
+    t.nccls.push_back(gpu);
+  }
+  NcclEvent info;  // ncclCommDestroy's payload, at the end
+  info.start_ns = 9'000'000;
+  info.end_ns = 9'100'000;
+  info.comm_id = comm;
+  info.rank = 1;
+  info.nranks = 2;
+  info.name_id = t.Intern("ncclCommDestroy");
+  info.source = 3;
+  t.nccls.push_back(info);
+
+  analysis::ModelBuilder builder;
+  builder.AddSynthetic(t);
+  analysis::TimelineModel model = builder.Finish();
+  ASSERT_EQ(model.communicators.size(), 1u);
+  ASSERT_EQ(model.collectives.size(), 8u);  // the communicator info is not an operation
+  for (const analysis::Collective& c : model.collectives) {
+    if (c.source == 2) {
+      EXPECT_EQ(c.rank, 1);
+      EXPECT_EQ(c.nranks, 2);
+    }
+  }
+  Report report = analysis::AnalyzeModel(model, {});
+  ASSERT_EQ(report.nccl_ops.size(), 1u);
+  const analysis::NcclOpRow& op = report.nccl_ops[0];
+  EXPECT_EQ(op.op, "AllReduce");
+  EXPECT_EQ(op.count, 4u);
+  EXPECT_EQ(op.sized_count, 4u);
+  EXPECT_EQ(op.bytes_total, 4 * bytes);
+  EXPECT_EQ(op.bytes_min, bytes);
+  EXPECT_EQ(op.gpu_count, 4u);
+  EXPECT_EQ(op.gpu_total_ns, 800'000u);
+  EXPECT_NEAR(op.algbw_gbps, double(bytes) / 200'000.0, 1e-9);
+  EXPECT_EQ(op.comm_id, "0x0123456789abcdef");
+  EXPECT_EQ(op.comm_rank, 1);
+  EXPECT_EQ(op.comm_nranks, 2);
+  EXPECT_EQ(op.rank, 1);
+
+  std::string json = RenderReportJson(report);
+  EXPECT_TRUE(ReportFromJson("nccl", json).ok());
+  for (const char* field : {"\"nccl_ops\"", "\"bytes_total\"", "67108864", "\"algbw_gbps\"",
+                            "\"0x0123456789abcdef\"", "\"comm_nranks\""}) {
+    EXPECT_NE(json.find(field), std::string::npos) << field;
+  }
+  TextOptions text_options;
+  std::string text = RenderReportText(report, text_options);
+  EXPECT_NE(text.find("NCCL ops"), std::string::npos) << text;
+  EXPECT_NE(text.find("16.78 MB"), std::string::npos) << text;
+  EXPECT_NE(text.find("83.9 GB/s"), std::string::npos) << text;
+  EXPECT_NE(text.find("0x0123456789abcdef (1/2)"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace sightline::exporter
