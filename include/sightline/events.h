@@ -201,7 +201,7 @@ struct NcclEvent {
   int32_t rank = -1;
   int32_t nranks = 0;
   uint32_t name_id = 0;
-  uint32_t source = 0;  // 1 = GPU kernel, 2 = host NVTX range
+  uint32_t source = 0;  // 1 = GPU kernel, 2 = host NVTX range, 3 = communicator info
   uint32_t thread_id = 0;
 };
 
@@ -219,6 +219,14 @@ struct MetricRangeEvent {
   std::vector<MetricValue> values;
   uint32_t num_passes = 0;
   uint32_t range_index = 0;
+  // Spread replay: the passes came from this many launches of one kernel
+  // configuration (no replay); correlation_id is the last, this the first.
+  // 0 or 1: one launch (kernel replay).
+  uint32_t launches_spanned = 0;
+  uint32_t first_correlation_id = 0;
+  // Passes collected; fewer than num_passes = an incomplete spread (no
+  // values). 0 = all (kernel replay, older traces).
+  uint32_t passes_collected = 0;
 };
 
 struct CaptureWindowEvent {

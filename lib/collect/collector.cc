@@ -265,11 +265,15 @@ bool CollectorImpl::SetUpCupti() {
       Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid), "enable NVTX cb");
     }
   }
+  if (config_.trace_nccl) {
+    // NCCL's range payloads (size, communicator): OnNcclNvtx.
+    for (CUpti_CallbackId cbid :
+         {CUPTI_CBID_NVTX_nvtxDomainCreateA, CUPTI_CBID_NVTX_nvtxDomainRangePushEx}) {
+      Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid), "enable NVTX cb");
+    }
+  }
   if (!config_.metric_set.empty()) {
-    KernelLaunchHookConfig hc;
-    hc.metric_set = config_.metric_set;
-    hc.kernel_filter = config_.metric_kernel_filter;
-    hc.max_ranges = config_.metric_max_ranges;
+    KernelLaunchHookConfig hc = HookConfigFromCollectorConfig(config_);
     std::string error;
     hook_ = CreateKernelLaunchHook(hc, &error);
     if (hook_ == nullptr) {
@@ -427,14 +431,15 @@ void CollectorImpl::MaybeTearDown() {
   // (finalising elsewhere raced FlushAll: kineto PR #686). Only once the
   // capture can no longer reopen.
   if (!teardown_pending_.exchange(false) || torn_down_) return;
-  // Activity recording is already off (the window closed). Detaching CUPTI
-  // completely (cuptiFinalize) is opt-in: on CUDA 13.0 / driver 580 the
-  // application crashed (SIGSEGV) after a successful finalize in 1 of 2 runs
-  // of tests/gpu/collector_behaviour.sh's --duration case on the H200 (and in
-  // the one run before finalisation was serialised with our writer), a known
-  // class of CUDA 13.0 shutdown crash (CUPTI_NOTES: PAPI PR #594).
+  // Activity recording is already off (the window closed), but CUPTI left
+  // attached keeps costing the app: on the H200 an empty-kernel launch loop
+  // ran +33..+54 % slower after the capture than without a profiler, and
+  // -1.7 % (noise) after cuptiFinalize (bench/overhead, AFTER lines). So
+  // detach by default; SIGHTLINE_DETACH=0 keeps CUPTI attached (an earlier
+  // build crashed after finalize in 1 of 2 runs on CUDA 13.0; the checks
+  // below and tests/gpu/teardown_stress.sh are what made it the default).
   const char* detach = std::getenv("SIGHTLINE_DETACH");
-  if (detach == nullptr || std::strcmp(detach, "1") != 0) return;
+  if (detach != nullptr && std::strcmp(detach, "0") == 0) return;
   // 1. Every record into our pool, 2. the writer converts them all,
   // 3. no thread of ours calls CUPTI any more, 4. detach.
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);

@@ -4,10 +4,13 @@
 // They run inline on the application's threads: no I/O, no allocation beyond
 // a captured stack, never our control mutex across a hook call.
 #include <cupti.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <generated_nvtx_meta.h>
+
+#include <cstring>
 
 #include "lib/collect/collector_impl.h"
 
@@ -69,10 +72,13 @@ bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
 
 bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    // CUDA 13 reports triple-chevron launches as __cudaLaunchKernel(_ptsz)_v13000.
     return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
            cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
            cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
-           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000;
   }
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
@@ -147,38 +153,57 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     Wake();
   }
   if (hook_ != nullptr && IsLaunchCbid(domain, cbid)) {
-    // A runtime launch calls the driver launch underneath: report it once.
-    bool report = runtime || t_in_runtime_launch == 0;
-    if (runtime && enter) ++t_in_runtime_launch;
-    if (report) {
-      KernelLaunchInfo info;
-      info.context = data->context;
-      info.correlation_id = data->correlationId;
-      info.kernel_name = data->symbolName != nullptr ? data->symbolName : "";
-      info.cbid = cbid;
-      info.is_runtime_api = runtime;
-      if (runtime && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
-                      cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000)) {
-        auto* p = static_cast<const cudaLaunchKernel_v7000_params*>(data->functionParams);
-        info.grid_x = p->gridDim.x; info.grid_y = p->gridDim.y; info.grid_z = p->gridDim.z;
-        info.block_x = p->blockDim.x; info.block_y = p->blockDim.y; info.block_z = p->blockDim.z;
-        info.dynamic_shared_bytes = static_cast<uint32_t>(p->sharedMem);
-        info.stream = reinterpret_cast<CUstream>(p->stream);
-      } else if (!runtime && (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
-                              cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz)) {
-        auto* p = static_cast<const cuLaunchKernel_params*>(data->functionParams);
-        info.grid_x = p->gridDimX; info.grid_y = p->gridDimY; info.grid_z = p->gridDimZ;
-        info.block_x = p->blockDimX; info.block_y = p->blockDimY; info.block_z = p->blockDimZ;
-        info.dynamic_shared_bytes = p->sharedMemBytes;
-        info.stream = p->hStream;
-      }
+    // The hook sees each launch once, entered from the driver cuLaunchKernel(Ex)
+    // callback: a runtime launch's own parameters may carry no grid/block (CUDA
+    // 13's __cudaLaunchKernel_v13000), the driver call underneath always does.
+    // Inside a runtime launch the correlation id is the runtime call's (the one
+    // kernel records carry) and the exit is the runtime call's exit.
+    thread_local uint32_t t_runtime_correlation = 0;
+    thread_local bool t_hook_entered = false;
+    thread_local KernelLaunchInfo t_launch_info;
+    if (runtime) {
       if (enter) {
-        hook_->OnLaunchEnter(info);
+        if (t_in_runtime_launch++ == 0) t_runtime_correlation = data->correlationId;
       } else {
-        hook_->OnLaunchExit(info);
+        if (t_in_runtime_launch == 1 && t_hook_entered) {
+          t_hook_entered = false;
+          hook_->OnLaunchExit(t_launch_info);
+        }
+        if (t_in_runtime_launch > 0) --t_in_runtime_launch;
       }
+    } else if (enter) {
+      if (!t_hook_entered) {
+        KernelLaunchInfo info;
+        info.context = data->context;
+        info.correlation_id = t_in_runtime_launch > 0 ? t_runtime_correlation : data->correlationId;
+        info.kernel_name = data->symbolName != nullptr ? data->symbolName : "";
+        info.cbid = cbid;
+        info.is_runtime_api = t_in_runtime_launch > 0;
+        if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
+            cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+          auto* p = static_cast<const cuLaunchKernel_params*>(data->functionParams);
+          info.grid_x = p->gridDimX; info.grid_y = p->gridDimY; info.grid_z = p->gridDimZ;
+          info.block_x = p->blockDimX; info.block_y = p->blockDimY; info.block_z = p->blockDimZ;
+          info.dynamic_shared_bytes = p->sharedMemBytes;
+          info.stream = p->hStream;
+        } else {
+          auto* p = static_cast<const cuLaunchKernelEx_params*>(data->functionParams);
+          if (p->config != nullptr) {
+            const CUlaunchConfig* c = p->config;
+            info.grid_x = c->gridDimX; info.grid_y = c->gridDimY; info.grid_z = c->gridDimZ;
+            info.block_x = c->blockDimX; info.block_y = c->blockDimY; info.block_z = c->blockDimZ;
+            info.dynamic_shared_bytes = c->sharedMemBytes;
+            info.stream = c->hStream;
+          }
+        }
+        t_launch_info = info;
+        t_hook_entered = true;
+        hook_->OnLaunchEnter(info);
+      }
+    } else if (t_hook_entered && t_in_runtime_launch == 0) {
+      t_hook_entered = false;
+      hook_->OnLaunchExit(t_launch_info);
     }
-    if (runtime && !enter && t_in_runtime_launch > 0) --t_in_runtime_launch;
   }
   if (config_.trace_backtrace && activities_on_) {
     bool sync = IsSyncCbid(domain, cbid);
@@ -196,6 +221,10 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 }
 
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  if (config_.trace_nccl) OnNcclNvtx(cbid, data);
+  // NCCL tracing enables a few NVTX callbacks in every capture mode; the
+  // capture-range logic below is for --capture-range nvtx:NAME only.
+  if (config_.capture != CaptureMode::kNvtx) return;
   uint64_t now = Now();
   bool closed = false;
   {
@@ -258,6 +287,40 @@ void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
     closed = ApplyLocked(a, now);
   }
   if (closed) AfterWindowClosed();
+}
+
+// NCCL's NVTX payloads (see nccl_payload.h). Runs inline on the application's
+// thread at every nvtxDomainCreateA and nvtxDomainRangePushEx: a few loads
+// and compares for other domains; for an NCCL range a decode of a ≤ 40-byte
+// struct and one small host event. No I/O, nothing allocated but the event.
+void CollectorImpl::OnNcclNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  if (data == nullptr || data->functionParams == nullptr) return;
+  if (cbid == CUPTI_CBID_NVTX_nvtxDomainCreateA) {
+    auto* p = static_cast<const nvtxDomainCreateA_params*>(data->functionParams);
+    if (p->name != nullptr && std::strcmp(p->name, "NCCL") == 0 &&
+        data->functionReturnValue != nullptr) {
+      nccl_domain_.store(*static_cast<const nvtxDomainHandle_t*>(data->functionReturnValue),
+                         std::memory_order_relaxed);
+    }
+    return;
+  }
+  if (cbid != CUPTI_CBID_NVTX_nvtxDomainRangePushEx) return;
+  auto* p = static_cast<const nvtxDomainRangePushEx_params*>(data->functionParams);
+  const nvtxEventAttributes_t* a = p->core.eventAttrib;
+  if (a == nullptr || a->payloadType != kNvtxPayloadTypeExt) return;
+  // Until NCCL's domain is known (its creation may precede our callbacks),
+  // any domain's payload is decoded; the join then requires the range's
+  // domain to be "NCCL" and its name to be the payload's API call.
+  const void* nccl = nccl_domain_.load(std::memory_order_relaxed);
+  if (nccl != nullptr && static_cast<const void*>(p->domain) != nccl) return;
+  HostEvent e;
+  if (!DecodeNcclEventPayload(a->payloadType, a->payload.ullValue, a->reserved0, &e.nccl)) return;
+  e.kind = HostEvent::kNcclPayload;
+  e.start_ns = Now();
+  // CUPTI's MARKER records name the thread by pthread_self() (its default
+  // thread-id type), truncated to 32 bits.
+  e.thread_id = static_cast<uint32_t>(pthread_self());
+  PushHostEvent(std::move(e));
 }
 
 }  // namespace sightline::collect

@@ -151,6 +151,32 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_METRICS_MAX_RANGES", v, "is not a count in [1, 16777216]");
     }
   }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_LAUNCHES"); v != nullptr && *v != '\0') {
+    if (ParseUint(v, 0, 1u << 24, &n)) {
+      c.metric_launches_per_kernel = static_cast<uint32_t>(n);
+    } else {
+      problem("SIGHTLINE_METRICS_LAUNCHES", v,
+              "is not a count in [0, 16777216] (launches per kernel configuration; 0 = no cap)");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_EVERY"); v != nullptr && *v != '\0') {
+    if (ParseUint(v, 1, 1u << 24, &n)) {
+      c.metric_every_nth = static_cast<uint32_t>(n);
+    } else {
+      problem("SIGHTLINE_METRICS_EVERY", v, "is not a count in [1, 16777216] (every Nth launch)");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_REPLAY"); v != nullptr && *v != '\0') {
+    if (std::strcmp(v, "kernel") == 0) {
+      c.metric_replay = MetricsReplay::kKernel;
+    } else if (std::strcmp(v, "spread") == 0) {
+      c.metric_replay = MetricsReplay::kSpread;
+    } else if (std::strcmp(v, "auto") == 0) {
+      c.metric_replay = MetricsReplay::kAuto;
+    } else {
+      problem("SIGHTLINE_METRICS_REPLAY", v, "is unknown (expected kernel, spread or auto)");
+    }
+  }
   if (const char* v = getenv_fn("SIGHTLINE_BUFFER_KB"); v != nullptr && *v != '\0') {
     if (ParseUint(v, 64, 256 * 1024, &n)) {
       c.buffer_bytes = static_cast<uint32_t>(n * 1024);
@@ -192,6 +218,15 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     c.quiet = *v != '\0' && std::strcmp(v, "0") != 0;
   }
   return c;
+}
+
+const char* MetricsReplayName(MetricsReplay mode) {
+  switch (mode) {
+    case MetricsReplay::kSpread: return "spread";
+    case MetricsReplay::kAuto: return "auto";
+    case MetricsReplay::kKernel: break;
+  }
+  return "kernel";
 }
 
 std::vector<std::string> CollectorConfig::EnabledList() const {

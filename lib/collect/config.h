@@ -26,6 +26,13 @@
 //   SIGHTLINE_DURATION   seconds a capture window lasts at most
 //   SIGHTLINE_METRICS    metric set for per-kernel hardware metrics ("" none)
 //   SIGHTLINE_METRICS_KERNELS  substring filter on kernel names for metrics
+//   SIGHTLINE_METRICS_LAUNCHES K  per kernel configuration (name + grid + block +
+//                        dynamic shared memory) profile at most K launches
+//                        (spread replay: K metric sets); 0 = no cap (default)
+//   SIGHTLINE_METRICS_EVERY N     profile every Nth launch of a configuration
+//                        (default 1)
+//   SIGHTLINE_METRICS_REPLAY  kernel (default) | spread | auto: how multi-pass
+//                        metric sets are collected (lib/collect/range_profiler_spread.h)
 //   SIGHTLINE_BUFFER_KB  size of one activity buffer (default 4096)
 //   SIGHTLINE_BUFFERS    most buffers alive at once (default 64; 4 preallocated)
 //   SIGHTLINE_FLUSH_MS   period of the writer's CUPTI flush (default 500)
@@ -52,6 +59,15 @@ enum class CaptureMode : uint8_t {
   kApi = 3,          // between sightline_start()/sightline_stop()
 };
 
+// How multi-pass metric sets are collected (SIGHTLINE_METRICS_REPLAY).
+enum class MetricsReplay : uint8_t {
+  kKernel = 0,  // CUPTI kernel replay: every pass on the same launch
+  kSpread = 1,  // pass p on the p-th launch of the configuration; no replay
+  kAuto = 2,    // spread; configurations incomplete at a capture end: kernel replay afterwards
+};
+// "kernel" / "spread" / "auto".
+const char* MetricsReplayName(MetricsReplay mode);
+
 struct CollectorConfig {
   std::string output_pattern = "sightline-%p.sltrace";
   CaptureMode capture = CaptureMode::kWholeRun;
@@ -71,6 +87,9 @@ struct CollectorConfig {
   std::string metric_set;
   std::string metric_kernel_filter;
   uint32_t metric_max_ranges = 2000;
+  uint32_t metric_launches_per_kernel = 0;  // 0 = no cap
+  uint32_t metric_every_nth = 1;
+  MetricsReplay metric_replay = MetricsReplay::kKernel;
 
   uint32_t buffer_bytes = 8u << 20;  // CUPTI's own device buffer size; bench/overhead/README.md
   uint32_t max_buffers = 32;        // 256 MiB bound

@@ -21,6 +21,14 @@
 //
 // Kernels whose duration was distorted by replay are reported by the hook in
 // `IsReplayedCorrelation()` so the collector can set KernelEvent.replayed.
+// Launches profiled by spread replay (one pass each, no replay) are not.
+//
+// Launch info: on CUDA 13 a triple-chevron launch arrives as the runtime
+// callback __cudaLaunchKernel(_ptsz)_v13000, whose parameters carry no grid or
+// block; the collector then calls OnLaunchEnter from the driver
+// cuLaunchKernel(Ex) callback underneath (grid/block/shared memory from its
+// parameters, correlation id of the runtime call) and OnLaunchExit at the
+// runtime call's exit.
 #ifndef SIGHTLINE_LIB_COLLECT_KERNEL_LAUNCH_HOOK_H_
 #define SIGHTLINE_LIB_COLLECT_KERNEL_LAUNCH_HOOK_H_
 
@@ -31,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/collect/config.h"
 #include "sightline/events.h"
 
 namespace sightline::collect {
@@ -49,20 +58,47 @@ struct KernelLaunchInfo {
   bool is_runtime_api = false;   // cudaLaunchKernel* vs cuLaunchKernel*
 };
 
-// Settings passed to the hook on creation (from SIGHTLINE_* variables).
+// Settings passed to the hook on creation (from the CollectorConfig's metric
+// fields, see HookConfigFromCollectorConfig below; the hook reads no
+// environment variable for these).
 struct KernelLaunchHookConfig {
   std::string metric_set;          // SIGHTLINE_METRICS, e.g. "basic" or "a,b,c"
   std::string kernel_filter;       // SIGHTLINE_METRICS_KERNELS regex-ish substring; "" all
   uint32_t max_ranges = 2000;      // SIGHTLINE_METRICS_MAX_RANGES
   bool exclude_nccl = true;        // NCCL kernels can hang under replay
-  // Added by the range-profiler owner (additive): per distinct kernel
-  // (name + grid + block), profile launch i when i % every_nth == 0, at most
+  // Per distinct kernel configuration (name + grid + block + dynamic shared
+  // memory), profile launch i when i % every_nth == 0, at most
   // launches_per_kernel times (0 = no cap). SIGHTLINE_METRICS_LAUNCHES /
-  // SIGHTLINE_METRICS_EVERY; the hook reads those variables itself when these
-  // fields are left at their defaults.
+  // SIGHTLINE_METRICS_EVERY. In spread replay these count metric *sets*
+  // (each from num_passes consecutive launches of the configuration).
   uint32_t launches_per_kernel = 0;
   uint32_t every_nth = 1;
   uint32_t device_id = 0;
+  // SIGHTLINE_METRICS_REPLAY: kernel (CUPTI kernel replay, default), spread
+  // (pass p on the p-th launch of a configuration, no replay; see
+  // range_profiler_spread.h), auto (spread; configurations left incomplete at a
+  // capture end get kernel replay in later capture windows).
+  MetricsReplay replay = MetricsReplay::kKernel;
+};
+
+// The hook's settings from the collector's (lib/collect/collector.cc).
+inline KernelLaunchHookConfig HookConfigFromCollectorConfig(const CollectorConfig& c) {
+  KernelLaunchHookConfig hc;
+  hc.metric_set = c.metric_set;
+  hc.kernel_filter = c.metric_kernel_filter;
+  hc.max_ranges = c.metric_max_ranges;
+  hc.launches_per_kernel = c.metric_launches_per_kernel;
+  hc.every_nth = c.metric_every_nth;
+  hc.replay = c.metric_replay;
+  return hc;
+}
+
+// Per range: where its passes came from (parallel to MetricCaptureResult::ranges).
+struct MetricRangeSpan {
+  uint32_t launches = 1;              // launches the passes came from (spread: > 1)
+  uint32_t first_correlation_id = 0;  // first of them (the event carries the last)
+  uint32_t passes_collected = 0;      // < the event's num_passes: incomplete, no values
+  bool spread = false;                // collected without replay
 };
 
 // Returned by OnCaptureEnd: the events to append to the trace, plus counts.
@@ -75,6 +111,11 @@ struct MetricCaptureResult {
   std::vector<std::vector<std::string>> metric_names;   // parallel to `ranges`
   uint64_t ranges_dropped = 0;  // counted into LossReport.metric_ranges_dropped
   std::string error;            // empty when fine
+  std::vector<MetricRangeSpan> spans;  // parallel to `ranges`
+  // Spread replay counts (see range_profiler_spread.h SpreadStats).
+  uint64_t spread_completed = 0;   // sets with values
+  uint64_t spread_incomplete = 0;  // sets short of passes at capture end (events without values)
+  uint64_t spread_discarded = 0;   // partial sets thrown away (another kernel in a pass)
 };
 
 class KernelLaunchHook {

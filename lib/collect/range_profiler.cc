@@ -1,288 +1,19 @@
-// lib/collect/range_profiler.cc — see range_profiler.h.
-#include "lib/collect/range_profiler.h"
-
-#include <cupti.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
-#include <cxxabi.h>
-
+// lib/collect/range_profiler.cc — see range_profiler.h. Setup (profiler,
+// host object, per-context enable), the kernel-replay path and capture end;
+// spread replay is in range_profiler_spread_target.cc, kernel selection in
+// range_profiler_select.cc.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <memory>
-#include <mutex>
-#include <unordered_set>
-#include <vector>
 
 #include "lib/collect/metric_sets.h"
+#include "lib/collect/range_profiler_impl.h"
 
 namespace sightline::collect {
+namespace internal {
 
-// ---- KernelSelector ---------------------------------------------------------
-
-KernelSelector::~KernelSelector() {
-  if (has_regex_) regfree(&regex_);
-}
-
-bool KernelSelector::Init(const KernelSelectorOptions& options, std::string* error) {
-  options_ = options;
-  if (options_.every_nth == 0) options_.every_nth = 1;
-  if (!options_.name_regex.empty()) {
-    const int rc = regcomp(&regex_, options_.name_regex.c_str(), REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-      char buf[256];
-      regerror(rc, &regex_, buf, sizeof(buf));
-      *error = "metrics: bad kernel-name regex '" + options_.name_regex + "': " + buf;
-      return false;
-    }
-    has_regex_ = true;
-  }
-  return true;
-}
-
-std::string DemangleKernelName(std::string_view name) {
-  if (name.size() < 3 || name.substr(0, 2) != "_Z") return std::string(name);
-  std::string mangled(name);
-  int status = 0;
-  char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  std::string result = (status == 0 && out != nullptr) ? std::string(out) : mangled;
-  std::free(out);
-  return result;
-}
-
-namespace {
-// FNV-1a; launch keys and name-match results are cached by hash so the
-// per-launch decision allocates nothing (a 64-bit collision would only merge
-// two kernels' quotas).
-uint64_t Fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-uint64_t MixU32(uint64_t h, uint32_t v) {
-  for (int i = 0; i < 4; ++i) {
-    h ^= (v >> (8 * i)) & 0xff;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-bool ContainsNcclCaseInsensitive(std::string_view name) {
-  for (size_t i = 0; i + 4 <= name.size(); ++i) {
-    if ((name[i] | 0x20) == 'n' && (name[i + 1] | 0x20) == 'c' && (name[i + 2] | 0x20) == 'c' &&
-        (name[i + 3] | 0x20) == 'l') {
-      return true;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-bool KernelSelector::NameMatches(std::string_view name) {
-  if (!has_regex_) return true;
-  const uint64_t key = Fnv1a(name);
-  auto it = name_match_cache_.find(key);
-  if (it != name_match_cache_.end()) return it->second;
-  const std::string text(name);
-  bool match = regexec(&regex_, text.c_str(), 0, nullptr, 0) == 0;
-  if (!match) {
-    const std::string demangled = DemangleKernelName(name);
-    match = demangled != text && regexec(&regex_, demangled.c_str(), 0, nullptr, 0) == 0;
-  }
-  name_match_cache_.emplace(key, match);
-  return match;
-}
-
-SelectDecision KernelSelector::Decide(std::string_view name, uint32_t gx, uint32_t gy, uint32_t gz,
-                                      uint32_t bx, uint32_t by, uint32_t bz) {
-  auto skip = [this](SelectDecision d) {
-    ++skipped_[static_cast<int>(d)];
-    return d;
-  };
-  if (options_.exclude_nccl && ContainsNcclCaseInsensitive(name)) return skip(SelectDecision::kSkipNccl);
-  if (!NameMatches(name)) return skip(SelectDecision::kSkipName);
-  uint64_t key = Fnv1a(name);
-  for (uint32_t d : {gx, gy, gz, bx, by, bz}) key = MixU32(key, d);
-  const uint64_t index = launches_by_key_[key]++;
-  if (index % options_.every_nth != 0) return skip(SelectDecision::kSkipNth);
-  if (options_.launches_per_kernel != 0 && index / options_.every_nth >= options_.launches_per_kernel) {
-    return skip(SelectDecision::kSkipQuota);
-  }
-  if (profiled_ >= options_.max_ranges) return skip(SelectDecision::kSkipBudget);
-  ++profiled_;
-  return SelectDecision::kProfile;
-}
-
-KernelSelectorOptions SelectorOptionsFromConfig(const KernelLaunchHookConfig& config) {
-  KernelSelectorOptions o;
-  o.name_regex = config.kernel_filter;
-  o.launches_per_kernel = config.launches_per_kernel;
-  o.every_nth = config.every_nth == 0 ? 1 : config.every_nth;
-  o.max_ranges = config.max_ranges == 0 ? 2000 : config.max_ranges;
-  o.exclude_nccl = config.exclude_nccl;
-  auto env_u32 = [](const char* var, uint32_t* out) {
-    const char* v = std::getenv(var);
-    if (v == nullptr || *v == '\0') return;
-    char* end = nullptr;
-    const unsigned long n = std::strtoul(v, &end, 10);
-    if (end != v && *end == '\0' && n <= 0xffffffffUL) *out = static_cast<uint32_t>(n);
-  };
-  if (o.launches_per_kernel == 0) env_u32("SIGHTLINE_METRICS_LAUNCHES", &o.launches_per_kernel);
-  if (o.every_nth == 1) env_u32("SIGHTLINE_METRICS_EVERY", &o.every_nth);
-  if (o.every_nth == 0) o.every_nth = 1;
-  return o;
-}
-
-// ---- RangeProfiler ------------------------------------------------------------
-
-namespace {
-
-// Ranges one counter-data image holds. The image is re-initialised for every
-// profiled launch (one launch = one range), so a few slots are enough; extra
-// ranges of one launch (should not happen) are counted as dropped.
-constexpr size_t kRangesPerImage = 4;
-constexpr size_t kRangesPerSharedImage = 256;
-// Launches decoded together at most in a batched session.
-constexpr size_t kBatchLimit = 64;
-
-// A zeroed CUPTI parameter struct with its structSize set.
-template <typename Params>
-Params MakeParams(size_t struct_size) {
-  Params p;
-  std::memset(&p, 0, sizeof(p));
-  p.structSize = struct_size;
-  return p;
-}
-
-// Wall time per profiler stage, printed at capture end when
-// SIGHTLINE_METRICS_DEBUG is set (how the in-process cost splits up).
-enum Stage {
-  kStageAvailability, kStageBuildHost, kStageEnable, kStageImageInit, kStageSetConfig,
-  kStageStart, kStageLaunch, kStageStop, kStageDecode, kStageEvaluate, kNumStages
-};
-const char* const kStageNames[kNumStages] = {"availability", "build_host", "enable", "image_init",
-                                             "set_config", "start", "launch", "stop", "decode",
-                                             "evaluate"};
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-// Adds the scope's duration to slot[0] (total) and keeps slot[1] (max).
-class StageTimer {
- public:
-  explicit StageTimer(double* slot) : slot_(slot), start_(NowSeconds()) {}
-  ~StageTimer() {
-    const double d = NowSeconds() - start_;
-    slot_[0] += d;
-    if (d > slot_[1]) slot_[1] = d;
-  }
- private:
-  double* slot_;
-  double start_;
-};
-
-thread_local bool t_holding_launch = false;  // this thread holds mu_ for a profiled launch
-thread_local bool t_in_hook = false;         // re-entrancy guard
-
-const char* ResultString(CUptiResult r) {
-  const char* s = nullptr;
-  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || s == nullptr) return "unknown CUPTI error";
-  return s;
-}
-
-class RangeProfiler final : public KernelLaunchHook {
- public:
-  RangeProfiler(const KernelLaunchHookConfig& config) : config_(config) {}
-  ~RangeProfiler() override;
-
-  // Validates the configuration; initialises the profiler now when CUPTI
-  // allows it, else at the first launch (InitProfiler).
-  bool Init(std::string* error);
-
-  void OnContextCreated(CUcontext context, uint32_t device_id) override;
-  void OnLaunchEnter(const KernelLaunchInfo& launch) override;
-  void OnLaunchExit(const KernelLaunchInfo& launch) override;
-  void OnContextDestroy(CUcontext context) override;
-  MetricCaptureResult OnCaptureEnd() override;
-  bool IsReplayedCorrelation(uint32_t correlation_id) const override;
-  uint32_t num_passes() const override { return passes_.load(); }
-  std::string last_error() const override;
-
- private:
-  struct ProfiledLaunch {
-    uint32_t correlation_id = 0;
-    uint32_t device_id = 0;
-    std::string name;
-  };
-  struct ContextState {
-    CUcontext context = nullptr;
-    uint32_t device_id = 0;
-    CUpti_RangeProfiler_Object* object = nullptr;
-    std::vector<uint8_t> counter_data;
-    size_t capacity = 0;   // ranges the counter-data image holds
-    size_t evaluated = 0;  // ranges of the image already turned into events
-    bool configured = false;
-    bool failed = false;
-    bool started = false;  // between cuptiRangeProfilerStart and Stop
-    std::vector<ProfiledLaunch> undecoded;  // launches of the open session, in order
-  };
-
-  // Checked CUPTI call: records the error (with `what`) and returns false.
-  bool Check(CUptiResult r, const char* what);
-  bool InitProfiler(std::string* error);  // chip, metric set, host object
-  bool BuildHost(const uint8_t* availability, std::string* error);
-  void DestroyHost();
-  ContextState* StateFor(CUcontext context, uint32_t device_id);  // mu_ held
-  bool EnableOn(ContextState* state);                              // mu_ held
-  bool PrepareImage(ContextState* state);                          // mu_ held
-  bool Ready(ContextState* state);                                 // mu_ held
-  void Flush(ContextState* state);                                 // mu_ held: stop + decode
-  void EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch);
-  void DisableAll();                                               // mu_ held
-  void TurnOff(const std::string& why);                            // mu_ held
-
-  KernelLaunchHookConfig config_;
-  KernelSelector selector_;
-  std::string chip_;
-  std::vector<std::string> metrics_;
-  std::vector<const char*> metric_ptrs_;
-  CUpti_Profiler_Host_Object* host_ = nullptr;
-  bool host_has_availability_ = false;
-  std::vector<uint8_t> config_image_;
-  std::atomic<uint32_t> passes_{0};
-  std::atomic<bool> off_{false};
-  bool profiler_ready_ = false;  // InitProfiler succeeded (mu_ held after Init)
-  // false (default): one counter-data image per context, decoded after every
-  // launch and re-initialised only when full; true
-  // (SIGHTLINE_METRICS_IMAGE=per_launch): a fresh image + SetConfig for every
-  // profiled launch. Both agree with ncu; the shared image is cheaper.
-  bool image_per_launch_ = false;
-
-  std::mutex mu_;  // held from enter to exit of a profiled launch
-  std::vector<std::unique_ptr<ContextState>> contexts_;
-  ContextState* active_ = nullptr;  // context of the launch holding mu_
-  // Keep one session open across consecutive profiled launches of a context
-  // (SIGHTLINE_METRICS_SESSION=batch) instead of Start/Stop around each.
-  bool batch_sessions_ = false;
-  MetricCaptureResult pending_;
-  uint64_t range_index_ = 0;
-
-  mutable std::mutex replayed_mu_;
-  std::unordered_set<uint32_t> replayed_;
-
-  mutable std::mutex error_mu_;
-  std::string last_error_;
-
-  double stage_s_[kNumStages][2] = {};  // total, max  // mu_ held (launch: between enter and exit)
-  double launch_started_ = 0;
-  uint64_t launches_profiled_ = 0;
-  std::string first_range_name_;  // CUPTI's name of the first decoded range (debug)
-};
+thread_local bool t_holding_launch = false;
+thread_local bool t_in_hook = false;
 
 bool RangeProfiler::Check(CUptiResult r, const char* what) {
   if (r == CUPTI_SUCCESS) return true;
@@ -370,6 +101,7 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
     return false;
   }
   passes_.store(static_cast<uint32_t>(np.numOfPasses));
+  if (spread_ != nullptr) spread_->set_num_passes(passes_.load());
   return true;
 }
 
@@ -381,6 +113,16 @@ bool RangeProfiler::Init(std::string* error) {
     batch_sessions_ = std::strcmp(mode, "batch") == 0 && !image_per_launch_;
   }
   if (!selector_.Init(SelectorOptionsFromConfig(config_), error)) return false;
+  spread_on_ = config_.replay != MetricsReplay::kKernel;
+  if (spread_on_) {
+    // Which CUPTI replay mode carries the explicit pass index: application
+    // replay (the header: "set passIndex to the output of EndPass() for
+    // application replay") unless SIGHTLINE_METRICS_SPREAD_REPLAY=user.
+    if (const char* m = std::getenv("SIGHTLINE_METRICS_SPREAD_REPLAY"); m != nullptr) {
+      spread_replay_ = std::strcmp(m, "user") == 0 ? CUPTI_UserReplay : CUPTI_ApplicationReplay;
+    }
+    spread_ = std::make_unique<SpreadScheduler>(static_cast<SpreadTarget*>(this), 1);
+  }
   // Spec syntax now, for every chip we know (the device's chip may not be
   // readable yet): one that resolves on no chip is an error at start-up.
   std::string first_error;
@@ -430,6 +172,7 @@ bool RangeProfiler::InitProfiler(std::string* error) {
 
 RangeProfiler::~RangeProfiler() {
   std::lock_guard<std::mutex> lock(mu_);
+  if (spread_ != nullptr) spread_->DropAll();
   for (auto& state : contexts_) Flush(state.get());
   DisableAll();
   DestroyHost();
@@ -574,31 +317,13 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   const char* name = launch.kernel_name != nullptr ? launch.kernel_name : "";
   if (!off_.load()) {
     ContextState* state = StateFor(launch.context, launch.device_id);
-    const SelectDecision decision = selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z,
-                                                     launch.block_x, launch.block_y, launch.block_z);
-    if (decision != SelectDecision::kProfile) {
-      // An unprofiled kernel must not run inside an open session.
-      if (state->started) Flush(state);
-    } else if (Ready(state)) {
-      CUptiResult r = CUPTI_SUCCESS;
-      if (!state->started) {
-        auto sp = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-        sp.pRangeProfilerObject = state->object;
-        StageTimer t(stage_s_[kStageStart]);
-        r = cuptiRangeProfilerStart(&sp);
-      }
-      if (r == CUPTI_SUCCESS) {
-        state->started = true;
-        state->undecoded.push_back(ProfiledLaunch{launch.correlation_id, launch.device_id, name});
-        launch_started_ = NowSeconds();
-        ++launches_profiled_;
-        active_ = state;
-        keep_lock = true;
-      } else {
-        TurnOff(std::string("cuptiRangeProfilerStart: ") + ResultString(r));
-      }
-    } else if (!off_.load() && !state->failed) {
-      ++pending_.ranges_dropped;  // image/config failure for this launch only
+    const SpreadRoute route = spread_on_ ? EnterSpread(state, launch, name) : SpreadRoute::kNotSpread;
+    if (route == SpreadRoute::kProfiled) {
+      keep_lock = true;
+    } else if (route == SpreadRoute::kNotSpread) {
+      keep_lock = EnterKernelReplay(state, launch, name);
+    } else if (state->started) {
+      Flush(state);  // an unprofiled kernel must not run inside an open session
     }
   }
   if (keep_lock) {
@@ -609,9 +334,57 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   t_in_hook = false;
 }
 
-void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& launch) {
+bool RangeProfiler::EnterKernelReplay(ContextState* state, const KernelLaunchInfo& launch,
+                                      const char* name) {
+  bool rescued = false;  // in progress when spreading failed: replayed once, unconditionally
+  if (!rescue_keys_.empty()) {
+    rescued = rescue_keys_.erase(SpreadKey(launch.context, name, launch.grid_x, launch.grid_y,
+                                           launch.grid_z, launch.block_x, launch.block_y,
+                                           launch.block_z, launch.dynamic_shared_bytes)) != 0;
+  }
+  const SelectDecision decision =
+      rescued ? SelectDecision::kProfile
+              : selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z, launch.block_x,
+                                 launch.block_y, launch.block_z, launch.dynamic_shared_bytes);
+  if (decision != SelectDecision::kProfile) {
+    // An unprofiled kernel must not run inside an open session.
+    if (state->started) Flush(state);
+    return false;
+  }
+  if (!Ready(state)) {
+    if (!off_.load() && !state->failed) ++pending_.ranges_dropped;  // image/config failure: this launch only
+    return false;
+  }
+  CUptiResult r = CUPTI_SUCCESS;
+  if (!state->started) {
+    auto sp = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    sp.pRangeProfilerObject = state->object;
+    StageTimer t(stage_s_[kStageStart]);
+    r = cuptiRangeProfilerStart(&sp);
+  }
+  if (r != CUPTI_SUCCESS) {
+    TurnOff(std::string("cuptiRangeProfilerStart: ") + ResultString(r));
+    return false;
+  }
+  state->started = true;
+  state->undecoded.push_back(ProfiledLaunch{launch.correlation_id, launch.device_id, name});
+  launch_started_ = NowSeconds();
+  ++launches_profiled_;
+  active_ = state;
+  return true;
+}
+
+void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
   if (!t_holding_launch) return;
   t_in_hook = true;
+  if (active_spread_) {
+    ExitSpread();
+    active_ = nullptr;
+    t_holding_launch = false;
+    mu_.unlock();
+    t_in_hook = false;
+    return;
+  }
   ContextState* state = active_;
   active_ = nullptr;
   {
@@ -719,12 +492,21 @@ void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const Profi
   event.device_id = launch.device_id;
   event.correlation_id = launch.correlation_id;
   event.num_passes = passes_.load();
-  event.range_index = static_cast<uint32_t>(range_index_++);
   event.values.resize(values.size());
   for (size_t i = 0; i < values.size(); ++i) event.values[i].value = values[i];
+  MetricRangeSpan span;
+  span.first_correlation_id = launch.correlation_id;
+  span.passes_collected = event.num_passes;
+  AppendRange(std::move(event), std::move(range_name), span);
+}
+
+void RangeProfiler::AppendRange(MetricRangeEvent event, std::string name, const MetricRangeSpan& span) {
+  event.range_index = static_cast<uint32_t>(range_index_++);
+  const bool has_values = !event.values.empty();
   pending_.ranges.push_back(std::move(event));
-  pending_.range_names.push_back(std::move(range_name));
-  pending_.metric_names.push_back(metrics_);
+  pending_.range_names.push_back(std::move(name));
+  pending_.metric_names.push_back(has_values ? metrics_ : std::vector<std::string>());
+  pending_.spans.push_back(span);
 }
 
 void RangeProfiler::DisableAll() {
@@ -742,6 +524,7 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
     if ((*it)->context != context) continue;
+    if (spread_ != nullptr) CollectSpread(spread_->FinishIncomplete(it->get()));
     Flush(it->get());
     if ((*it)->object != nullptr) {
       auto p = MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
@@ -756,6 +539,28 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
 MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& state : contexts_) Flush(state.get());
+  std::string spread_line;
+  if (spread_ != nullptr) {
+    std::vector<SpreadCollection> left = spread_->FinishIncomplete();
+    if (config_.replay == MetricsReplay::kAuto) {
+      for (const SpreadCollection& c : left) kernel_keys_.insert(c.key);
+    }
+    CollectSpread(std::move(left));
+    const SpreadStats& s = spread_->stats();
+    pending_.spread_completed = s.completed - spread_reported_.completed;
+    pending_.spread_incomplete = s.incomplete - spread_reported_.incomplete;
+    pending_.spread_discarded = s.discarded - spread_reported_.discarded;
+    spread_reported_ = s;
+    spread_line = "; spread replay (" + std::string(MetricsReplayName(config_.replay)) + ", " +
+                  (spread_replay_ == CUPTI_UserReplay ? "user" : "application") + " replay" +
+                  (spread_on_ ? "" : ", fell back to kernel replay") + "): " +
+                  std::to_string(s.completed) + " sets complete from " + std::to_string(s.passes) +
+                  " launches, " + std::to_string(s.incomplete) + " incomplete, " +
+                  std::to_string(s.discarded) + " discarded (another kernel inside a pass), " +
+                  std::to_string(s.abandoned) + " configurations abandoned, " +
+                  std::to_string(s.slots_full) + " not started (slots full); Stop reports " +
+                  (s.stop_index_is_next > 0 ? "the next" : "the current") + " pass index";
+  }
   if (std::getenv("SIGHTLINE_METRICS_DEBUG") != nullptr) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +
                        " launches, " + std::to_string(passes_.load()) + " passes; seconds";
@@ -767,13 +572,13 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
     }
     std::fprintf(stderr, "%s; first range name '%s'\n", line.c_str(), first_range_name_.c_str());
   }
-  if (launches_profiled_ > 0 || off_.load()) {
+  if (launches_profiled_ > 0 || off_.load() || !spread_line.empty()) {
     const char* quiet = std::getenv("SIGHTLINE_QUIET");
     if (quiet == nullptr || std::strcmp(quiet, "1") != 0) {
       std::fprintf(stderr,
-                   "sightline: metrics '%s' on %s: %llu launches profiled, %u replay passes each, "
+                   "sightline: metrics '%s' on %s: %llu launches profiled by kernel replay, %u passes each, "
                    "%llu ranges dropped; skipped %llu NCCL, %llu by name, %llu not every-Nth, "
-                   "%llu over the per-kernel quota, %llu over the budget\n",
+                   "%llu over the per-kernel quota, %llu over the budget%s\n",
                    config_.metric_set.c_str(), chip_.empty() ? "?" : chip_.c_str(),
                    static_cast<unsigned long long>(launches_profiled_), passes_.load(),
                    static_cast<unsigned long long>(pending_.ranges_dropped),
@@ -781,7 +586,8 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
                    static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipName)),
                    static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipNth)),
                    static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipQuota)),
-                   static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipBudget)));
+                   static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipBudget)),
+                   spread_line.c_str());
     }
   }
   MetricCaptureResult out = std::move(pending_);
@@ -795,7 +601,7 @@ bool RangeProfiler::IsReplayedCorrelation(uint32_t correlation_id) const {
   return replayed_.count(correlation_id) != 0;
 }
 
-}  // namespace
+}  // namespace internal
 
 std::unique_ptr<KernelLaunchHook> CreateKernelLaunchHook(const KernelLaunchHookConfig& config,
                                                          std::string* error) {
@@ -805,7 +611,7 @@ std::unique_ptr<KernelLaunchHook> CreateKernelLaunchHook(const KernelLaunchHookC
     *err = "metrics: none requested";
     return nullptr;
   }
-  auto hook = std::make_unique<RangeProfiler>(config);
+  auto hook = std::make_unique<internal::RangeProfiler>(config);
   if (!hook->Init(err)) return nullptr;
   return hook;
 }

@@ -39,9 +39,34 @@
 // Selection (KernelSelector, pure C++): NCCL kernels are never replayed by
 // default (replay serialises the context; collectives waiting for peers hang);
 // an optional POSIX extended regex on the kernel name (mangled or demangled);
-// per distinct kernel (name + grid + block) launch index i is profiled when
-// i % every_nth == 0 and at most `launches_per_kernel` times (0 = no cap);
-// at most `max_ranges` ranges overall (the rest is counted, not profiled).
+// per distinct kernel configuration (name + grid + block + dynamic shared
+// memory) launch index i is profiled when i % every_nth == 0 and at most
+// `launches_per_kernel` times (0 = no cap); at most `max_ranges` ranges
+// overall (the rest is counted, not profiled). In spread replay the selector
+// is asked only when a configuration has no set in progress, so these count
+// metric sets, each spanning num_passes launches.
+//
+// Replay mode (KernelLaunchHookConfig::replay, SIGHTLINE_METRICS_REPLAY):
+//   kernel  (default) the path above: CUPTI replays each profiled launch once
+//           per pass (~20 ms per pass on the H200); the kernel is marked
+//           replayed.
+//   spread  pass p of the set on the p-th launch of the configuration, no
+//           replay (range_profiler_spread.h); a set completes after
+//           num_passes launches and is reported with the last launch's
+//           correlation id, the first one's and the launch count
+//           (MetricRangeSpan). Kernels are not marked replayed. A set still
+//           short of passes at capture end is reported incomplete (an event
+//           without values, passes collected so far). Any CUPTI error → one
+//           warning, kernel replay for the rest of the run.
+//   auto    spread; a configuration left incomplete at a capture end is
+//           kernel-replayed in later capture windows (capture-range repeat).
+//           A configuration's first launch cannot know whether it will
+//           repeat, so a kernel launched once per process gets no values in
+//           spread/auto mode: use kernel mode for such programs.
+// Files: range_profiler.cc (setup, kernel replay, capture end),
+// range_profiler_select.cc (KernelSelector), range_profiler_spread.{h,cc}
+// (spread bookkeeping, pure C++), range_profiler_spread_target.cc (its CUPTI
+// side), range_profiler_impl.h (the class they share).
 //
 // Failure policy: no exception or abort escapes; every CUPTI call goes through
 // one checked helper. Unknown metric / chip / bad regex → CreateKernelLaunchHook
@@ -90,7 +115,8 @@ class KernelSelector {
   // Compiles the regex; false with *error on a bad pattern.
   bool Init(const KernelSelectorOptions& options, std::string* error);
   SelectDecision Decide(std::string_view kernel_name, uint32_t grid_x, uint32_t grid_y,
-                        uint32_t grid_z, uint32_t block_x, uint32_t block_y, uint32_t block_z);
+                        uint32_t grid_z, uint32_t block_x, uint32_t block_y, uint32_t block_z,
+                        uint32_t dynamic_shared_bytes = 0);
   uint64_t profiled() const { return profiled_; }
   uint64_t skipped(SelectDecision d) const { return skipped_[static_cast<int>(d)]; }
 
@@ -108,8 +134,9 @@ class KernelSelector {
 // "_Z..." → demangled name, otherwise the input.
 std::string DemangleKernelName(std::string_view name);
 
-// Reads SIGHTLINE_METRICS_LAUNCHES / SIGHTLINE_METRICS_EVERY into the options
-// when the config leaves them at their defaults (see kernel_launch_hook.h).
+// The selector's options from the hook config (launches_per_kernel and
+// every_nth come from CollectorConfig: SIGHTLINE_METRICS_LAUNCHES /
+// SIGHTLINE_METRICS_EVERY, `sightline profile --metrics-launches/--metrics-every`).
 KernelSelectorOptions SelectorOptionsFromConfig(const KernelLaunchHookConfig& config);
 
 }  // namespace sightline::collect

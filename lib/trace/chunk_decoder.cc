@@ -419,6 +419,9 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
               case 3: e.range_name_id = U32(v); break;
               case 5: e.num_passes = U32(v); break;
               case 6: e.range_index = U32(v); break;
+              case 7: e.launches_spanned = U32(v); break;
+              case 8: e.first_correlation_id = U32(v); break;
+              case 9: e.passes_collected = U32(v); break;
             }
           },
           NoFixed(),

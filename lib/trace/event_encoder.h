@@ -173,6 +173,9 @@ inline uint8_t* EncodeMetricRange(const MetricRangeEvent& e, size_t count, uint8
   }
   p = PutUint(5, e.num_passes, p);
   p = PutUint(6, e.range_index, p);
+  p = PutUint(7, e.launches_spanned, p);
+  p = PutUint(8, e.first_correlation_id, p);
+  p = PutUint(9, e.passes_collected, p);
   return p;
 }
 

@@ -97,6 +97,53 @@ TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
   EXPECT_TRUE(c.trace_cuda);
 }
 
+TEST_F(ConfigTest, MetricSelectionAndReplay) {
+  CollectorConfig d = Parse();
+  EXPECT_EQ(d.metric_launches_per_kernel, 0u);
+  EXPECT_EQ(d.metric_every_nth, 1u);
+  EXPECT_EQ(d.metric_replay, MetricsReplay::kKernel);
+  EXPECT_STREQ(MetricsReplayName(d.metric_replay), "kernel");
+
+  env_ = {{"SIGHTLINE_METRICS", "full"},
+          {"SIGHTLINE_METRICS_LAUNCHES", "3"},
+          {"SIGHTLINE_METRICS_EVERY", "10"},
+          {"SIGHTLINE_METRICS_REPLAY", "spread"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty()) << problems_[0];
+  EXPECT_EQ(c.metric_launches_per_kernel, 3u);
+  EXPECT_EQ(c.metric_every_nth, 10u);
+  EXPECT_EQ(c.metric_replay, MetricsReplay::kSpread);
+  env_["SIGHTLINE_METRICS_REPLAY"] = "auto";
+  env_["SIGHTLINE_METRICS_LAUNCHES"] = "0";  // 0 = no cap
+  c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_EQ(c.metric_replay, MetricsReplay::kAuto);
+  EXPECT_STREQ(MetricsReplayName(c.metric_replay), "auto");
+  EXPECT_EQ(c.metric_launches_per_kernel, 0u);
+}
+
+TEST_F(ConfigTest, BadMetricSelectionValuesAreNamed) {
+  env_ = {{"SIGHTLINE_METRICS_LAUNCHES", "-1"},
+          {"SIGHTLINE_METRICS_EVERY", "0"},
+          {"SIGHTLINE_METRICS_REPLAY", "replay"}};
+  CollectorConfig c = Parse();
+  ASSERT_EQ(problems_.size(), 3u);
+  EXPECT_EQ(problems_[0],
+            "SIGHTLINE_METRICS_LAUNCHES: '-1' is not a count in [0, 16777216] (launches per kernel "
+            "configuration; 0 = no cap)");
+  EXPECT_EQ(problems_[1],
+            "SIGHTLINE_METRICS_EVERY: '0' is not a count in [1, 16777216] (every Nth launch)");
+  EXPECT_EQ(problems_[2],
+            "SIGHTLINE_METRICS_REPLAY: 'replay' is unknown (expected kernel, spread or auto)");
+  // Defaults kept.
+  EXPECT_EQ(c.metric_launches_per_kernel, 0u);
+  EXPECT_EQ(c.metric_every_nth, 1u);
+  EXPECT_EQ(c.metric_replay, MetricsReplay::kKernel);
+  env_ = {{"SIGHTLINE_METRICS_LAUNCHES", "2x"}, {"SIGHTLINE_METRICS_EVERY", "99999999999"}};
+  Parse();
+  EXPECT_EQ(problems_.size(), 2u);
+}
+
 TEST_F(ConfigTest, CaptureRangeValues) {
   CollectorConfig c;
   EXPECT_TRUE(ParseCaptureRange("cudaProfilerApi", &c));

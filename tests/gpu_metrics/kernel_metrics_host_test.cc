@@ -202,20 +202,33 @@ TEST(KernelSelector, RegexNcclAndBudget) {
   EXPECT_EQ(with_nccl.Decide("ncclKernel_x", 1, 1, 1, 32, 1, 1), SelectDecision::kProfile);
 }
 
-TEST(KernelSelector, EnvironmentFallback) {
+TEST(KernelSelector, OptionsComeFromTheConfigOnly) {
+  // SIGHTLINE_METRICS_LAUNCHES / _EVERY are CollectorConfig fields now
+  // (tests/collect/config_test.cc); the hook no longer reads them itself.
   setenv("SIGHTLINE_METRICS_LAUNCHES", "5", 1);
   setenv("SIGHTLINE_METRICS_EVERY", "10", 1);
   KernelLaunchHookConfig c;
   KernelSelectorOptions o = SelectorOptionsFromConfig(c);
-  EXPECT_EQ(o.launches_per_kernel, 5u);
-  EXPECT_EQ(o.every_nth, 10u);
+  EXPECT_EQ(o.launches_per_kernel, 0u);
+  EXPECT_EQ(o.every_nth, 1u);
   c.launches_per_kernel = 1;
   c.every_nth = 2;
-  o = SelectorOptionsFromConfig(c);  // explicit config wins
+  o = SelectorOptionsFromConfig(c);
   EXPECT_EQ(o.launches_per_kernel, 1u);
   EXPECT_EQ(o.every_nth, 2u);
   unsetenv("SIGHTLINE_METRICS_LAUNCHES");
   unsetenv("SIGHTLINE_METRICS_EVERY");
+}
+
+TEST(KernelSelector, DynamicSharedMemoryIsPartOfTheKey) {
+  KernelSelector s;
+  KernelSelectorOptions o;
+  o.launches_per_kernel = 1;
+  std::string error;
+  ASSERT_TRUE(s.Init(o, &error));
+  EXPECT_EQ(s.Decide("k", 1, 1, 1, 32, 1, 1, 0), SelectDecision::kProfile);
+  EXPECT_EQ(s.Decide("k", 1, 1, 1, 32, 1, 1, 0), SelectDecision::kSkipQuota);
+  EXPECT_EQ(s.Decide("k", 1, 1, 1, 32, 1, 1, 4096), SelectDecision::kProfile);
 }
 
 TEST(KernelSelector, Demangle) {

@@ -6,11 +6,14 @@
 // (wall time vs ncu) and to record tests/data/metrics/*.sltrace.
 //
 //   metrics_harness --metrics SPEC [--repeat N] [--json OUT.jsonl] [--trace OUT.sltrace]
-//                   [--kernels REGEX] [--launches K] [--every N]
+//                   [--kernels REGEX] [--launches K] [--every N] [--replay kernel|spread|auto]
 //
 // --json writes one line per profiled range:
 //   {"index":0,"name":"matmul_naive","correlation":12,"passes":11,
+//    "launches":1,"first_correlation":12,"passes_collected":11,"spread":false,
 //    "metrics":{"gpu__time_duration.sum":123.0,...}}
+// (spread replay: "launches" > 1, "correlation" is the last launch's; an
+// incomplete set has passes_collected < passes and no metrics)
 // followed by one summary line {"summary":{...}}.
 // --trace also records kernel activity (CONCURRENT_KERNEL) and writes a
 // sightline trace with the kernels (replayed ones marked) and metric ranges.
@@ -249,6 +252,16 @@ int main(int argc, char** argv) {
     else if (arg == "--launches") config.launches_per_kernel = std::atoi(next().c_str());
     else if (arg == "--every") config.every_nth = std::atoi(next().c_str());
     else if (arg == "--extra-alloc-mb") extra_alloc_mb = std::atoi(next().c_str());
+    else if (arg == "--replay") {
+      const std::string mode = next();
+      if (mode == "kernel") config.replay = sightline::collect::MetricsReplay::kKernel;
+      else if (mode == "spread") config.replay = sightline::collect::MetricsReplay::kSpread;
+      else if (mode == "auto") config.replay = sightline::collect::MetricsReplay::kAuto;
+      else {
+        std::fprintf(stderr, "metrics_harness: --replay '%s' is not kernel, spread or auto\n", mode.c_str());
+        return 2;
+      }
+    }
     else {
       std::fprintf(stderr, "metrics_harness: unknown argument '%s'\n", arg.c_str());
       return 2;
@@ -306,8 +319,15 @@ int main(int argc, char** argv) {
   }
   for (size_t i = 0; i < result.ranges.size(); ++i) {
     const auto& r = result.ranges[i];
-    std::fprintf(out, "{\"index\":%u,\"name\":\"%s\",\"correlation\":%u,\"passes\":%u,\"metrics\":{",
-                 r.range_index, JsonEscape(result.range_names[i]).c_str(), r.correlation_id, r.num_passes);
+    sightline::collect::MetricRangeSpan span;
+    if (i < result.spans.size()) span = result.spans[i];
+    std::fprintf(out,
+                 "{\"index\":%u,\"name\":\"%s\",\"demangled\":\"%s\",\"correlation\":%u,\"passes\":%u,\"launches\":%u,"
+                 "\"first_correlation\":%u,\"passes_collected\":%u,\"spread\":%s,\"metrics\":{",
+                 r.range_index, JsonEscape(result.range_names[i]).c_str(),
+                 JsonEscape(sightline::collect::DemangleKernelName(result.range_names[i])).c_str(),
+                 r.correlation_id, r.num_passes, span.launches, span.first_correlation_id, span.passes_collected,
+                 span.spread ? "true" : "false");
     for (size_t m = 0; m < r.values.size(); ++m) {
       std::fprintf(out, "%s\"%s\":%.6f", m ? "," : "", result.metric_names[i][m].c_str(), r.values[m].value);
     }
@@ -315,10 +335,13 @@ int main(int argc, char** argv) {
   }
   std::fprintf(out,
                "{\"summary\":{\"ranges\":%zu,\"dropped\":%llu,\"passes\":%u,\"seconds\":%.3f,"
+               "\"spread_completed\":%llu,\"spread_incomplete\":%llu,\"spread_discarded\":%llu,"
                "\"setup_s\":%.3f,\"enter_s\":%.3f,\"launch_s\":%.3f,\"exit_s\":%.3f,"
                "\"error\":\"%s\",\"last_error\":\"%s\"}}\n",
                result.ranges.size(), static_cast<unsigned long long>(result.ranges_dropped), passes,
-               seconds, setup_s, g_enter_s, g_launch_s, g_exit_s, JsonEscape(result.error).c_str(), JsonEscape(hook->last_error()).c_str());
+               seconds, static_cast<unsigned long long>(result.spread_completed),
+               static_cast<unsigned long long>(result.spread_incomplete),
+               static_cast<unsigned long long>(result.spread_discarded), setup_s, g_enter_s, g_launch_s, g_exit_s, JsonEscape(result.error).c_str(), JsonEscape(hook->last_error()).c_str());
   if (out != stdout) std::fclose(out);
 
   if (!trace_path.empty()) {

@@ -79,6 +79,9 @@ constexpr FlagMap kFlags[] = {
     {"--trace", "-t", "SIGHTLINE_TRACE"},
     {"--metrics", nullptr, "SIGHTLINE_METRICS"},
     {"--metrics-kernels", nullptr, "SIGHTLINE_METRICS_KERNELS"},
+    {"--metrics-launches", nullptr, "SIGHTLINE_METRICS_LAUNCHES"},
+    {"--metrics-every", nullptr, "SIGHTLINE_METRICS_EVERY"},
+    {"--metrics-replay", nullptr, "SIGHTLINE_METRICS_REPLAY"},
     {"--buffer-kb", nullptr, "SIGHTLINE_BUFFER_KB"},
     {"--buffers", nullptr, "SIGHTLINE_BUFFERS"},
     {"--flush-ms", nullptr, "SIGHTLINE_FLUSH_MS"},
@@ -331,6 +334,7 @@ SIGHTLINE_COMMAND("profile",
                   "profile [-o PATH] [--capture-range cudaProfilerApi|nvtx:NAME|api] "
                   "[--capture-range-end repeat|stop] [--delay S] [--duration S] "
                   "[-t cuda,cuda-driver,nvtx,nccl,backtrace,graph] [--metrics SET] "
+                  "[--metrics-replay kernel|spread|auto] [--metrics-launches K] [--metrics-every N] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",
                   RunProfile);

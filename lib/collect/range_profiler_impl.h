@@ -1,0 +1,209 @@
+// lib/collect/range_profiler_impl.h — the range profiler's class, shared by
+// range_profiler.cc (setup, kernel replay, capture end) and
+// range_profiler_spread_target.cc (spread replay). Internal: include only from
+// those files.
+#ifndef SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_IMPL_H_
+#define SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_IMPL_H_
+
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "lib/collect/kernel_launch_hook.h"
+#include "lib/collect/range_profiler.h"
+#include "lib/collect/range_profiler_spread.h"
+
+namespace sightline::collect::internal {
+
+// Ranges one counter-data image holds. The image is re-initialised for every
+// profiled launch (one launch = one range), so a few slots are enough; extra
+// ranges of one launch (should not happen) are counted as dropped.
+constexpr size_t kRangesPerImage = 4;
+constexpr size_t kRangesPerSharedImage = 256;
+// Launches decoded together at most in a batched session.
+constexpr size_t kBatchLimit = 64;
+// Ranges a spread configuration's image holds: one expected, room for a
+// second so a foreign kernel inside a pass shows as a range (not a drop).
+constexpr size_t kRangesPerSpreadImage = 2;
+
+// A zeroed CUPTI parameter struct with its structSize set.
+template <typename Params>
+Params MakeParams(size_t struct_size) {
+  Params p;
+  std::memset(&p, 0, sizeof(p));
+  p.structSize = struct_size;
+  return p;
+}
+
+// Wall time per profiler stage, printed at capture end when
+// SIGHTLINE_METRICS_DEBUG is set (how the in-process cost splits up).
+enum Stage {
+  kStageAvailability, kStageBuildHost, kStageEnable, kStageImageInit, kStageSetConfig,
+  kStageStart, kStageLaunch, kStageStop, kStageDecode, kStageEvaluate, kStageSpreadLaunch,
+  kNumStages
+};
+inline const char* const kStageNames[kNumStages] = {"availability", "build_host", "enable", "image_init",
+                                             "set_config", "start", "launch", "stop", "decode",
+                                             "evaluate", "spread_launch"};
+inline double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+// Adds the scope's duration to slot[0] (total) and keeps slot[1] (max).
+class StageTimer {
+ public:
+  explicit StageTimer(double* slot) : slot_(slot), start_(NowSeconds()) {}
+  ~StageTimer() {
+    const double d = NowSeconds() - start_;
+    slot_[0] += d;
+    if (d > slot_[1]) slot_[1] = d;
+  }
+ private:
+  double* slot_;
+  double start_;
+};
+
+
+inline const char* ResultString(CUptiResult r) {
+  const char* s = nullptr;
+  if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || s == nullptr) return "unknown CUPTI error";
+  return s;
+}
+
+class RangeProfiler final : public KernelLaunchHook, private SpreadTarget {
+ public:
+  RangeProfiler(const KernelLaunchHookConfig& config) : config_(config) {}
+  ~RangeProfiler() override;
+
+  // Validates the configuration; initialises the profiler now when CUPTI
+  // allows it, else at the first launch (InitProfiler).
+  bool Init(std::string* error);
+
+  void OnContextCreated(CUcontext context, uint32_t device_id) override;
+  void OnLaunchEnter(const KernelLaunchInfo& launch) override;
+  void OnLaunchExit(const KernelLaunchInfo& launch) override;
+  void OnContextDestroy(CUcontext context) override;
+  MetricCaptureResult OnCaptureEnd() override;
+  bool IsReplayedCorrelation(uint32_t correlation_id) const override;
+  uint32_t num_passes() const override { return passes_.load(); }
+  std::string last_error() const override;
+
+ private:
+  struct ProfiledLaunch {
+    uint32_t correlation_id = 0;
+    uint32_t device_id = 0;
+    std::string name;
+  };
+  struct ContextState {
+    CUcontext context = nullptr;
+    uint32_t device_id = 0;
+    CUpti_RangeProfiler_Object* object = nullptr;
+    std::vector<uint8_t> counter_data;
+    size_t capacity = 0;   // ranges the counter-data image holds
+    size_t evaluated = 0;  // ranges of the image already turned into events
+    bool configured = false;
+    bool failed = false;
+    bool started = false;  // between cuptiRangeProfilerStart and Stop
+    std::vector<ProfiledLaunch> undecoded;  // launches of the open session, in order
+    size_t spread_image_size = 0;  // bytes of one spread configuration's image (0: not asked yet)
+    bool spread_started = false;   // a spread pass's Start succeeded, its Stop not yet called
+  };
+
+  // Checked CUPTI call: records the error (with `what`) and returns false.
+  bool Check(CUptiResult r, const char* what);
+  bool InitProfiler(std::string* error);  // chip, metric set, host object
+  bool BuildHost(const uint8_t* availability, std::string* error);
+  void DestroyHost();
+  ContextState* StateFor(CUcontext context, uint32_t device_id);  // mu_ held
+  bool EnableOn(ContextState* state);                              // mu_ held
+  bool PrepareImage(ContextState* state);                          // mu_ held
+  bool Ready(ContextState* state);                                 // mu_ held
+  void Flush(ContextState* state);                                 // mu_ held: stop + decode
+  void EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch);
+  void DisableAll();                                               // mu_ held
+  void TurnOff(const std::string& why);                            // mu_ held
+  void AppendRange(MetricRangeEvent event, std::string name, const MetricRangeSpan& span);
+
+  // Kernel replay of one launch (the original path), from OnLaunchEnter.
+  // True when the launch is profiled (mu_ stays held until its exit).
+  bool EnterKernelReplay(ContextState* state, const KernelLaunchInfo& launch, const char* name);
+  // Spread replay (range_profiler_spread_target.cc), mu_ held.
+  enum class SpreadRoute : uint8_t { kNotSpread, kSkip, kProfiled };
+  // Routes a launch in spread/auto mode: kNotSpread = use the kernel path.
+  SpreadRoute EnterSpread(ContextState* state, const KernelLaunchInfo& launch, const char* name);
+  void ExitSpread();
+  void CollectSpread(std::vector<SpreadCollection> sets);  // into pending_
+  void SpreadFallback(const std::string& why);             // one warning; kernel replay from now
+  // SpreadTarget (CUPTI side of spread replay).
+  bool InitImage(void* context, uint32_t slot) override;
+  bool BeginPass(void* context, uint32_t slot, uint32_t pass) override;
+  bool EndPass(void* context, uint32_t slot, SpreadPassResult* result) override;
+  bool Evaluate(void* context, uint32_t slot, std::vector<double>* values) override;
+  void ReleaseImage(uint32_t slot) override;
+
+  KernelLaunchHookConfig config_;
+  KernelSelector selector_;
+  std::string chip_;
+  std::vector<std::string> metrics_;
+  std::vector<const char*> metric_ptrs_;
+  CUpti_Profiler_Host_Object* host_ = nullptr;
+  bool host_has_availability_ = false;
+  std::vector<uint8_t> config_image_;
+  std::atomic<uint32_t> passes_{0};
+  std::atomic<bool> off_{false};
+  bool profiler_ready_ = false;  // InitProfiler succeeded (mu_ held after Init)
+  // false (default): one counter-data image per context, decoded after every
+  // launch and re-initialised only when full; true
+  // (SIGHTLINE_METRICS_IMAGE=per_launch): a fresh image + SetConfig for every
+  // profiled launch. Both agree with ncu; the shared image is cheaper.
+  bool image_per_launch_ = false;
+
+  std::mutex mu_;  // held from enter to exit of a profiled launch
+  std::vector<std::unique_ptr<ContextState>> contexts_;
+  ContextState* active_ = nullptr;  // context of the launch holding mu_
+  // Keep one session open across consecutive profiled launches of a context
+  // (SIGHTLINE_METRICS_SESSION=batch) instead of Start/Stop around each.
+  bool batch_sessions_ = false;
+  MetricCaptureResult pending_;
+  uint64_t range_index_ = 0;
+
+  mutable std::mutex replayed_mu_;
+  std::unordered_set<uint32_t> replayed_;
+
+  mutable std::mutex error_mu_;
+  std::string last_error_;
+
+  // Spread replay (SIGHTLINE_METRICS_REPLAY=spread|auto); mu_ held.
+  bool spread_on_ = false;        // mode asks for it and no fallback happened
+  bool active_spread_ = false;    // the launch holding mu_ runs a spread pass
+  CUpti_ProfilerReplayMode spread_replay_ = CUPTI_ApplicationReplay;
+  std::unique_ptr<SpreadScheduler> spread_;
+  std::unordered_map<uint32_t, std::vector<uint8_t>> spread_images_;  // by slot
+  std::unordered_set<uint64_t> kernel_keys_;   // auto: configurations to kernel-replay
+  std::unordered_set<uint64_t> rescue_keys_;   // in progress at a fallback: one kernel replay
+  SpreadStats spread_reported_;                // stats already copied into a result
+
+  double stage_s_[kNumStages][2] = {};  // total, max  // mu_ held (launch: between enter and exit)
+  double launch_started_ = 0;
+  uint64_t launches_profiled_ = 0;
+  std::string first_range_name_;  // CUPTI's name of the first decoded range (debug)
+};
+
+// Per-thread state of the hook (range_profiler.cc).
+extern thread_local bool t_holding_launch;  // this thread holds mu_ for a profiled launch
+extern thread_local bool t_in_hook;         // re-entrancy guard
+
+}  // namespace sightline::collect::internal
+
+#endif  // SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_IMPL_H_

@@ -1,0 +1,233 @@
+// lib/collect/range_profiler_spread_target.cc — spread replay in the range
+// profiler: routing of launches (range_profiler_spread.h says what and why),
+// the CUPTI calls behind SpreadTarget, and the fall-back to kernel replay.
+//
+// CUPTI behaviour this relies on (not testable without a GPU; checked by
+// bench/metrics/gpu_spread.sh on the H200):
+//   * SetConfig may be called again on an enabled context between sessions,
+//     with another counter-data image (kernel replay's per-launch image mode
+//     already does this on the H200).
+//   * SetConfig(passIndex = p) with application replay (or user replay, with
+//     SIGHTLINE_METRICS_SPREAD_REPLAY=user) collects pass p of the config
+//     image's schedule, and DecodeData after Stop adds that pass to the image
+//     given to SetConfig, which keeps earlier passes' data — the model of
+//     application replay, where every process run is one pass.
+//   * Auto range without kernel replay gives each kernel in Start..Stop a
+//     range of its own: one range per pass, range 0 in every pass.
+// A failure of any of these shows as a CUPTI error or as a pass sequence the
+// scheduler rejects: one warning, kernel replay for the rest of the run.
+#include <cstdio>
+
+#include "lib/collect/range_profiler_impl.h"
+
+namespace sightline::collect::internal {
+
+RangeProfiler::SpreadRoute RangeProfiler::EnterSpread(ContextState* state,
+                                                      const KernelLaunchInfo& launch,
+                                                      const char* name) {
+  const uint64_t key =
+      SpreadKey(launch.context, name, launch.grid_x, launch.grid_y, launch.grid_z, launch.block_x,
+                launch.block_y, launch.block_z, launch.dynamic_shared_bytes);
+  if (config_.replay == MetricsReplay::kAuto && kernel_keys_.count(key) != 0) {
+    return SpreadRoute::kNotSpread;
+  }
+  if (spread_->Abandoned(key)) return SpreadRoute::kNotSpread;  // isolated by kernel replay instead
+  if (!spread_->InProgress(key)) {
+    // A new set for this configuration: the selector's quota counts sets.
+    const SelectDecision d = selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z,
+                                              launch.block_x, launch.block_y, launch.block_z,
+                                              launch.dynamic_shared_bytes);
+    if (d != SelectDecision::kProfile) return SpreadRoute::kSkip;
+  }
+  if (state->started) Flush(state);  // a batched kernel-replay session must not see this launch
+  if (!EnableOn(state)) return SpreadRoute::kSkip;
+  SpreadLaunch sl;
+  sl.key = key;
+  sl.context = state;
+  sl.device_id = launch.device_id;
+  sl.correlation_id = launch.correlation_id;
+  sl.name = name;
+  switch (spread_->Enter(sl)) {
+    case SpreadEnter::kStarted:
+      active_spread_ = true;
+      active_ = state;
+      launch_started_ = NowSeconds();
+      return SpreadRoute::kProfiled;
+    case SpreadEnter::kSkipped:
+      return SpreadRoute::kSkip;
+    case SpreadEnter::kFailed:
+      break;
+  }
+  SpreadFallback(spread_->error() + " (" + last_error() + ")");
+  rescue_keys_.insert(key);  // this selected launch: kernel replay now
+  return SpreadRoute::kNotSpread;
+}
+
+void RangeProfiler::ExitSpread() {
+  active_spread_ = false;
+  {
+    const double d = NowSeconds() - launch_started_;
+    stage_s_[kStageSpreadLaunch][0] += d;
+    if (d > stage_s_[kStageSpreadLaunch][1]) stage_s_[kStageSpreadLaunch][1] = d;
+  }
+  if (!spread_->Exit()) {
+    SpreadFallback(spread_->error() + " (" + last_error() + ")");
+    return;
+  }
+  CollectSpread(spread_->TakeCompleted());
+}
+
+void RangeProfiler::CollectSpread(std::vector<SpreadCollection> sets) {
+  for (SpreadCollection& c : sets) {
+    MetricRangeEvent event;
+    event.device_id = c.device_id;
+    event.correlation_id = c.last_correlation_id;
+    event.num_passes = c.passes_needed;
+    event.values.resize(c.values.size());
+    for (size_t i = 0; i < c.values.size(); ++i) event.values[i].value = c.values[i];
+    MetricRangeSpan span;
+    span.launches = c.launches;
+    span.first_correlation_id = c.first_correlation_id;
+    span.passes_collected = c.passes_done;
+    span.spread = true;
+    AppendRange(std::move(event), std::move(c.name), span);
+  }
+}
+
+void RangeProfiler::SpreadFallback(const std::string& why) {
+  if (!spread_on_) return;
+  spread_on_ = false;
+  active_spread_ = false;
+  // Configurations half-way through get one kernel-replayed launch each.
+  for (uint64_t key : spread_->InProgressKeys()) rescue_keys_.insert(key);
+  spread_->DropAll();
+  for (auto& s : contexts_) {
+    if (s->object == nullptr) continue;
+    if (s->spread_started) {
+      auto sp = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+      sp.pRangeProfilerObject = s->object;
+      cuptiRangeProfilerStop(&sp);  // best effort; the error that brought us here is kept
+      s->spread_started = false;
+    }
+    s->configured = false;  // kernel replay sets its own config again
+  }
+  {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    last_error_ = why;
+  }
+  std::fprintf(stderr,
+               "sightline: warning: spread metric replay failed (%s); using kernel replay for the "
+               "rest of the run\n",
+               why.c_str());
+}
+
+// ---- SpreadTarget -------------------------------------------------------------
+
+bool RangeProfiler::InitImage(void* context, uint32_t slot) {
+  auto* state = static_cast<ContextState*>(context);
+  if (state->spread_image_size == 0) {
+    auto sp = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+    sp.pRangeProfilerObject = state->object;
+    sp.pMetricNames = metric_ptrs_.data();
+    sp.numMetrics = metric_ptrs_.size();
+    sp.maxNumOfRanges = kRangesPerSpreadImage;
+    sp.maxNumRangeTreeNodes = static_cast<uint32_t>(kRangesPerSpreadImage);
+    if (!Check(cuptiRangeProfilerGetCounterDataSize(&sp), "cuptiRangeProfilerGetCounterDataSize")) {
+      return false;
+    }
+    state->spread_image_size = sp.counterDataSize;
+  }
+  std::vector<uint8_t>& image = spread_images_[slot];
+  image.assign(state->spread_image_size, 0);
+  auto ip = MakeParams<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+      CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+  ip.pRangeProfilerObject = state->object;
+  ip.counterDataSize = image.size();
+  ip.pCounterData = image.data();
+  StageTimer t(stage_s_[kStageImageInit]);
+  return Check(cuptiRangeProfilerCounterDataImageInitialize(&ip),
+               "cuptiRangeProfilerCounterDataImageInitialize");
+}
+
+bool RangeProfiler::BeginPass(void* context, uint32_t slot, uint32_t pass) {
+  auto* state = static_cast<ContextState*>(context);
+  auto it = spread_images_.find(slot);
+  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+  state->configured = false;  // the kernel-replay config is replaced
+  auto cp = MakeParams<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+  cp.pRangeProfilerObject = state->object;
+  cp.configSize = config_image_.size();
+  cp.pConfig = config_image_.data();
+  cp.counterDataImageSize = it->second.size();
+  cp.pCounterDataImage = it->second.data();
+  cp.range = CUPTI_AutoRange;
+  cp.replayMode = spread_replay_;
+  cp.maxRangesPerPass = kRangesPerSpreadImage;
+  cp.numNestingLevels = 1;
+  cp.minNestingLevel = 1;
+  cp.passIndex = pass;
+  cp.targetNestingLevel = 1;
+  {
+    StageTimer t(stage_s_[kStageSetConfig]);
+    if (!Check(cuptiRangeProfilerSetConfig(&cp), "cuptiRangeProfilerSetConfig(spread)")) return false;
+  }
+  auto sp = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+  sp.pRangeProfilerObject = state->object;
+  StageTimer t(stage_s_[kStageStart]);
+  if (!Check(cuptiRangeProfilerStart(&sp), "cuptiRangeProfilerStart(spread)")) return false;
+  state->spread_started = true;
+  return true;
+}
+
+bool RangeProfiler::EndPass(void* context, uint32_t slot, SpreadPassResult* result) {
+  auto* state = static_cast<ContextState*>(context);
+  auto it = spread_images_.find(slot);
+  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+  auto sp = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+  sp.pRangeProfilerObject = state->object;
+  {
+    StageTimer t(stage_s_[kStageStop]);
+    if (!Check(cuptiRangeProfilerStop(&sp), "cuptiRangeProfilerStop(spread)")) return false;
+  }
+  state->spread_started = false;
+  result->stop_pass_index = sp.passIndex;
+  result->all_submitted = sp.isAllPassSubmitted != 0;
+  auto dp = MakeParams<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+  dp.pRangeProfilerObject = state->object;
+  {
+    StageTimer t(stage_s_[kStageDecode]);
+    if (!Check(cuptiRangeProfilerDecodeData(&dp), "cuptiRangeProfilerDecodeData(spread)")) return false;
+  }
+  result->ranges_dropped = dp.numOfRangeDropped;
+  auto ip = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+      CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+  ip.pCounterDataImage = it->second.data();
+  ip.counterDataImageSize = it->second.size();
+  if (!Check(cuptiRangeProfilerGetCounterDataInfo(&ip), "cuptiRangeProfilerGetCounterDataInfo(spread)")) {
+    return false;
+  }
+  result->ranges = ip.numTotalRanges;
+  return true;
+}
+
+bool RangeProfiler::Evaluate(void* /*context*/, uint32_t slot, std::vector<double>* values) {
+  auto it = spread_images_.find(slot);
+  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+  values->assign(metric_ptrs_.size(), 0.0);
+  auto ev = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+      CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+  ev.pHostObject = host_;
+  ev.pCounterDataImage = it->second.data();
+  ev.counterDataImageSize = it->second.size();
+  ev.rangeIndex = 0;
+  ev.ppMetricNames = metric_ptrs_.data();
+  ev.numMetrics = metric_ptrs_.size();
+  ev.pMetricValues = values->data();
+  StageTimer t(stage_s_[kStageEvaluate]);
+  return Check(cuptiProfilerHostEvaluateToGpuValues(&ev), "cuptiProfilerHostEvaluateToGpuValues(spread)");
+}
+
+void RangeProfiler::ReleaseImage(uint32_t slot) { spread_images_.erase(slot); }
+
+}  // namespace sightline::collect::internal
