@@ -1,6 +1,8 @@
 #include "lib/analysis/analyze.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "lib/analysis/report_builder.h"
@@ -15,6 +17,35 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
 
 bool IsOverviewRule(const std::string& id) {
   return id == "gpu_idle" || id == "gpu_low_utilization";
+}
+
+// A launch-configuration finding about SMs a kernel's grid leaves idle, and a
+// scheduling finding that names the same kernel (stream_serialization: small
+// kernels run one at a time on one stream) describe the same idle SMs: their
+// savings do not add up. When most of those kernels were already queued on
+// the stream behind the previous one (launched before it started: the work
+// was ready while SMs idled), the trace shows a scheduling problem, and the
+// scheduling fix (run the independent kernels side by side) fills those SMs
+// without changing the kernel. The kernel finding then ranks right after the
+// scheduling one: its rank key is capped at the scheduling finding's, and on
+// a tie the scheduling finding goes first. Kernels launched just in time get
+// no such help from more streams: there the ranking stays by saving.
+bool IsIdleSmKernelRule(const std::string& id) { return id == "small_grid"; }
+bool IsSchedulingRule(const std::string& id) { return id == "stream_serialization"; }
+constexpr double kMinQueuedPctToSubsume = 50;
+
+std::string EvidenceText(const Finding& f, const std::string& key) {
+  for (const EvidenceItem& e : f.evidence) {
+    if (e.key == key && !e.is_number) return e.text;
+  }
+  return std::string();
+}
+
+bool NamesOffender(const Finding& f, const std::string& name) {
+  for (const Offender& o : f.offenders) {
+    if (o.name == name) return true;
+  }
+  return false;
 }
 
 // Rules whose evidence is host/GPU timing. Kernel replay (metrics collection)
@@ -108,18 +139,40 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   }
   // Overview findings say where the GPU idles, not why: they rank below any
   // cause finding that explains at least a quarter of their saving.
-  auto rank_key = [](const Finding& f) {
-    return IsOverviewRule(f.rule) ? double(f.est_saving_ns) * kOverviewRankWeight
-                                  : double(f.est_saving_ns);
+  struct Rank {
+    double key;
+    bool subsumed;  // ranks after the scheduling finding that explains it
   };
-  std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
-    double ka = rank_key(a), kb = rank_key(b);
-    if (ka != kb) return ka > kb;
+  std::vector<Rank> rank(findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    rank[i] = {IsOverviewRule(f.rule) ? double(f.est_saving_ns) * kOverviewRankWeight
+                                      : double(f.est_saving_ns),
+               false};
+  }
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (!IsIdleSmKernelRule(findings[i].rule)) continue;
+    const std::string kernel = EvidenceText(findings[i], "kernel");
+    if (kernel.empty()) continue;
+    for (size_t j = 0; j < findings.size(); ++j) {
+      if (!IsSchedulingRule(findings[j].rule) || !NamesOffender(findings[j], kernel)) continue;
+      if (findings[j].EvidenceNumber("queued_pct", 0) < kMinQueuedPctToSubsume) continue;
+      rank[i].key = std::min(rank[i].key, rank[j].key);
+      rank[i].subsumed = true;
+    }
+  }
+  std::vector<size_t> order(findings.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const Finding& a = findings[x];
+    const Finding& b = findings[y];
+    if (rank[x].key != rank[y].key) return rank[x].key > rank[y].key;
+    if (rank[x].subsumed != rank[y].subsumed) return !rank[x].subsumed;
     if (IsOverviewRule(a.rule) != IsOverviewRule(b.rule)) return !IsOverviewRule(a.rule);
     if (a.severity != b.severity) return a.severity < b.severity;
     return a.rule < b.rule;
   });
-  for (Finding& f : findings) report->findings.push_back(std::move(f));
+  for (size_t i : order) report->findings.push_back(std::move(findings[i]));
 }
 
 Report AnalyzeModel(const TimelineModel& model, const AnalysisOptions& options) {

@@ -24,7 +24,7 @@ run() {
   timeout "${STEP_TIMEOUT:-240}" "$@" >"$R/$name.log" 2>&1
   local rc=$?
   printf "%-34s rc=%-3s %5.1fs\n" "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s.%N)" "BEGIN{print b-a}")" | tee -a "$S"
-  grep -E '^(FAIL|SKIP|MATRIX|torch|OVERHEAD|PASS|LAUNCH|TORCH|AFTER|OVERHEAD|floor|trace size|  kernel [0-9]+:|loss|sightline warnings|sightline: warning|OTHER_SUBSCRIBER|TP_FIRST|no sightline warning)' "$R/$name.log" | head -30 >>"$S"
+  grep -E '^(FAIL|SKIP|MATRIX|torch|OVERHEAD|PASS|LAUNCH|TORCH|AFTER|OVERHEAD|floor|trace size|  kernel [0-9]+:|loss|sightline warnings|sightline: warning|OTHER_SUBSCRIBER|TP_FIRST|no sightline warning|TEARDOWN|AFTER_CAPTURE)' "$R/$name.log" | head -30 >>"$S"
 }
 if [ "$ONLY" = all ] || [ "$ONLY" = examples ]; then
   for v in slow fixed; do
@@ -35,6 +35,7 @@ if [ "$ONLY" = all ] || [ "$ONLY" = examples ]; then
   run fragmented_kernels_graph bash tests/gpu/profile_example.sh "$B/examples/fragmented_kernels" --variant graph
   run behaviour bash tests/gpu/collector_behaviour.sh
   run coexistence bash tests/gpu/coexistence.sh
+  run teardown bash tests/gpu/teardown_stress.sh
   run pytorch bash tests/gpu/pytorch.sh
   STEP_TIMEOUT=200 run overhead bash bench/overhead/run_overhead.sh "$B"
 fi
@@ -50,6 +51,7 @@ if [ "$ONLY" = verify ]; then
   done
   run behaviour bash tests/gpu/collector_behaviour.sh
   run coexistence bash tests/gpu/coexistence.sh
+  run teardown bash tests/gpu/teardown_stress.sh
   run pytorch bash tests/gpu/pytorch.sh
 fi
 if [ "$ONLY" = quick ]; then

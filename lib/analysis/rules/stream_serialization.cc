@@ -21,6 +21,12 @@ namespace {
 // `max_fill_pct` of the SMs and run long enough (>= `min_kernel_ns`) that
 // running several side by side would pay: independent work serialised on a
 // single stream. The trace cannot prove independence, so the finding says so.
+// Communication kernels (NCCL) are left out: they use one block per channel
+// by design and are bound by the links, not the SMs (comm_compute_overlap
+// judges them). It counts the small kernels that were launched before the previous kernel
+// of their stream started (queued_small_kernels / queued_pct): work that was
+// ready and waited in the queue while SMs sat idle — the ranking (analyze.cc)
+// puts this finding before small_grid on the same kernels when most were.
 void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kernel_busy,
                   uint64_t achieved, std::vector<Finding>* out) {
   const TimelineModel& model = ctx.model();
@@ -28,16 +34,26 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
   if (!info.has_info || info.info.sm_count == 0 || kernel_busy == 0) return;
   double max_fill = ctx.Param("max_fill_pct");
   uint64_t min_kernel = static_cast<uint64_t>(ctx.Param("min_kernel_ns"));
-  uint64_t small_ns = 0, small_count = 0;
+  uint64_t small_ns = 0, small_count = 0, queued = 0;
   std::vector<Offender> by_name(model.strings.size());
+  // Start of the previous kernel on each stream (kNoStart: none yet).
+  constexpr uint64_t kNoStart = ~uint64_t{0};
+  std::vector<uint64_t> previous_start(model.streams.size(), kNoStart);
   for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
     const GpuActivity& a = model.activities[i];
-    if (a.kind != ActivityKind::kKernel || a.detail == kNone) continue;
+    if (a.kind != ActivityKind::kKernel) continue;
+    const uint64_t before = previous_start[a.stream];
+    previous_start[a.stream] = a.start_ns;
+    if (a.detail == kNone || a.klass == ActivityClass::kCommunication) continue;
     if (a.duration() < min_kernel) continue;
     const LaunchConfig& c = model.launch_configs[a.detail];
     if (PctOf(double(c.blocks()), double(info.info.sm_count)) >= max_fill) continue;
     small_ns += a.duration();
     ++small_count;
+    // Launched before the previous kernel of its stream even started: it
+    // waited in the stream's queue while that kernel ran alone.
+    const ApiCall* launch = model.LaunchOf(a);
+    if (launch != nullptr && before != kNoStart && launch->end_ns <= before) ++queued;
     Offender& o = by_name[a.name];  // named at the end
     if (o.count == 0) {
       o.detail = std::to_string(c.blocks()) + " blocks on " +
@@ -64,6 +80,8 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
       .Number("small_kernel_ns", double(small_ns), "ns")
       .Number("overlap_achieved_ns", double(achieved), "ns")
       .Number("overlap_achieved_pct", achieved_pct, "pct")
+      .Number("queued_small_kernels", double(queued), "count")
+      .Number("queued_pct", PctOf(double(queued), double(small_count)), "pct")
       .Number("kernel_busy_ns", double(kernel_busy), "ns")
       .Number("sm_count", double(info.info.sm_count), "count")
       .Number("expected_overlap_fraction", ctx.Param("expected_overlap_fraction"), "");

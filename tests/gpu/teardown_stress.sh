@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Teardown after a bounded capture (cuptiFinalize, the default since it
+# removes the +33..54 % cost CUPTI left attached puts on every later launch):
+# the app keeps running after the detach and must never crash, hang or
+# change its output. Repeats each case TEARDOWN_RUNS times (default 8):
+#   A. --duration 0.5 on a launch + sync loop (fragmented_kernels, slow)
+#   B. cudaProfilerApi capture of the first repetition of a launch loop
+#   C. --duration 0.3 on a PyTorch loop with NVTX ranges (NVTX calls keep
+#      entering libcupti after the detach), when torch is present
+source "$(dirname "$0")/lib.sh"
+N=${TEARDOWN_RUNS:-8}
+LO=$B/bench/overhead/launch_overhead
+crashes=0; runs=0
+one() {  # NAME CMD...: rc 0, "CUPTI detached" said, trace complete
+  local name=$1; shift
+  runs=$((runs + 1))
+  timeout 120 "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
+  local rc=$?
+  if [ $rc -ne 0 ]; then
+    crashes=$((crashes + 1)); fail=1
+    echo "FAIL: $name exited $rc"; tail -5 "$WORK/$name.err"
+  fi
+  grep -q 'CUPTI detached' "$WORK/$name.err" || { echo "FAIL: $name did not detach"; tail -3 "$WORK/$name.err"; fail=1; }
+}
+ref=$("$EX/fragmented_kernels" --variant slow --steps=4000 | grep -o 'x\[0\]=[^,]*')
+for i in $(seq 1 "$N"); do
+  one "A$i" "$SL" profile -o "$WORK/A$i.sltrace" --duration 0.5 -- "$EX/fragmented_kernels" --variant slow --steps=4000
+  got=$(grep -o 'x\[0\]=[^,]*' "$WORK/A$i.out")
+  [ "$got" = "$ref" ] || { echo "FAIL: A$i output $got != $ref"; fail=1; }
+  expect_ok "$CHECK" "$WORK/A$i.sltrace" --windows 1 --allow-loss >/dev/null
+  one "B$i" "$SL" profile -o "$WORK/B$i.sltrace" --capture-range cudaProfilerApi --capture-range-end stop -- \
+    "$LO" --mode plain --launches=50000 --reps=3 --capture-first-rep
+  expect_ok "$CHECK" "$WORK/B$i.sltrace" --stdout "$WORK/B$i.out" >/dev/null
+  grep -h AFTER_CAPTURE "$WORK/B$i.out"
+  rm -f "$WORK/A$i.sltrace" "$WORK/B$i.sltrace"
+done
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  PY=$(dirname "$0")/../../examples/pytorch_train.py
+  want=$(python3 "$PY" --variant fixed --steps 1000 2>/dev/null | grep -o 'loss=[0-9.]*')
+  for i in $(seq 1 $(( (N + 1) / 2 ))); do
+    one "C$i" "$SL" profile -o "$WORK/C$i.sltrace" --duration 0.3 -- python3 "$PY" --variant fixed --steps 1000
+    got=$(grep -o 'loss=[0-9.]*' "$WORK/C$i.out")
+    [ -n "$got" ] && [ "$got" = "$want" ] || { echo "FAIL: C$i loss $got != $want"; fail=1; }
+    rm -f "$WORK/C$i.sltrace"
+  done
+fi
+echo "TEARDOWN runs=$runs crashes=$crashes"
+exit $fail
