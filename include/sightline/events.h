@@ -237,12 +237,15 @@ struct CaptureWindowEvent {
   CaptureTrigger trigger = CaptureTrigger::kWholeRun;
 };
 
+// device_id of a host-side (process/thread) overhead record.
+inline constexpr uint32_t kHostOverheadDevice = 0xffffffffu;
+
 struct OverheadEvent {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint32_t overhead_kind = 0;
   uint32_t thread_id = 0;
-  uint32_t device_id = 0;
+  uint32_t device_id = 0;  // kHostOverheadDevice: host-side (thread/process)
 };
 
 struct StepEvent {

@@ -406,10 +406,15 @@ void ModelBuilder::Impl::OnOverhead(const OverheadEvent& e) {
     Invalid(EventKind::kOverhead);
     return;
   }
-  // Device-side overhead only when the trace recorded a device for it.
+  // Device-side overhead only when the trace recorded a device for it and
+  // the record is not a thread's (older traces wrote device 0 for those:
+  // CUPTI instrumenting a module inside a launch call is host time, not
+  // GPU busy time).
   uint32_t device = kNone;
-  for (const DeviceInfo& d : source->header.devices) {
-    if (d.id == e.device_id) device = Device(e.device_id);
+  if (e.device_id != kHostOverheadDevice && e.thread_id == 0) {
+    for (const DeviceInfo& d : source->header.devices) {
+      if (d.id == e.device_id) device = Device(e.device_id);
+    }
   }
   model.overheads.push_back(
       {e.start_ns + offset, e.end_ns + offset, e.overhead_kind, device, trace_index});

@@ -534,6 +534,7 @@ void RecordConverter::ConvertOverhead(const CUpti_ActivityOverhead3& o) {
   e.overhead_kind = static_cast<uint32_t>(o.overheadKind);
   if (o.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || o.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
     e.thread_id = o.objectId.pt.threadId;
+    e.device_id = kHostOverheadDevice;  // host-side: never GPU busy time
   } else if (o.objectKind == CUPTI_ACTIVITY_OBJECT_DEVICE ||
              o.objectKind == CUPTI_ACTIVITY_OBJECT_CONTEXT ||
              o.objectKind == CUPTI_ACTIVITY_OBJECT_STREAM) {

@@ -265,6 +265,47 @@ TEST_P(SystemRuleTest, LaunchLatencyFiresOnLongLaunchCalls) {
   EXPECT_EQ(f->est_saving_ns, 10 * us(295));
 }
 
+TEST_P(SystemRuleTest, LaunchLatencyExcludesProfilerOverheadInsideTheCall) {
+  // As recorded on the H200 at a capture start: the first launch takes
+  // 5.4 ms, 5.35 ms of it a host-side CUPTI overhead record. The profiler's
+  // time is not the app's: no long launch, no finding, no GPU busy time.
+  TraceBuilder b;
+  b.Kernel("first", ms(6), ms(6) + us(100), 7, us(600), us(5400));
+  b.Overhead(us(640), us(5990), /*thread=*/1, kHostOverheadDevice);
+  for (int i = 1; i < 20; ++i) {
+    uint64_t t = ms(6) + i * us(200);
+    b.Kernel("next", t + us(10), t + us(110), 7, t, us(5));
+  }
+  Report r = Analyze(b);
+  EXPECT_EQ(FindFinding(r, "launch_latency"), nullptr);
+  // Same call without the overhead record: a long launch.
+  TraceBuilder c;
+  c.Kernel("first", ms(6), ms(6) + us(100), 7, us(600), us(5400));
+  for (int i = 1; i < 20; ++i) {
+    uint64_t t = ms(6) + i * us(200);
+    c.Kernel("next", t + us(10), t + us(110), 7, t, us(5));
+  }
+  const Finding* f = FindFinding(Analyze(c), "launch_latency");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->EvidenceNumber("long_launches"), 1);
+}
+
+TEST_P(SystemRuleTest, HostOverheadIsNotGpuBusyTime) {
+  TraceBuilder host, device;
+  for (TraceBuilder* b : {&host, &device}) {
+    b->Kernel("k", ms(1), ms(2), 7, us(900), us(5));
+    b->Kernel("k", ms(9), ms(10), 7, us(8900), us(5));
+  }
+  host.Overhead(ms(3), ms(8), 1, kHostOverheadDevice);
+  host.Overhead(ms(3), ms(8), 1, 0);  // an older trace: thread record, device 0
+  device.Overhead(ms(3), ms(8), 0, 0);
+  Report rh = Analyze(host), rd = Analyze(device);
+  ASSERT_FALSE(rh.summary.devices.empty());
+  ASSERT_FALSE(rd.summary.devices.empty());
+  EXPECT_EQ(rh.summary.devices[0].busy_ns, ms(2));
+  EXPECT_EQ(rd.summary.devices[0].busy_ns, ms(7));
+}
+
 TEST_P(SystemRuleTest, LaunchLatencySilentForFastLaunches) {
   EXPECT_EQ(FindFinding(Analyze(LaunchTrace(false)), "launch_latency"), nullptr);
 }

@@ -145,6 +145,16 @@ void TraceBuilder::Nvtx(const std::string& name, uint64_t start, uint64_t end, u
   trace_.nvtx_ranges.push_back(r);
 }
 
+void TraceBuilder::Overhead(uint64_t start, uint64_t end, uint32_t thread, uint32_t device) {
+  OverheadEvent o;
+  o.start_ns = start;
+  o.end_ns = end;
+  o.overhead_kind = 1;
+  o.thread_id = thread;
+  o.device_id = device;
+  trace_.overheads.push_back(o);
+}
+
 void TraceBuilder::Step(uint64_t step, uint64_t timestamp, uint32_t thread) {
   StepEvent s;
   s.step = step;

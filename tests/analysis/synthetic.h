@@ -55,6 +55,8 @@ class TraceBuilder {
   uint32_t NcclKernel(uint64_t start, uint64_t end, uint32_t stream = 13,
                       uint64_t api_start = 0);
   void Metric(uint32_t correlation_id, const std::string& metric, double value);
+  // A CUPTI overhead record: host-side on `thread`, or on `device` (thread 0).
+  void Overhead(uint64_t start, uint64_t end, uint32_t thread, uint32_t device);
   uint32_t Stack(const std::vector<std::string>& functions);
   void SetClock(uint64_t trace_ns, uint64_t realtime_ns);
 
