@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -78,12 +79,19 @@ uint64_t MonotonicRawNs() {
 }  // namespace
 
 uint64_t CollectorImpl::Now() {
+  // Any thread (the writer computing a --duration deadline, an app thread in
+  // a callback) may ask for the time while another thread tears CUPTI down:
+  // the call is counted like every other CUPTI call of ours, so the teardown
+  // waits for it and nothing calls CUPTI after cuptiFinalize (which would
+  // also re-initialise CUPTI). After it: extrapolate from the monotonic
+  // clock with the offset measured at start.
   uint64_t ts = 0;
-  // After the teardown a CUPTI call would re-initialise CUPTI: extrapolate.
-  if (torn_down_ || cuptiGetTimestamp(&ts) != CUPTI_SUCCESS) {
-    ts = static_cast<uint64_t>(static_cast<int64_t>(MonotonicRawNs()) + clock_offset_ns_);
+  if (EnterCupti()) {
+    CUptiResult r = cuptiGetTimestamp(&ts);
+    LeaveCupti();
+    if (r == CUPTI_SUCCESS) return ts;
   }
-  return ts;
+  return static_cast<uint64_t>(static_cast<int64_t>(MonotonicRawNs()) + clock_offset_ns_);
 }
 
 bool CollectorImpl::EnterCupti() {
@@ -465,7 +473,16 @@ void CollectorImpl::MaybeTearDown() {
     cupti_dropped_total_ += dropped_total;
   }
   torn_down_ = true;
-  while (writer_in_cupti_.load() > 0) std::this_thread::yield();
+  // Bounded: a thread stuck inside CUPTI must not hang the app; then CUPTI
+  // stays attached (nothing of ours calls it any more either way).
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (writer_in_cupti_.load() > 0) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      Warn("a thread stayed inside CUPTI for 2 s; CUPTI stays attached");
+      return;
+    }
+    std::this_thread::yield();
+  }
   if (subscriber_ != nullptr) {
     Check(cuptiUnsubscribe(subscriber_), "cuptiUnsubscribe");
     subscriber_ = nullptr;
@@ -499,7 +516,10 @@ int CollectorImpl::ApiStop() {
 
 int CollectorImpl::ApiFlush() {
   if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return -1;
-  if (!torn_down_) cuptiActivityFlushAll(0);
+  if (EnterCupti()) {
+    cuptiActivityFlushAll(0);
+    LeaveCupti();
+  }
   return WaitForWriterFlush(10) ? 0 : -1;
 }
 
@@ -539,7 +559,10 @@ void CollectorImpl::Shutdown(const char* reason) {
     closed = ApplyLocked(capture_->OnExit(now), now);
   }
   if (closed) AfterWindowClosed();
-  if (!torn_down_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (EnterCupti()) {
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    LeaveCupti();
+  }
   finish_reason_ = reason;
   finish_requested_ = true;
   Wake();

@@ -148,7 +148,10 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     if (enter) Control(&CaptureStateMachine::OnProfilerStop);
   } else if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 && enter) {
     // Records of the context about to go away: collect them now.
-    if (!torn_down_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (EnterCupti()) {
+      cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      LeaveCupti();
+    }
     flush_requested_ = true;
     Wake();
   }

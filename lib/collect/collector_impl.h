@@ -103,7 +103,9 @@ class CollectorImpl final : public Collector {
   void FinishTrace(const std::string& reason);
   void PrintSummary();
   uint64_t CollectDroppedRecords();
-  // Writer side: true when CUPTI may be called; pair with LeaveCupti().
+  // Any of our threads: true when CUPTI may be called (not torn down), the
+  // caller counted as inside CUPTI until LeaveCupti(); the teardown waits
+  // for the count to drop to zero before cuptiFinalize.
   bool EnterCupti();
   void LeaveCupti() { writer_in_cupti_.fetch_sub(1); }
   bool WaitForWriterFlush(int timeout_s);
