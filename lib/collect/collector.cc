@@ -434,6 +434,27 @@ void CollectorImpl::OnBufferCompleted(CUcontext, uint32_t stream_id, uint8_t* bu
   if (pool_ != nullptr && buffer != nullptr) pool_->Complete(buffer, valid_size, stream_id);
 }
 
+void CollectorImpl::SynchronizeContexts() {
+  using CtxFn = int (*)(CUcontext);
+  using PopFn = int (*)(CUcontext*);
+  using SyncFn = int (*)();
+  auto push = reinterpret_cast<CtxFn>(dlsym(RTLD_DEFAULT, "cuCtxPushCurrent_v2"));
+  auto pop = reinterpret_cast<PopFn>(dlsym(RTLD_DEFAULT, "cuCtxPopCurrent_v2"));
+  auto sync = reinterpret_cast<SyncFn>(dlsym(RTLD_DEFAULT, "cuCtxSynchronize"));
+  if (push == nullptr || pop == nullptr || sync == nullptr) return;
+  std::vector<CUcontext> contexts;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    contexts = contexts_;
+  }
+  for (CUcontext ctx : contexts) {
+    if (push(ctx) != 0) continue;
+    sync();
+    CUcontext popped = nullptr;
+    pop(&popped);
+  }
+}
+
 void CollectorImpl::MaybeTearDown() {
   // Runs on an API-exit callback, as NVIDIA's detach sample recommends
   // (finalising elsewhere raced FlushAll: kineto PR #686). Only once the
@@ -448,8 +469,14 @@ void CollectorImpl::MaybeTearDown() {
   // below and tests/gpu/teardown_stress.sh are what made it the default).
   const char* detach = std::getenv("SIGHTLINE_DETACH");
   if (detach != nullptr && std::strcmp(detach, "0") == 0) return;
-  // 1. Every record into our pool, 2. the writer converts them all,
-  // 3. no thread of ours calls CUPTI any more, 4. detach.
+  // 0. No kernel of the app in flight: a --duration window closes while the
+  // app keeps launching, and finalising with an instrumented kernel still
+  // running crashed the app on the H200 (2-5 of 10 runs of
+  // tests/gpu/teardown_stress.sh case A; the capture-range case, which
+  // stops after a synchronize, never did). 1. Every record into our pool,
+  // 2. the writer converts them all, 3. no thread of ours calls CUPTI any
+  // more, 4. detach.
+  SynchronizeContexts();
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (!WaitForWriterFlush(10)) {
     Warn("the writer did not drain the buffers in time; CUPTI stays attached");

@@ -107,6 +107,8 @@ class CollectorImpl final : public Collector {
   // caller counted as inside CUPTI until LeaveCupti(); the teardown waits
   // for the count to drop to zero before cuptiFinalize.
   bool EnterCupti();
+  // Waits for the work queued on every context we saw (teardown only).
+  void SynchronizeContexts();
   void LeaveCupti() { writer_in_cupti_.fetch_sub(1); }
   bool WaitForWriterFlush(int timeout_s);
 

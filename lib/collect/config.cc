@@ -169,10 +169,14 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_REPLAY"); v != nullptr && *v != '\0') {
     if (std::strcmp(v, "kernel") == 0) {
       c.metric_replay = MetricsReplay::kKernel;
-    } else if (std::strcmp(v, "spread") == 0) {
-      c.metric_replay = MetricsReplay::kSpread;
-    } else if (std::strcmp(v, "auto") == 0) {
-      c.metric_replay = MetricsReplay::kAuto;
+    } else if (std::strcmp(v, "spread") == 0 || std::strcmp(v, "auto") == 0) {
+      // Implemented (range_profiler_spread*) but failed on the H200 with
+      // CUDA 13.0: CUPTI reported pass 2 for the configured pass 0 and the
+      // fallback to kernel replay crashed the app (bench/metrics/README.md).
+      // Not offered until it passes there; kernel replay is used.
+      problem("SIGHTLINE_METRICS_REPLAY", v,
+              "is not available: spread replay failed validation on CUDA 13.0 (H200); "
+              "using kernel replay");
     } else {
       problem("SIGHTLINE_METRICS_REPLAY", v, "is unknown (expected kernel, spread or auto)");
     }

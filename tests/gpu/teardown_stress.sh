@@ -3,7 +3,7 @@
 # removes the +33..54 % cost CUPTI left attached puts on every later launch):
 # the app keeps running after the detach and must never crash, hang or
 # change its output. Repeats each case TEARDOWN_RUNS times (default 8):
-#   A. --duration 0.5 on a launch + sync loop (fragmented_kernels, slow)
+#   A. --duration 0.2 on a launch + sync loop (fragmented_kernels, slow)
 #   B. cudaProfilerApi capture of the first repetition of a launch loop
 #   C. --duration 0.3 on a PyTorch loop with NVTX ranges (NVTX calls keep
 #      entering libcupti after the detach), when torch is present
@@ -24,7 +24,7 @@ one() {  # NAME CMD...: rc 0, "CUPTI detached" said, trace complete
 }
 ref=$("$EX/fragmented_kernels" --variant slow --steps=4000 | grep -o 'x\[0\]=[^,]*')
 for i in $(seq 1 "$N"); do
-  one "A$i" "$SL" profile -o "$WORK/A$i.sltrace" --duration 0.5 -- "$EX/fragmented_kernels" --variant slow --steps=4000
+  one "A$i" "$SL" profile -o "$WORK/A$i.sltrace" --duration 0.2 -- "$EX/fragmented_kernels" --variant slow --steps=4000
   got=$(grep -o 'x\[0\]=[^,]*' "$WORK/A$i.out")
   [ "$got" = "$ref" ] || { echo "FAIL: A$i output $got != $ref"; fail=1; }
   expect_ok "$CHECK" "$WORK/A$i.sltrace" --windows 1 --allow-loss >/dev/null
