@@ -16,7 +16,8 @@ k=$(grep -o 'kernels [0-9]*' <("$CHECK" "$WORK/cap_nvtx.sltrace") | awk '{print 
 [ "$k" = 90 ] || { echo "FAIL: nvtx capture kernels $k != 90"; fail=1; }
 
 note "--duration 1: one window, recording off afterwards, app finishes"
-# (CUPTI is detached with cuptiFinalize after the window; SIGHTLINE_DETACH=0 keeps it.)
+# (SIGHTLINE_DETACH=1 would also cuptiFinalize after the window: opt-in, see
+# tests/gpu/teardown_stress.sh.)
 "$SL" profile -o "$WORK/cap_duration.sltrace" --duration 1 -- \
   "$EX/fragmented_kernels" --steps=20000 >"$WORK/cap_duration.out" 2>"$WORK/cap_duration.err"
 rc=$?

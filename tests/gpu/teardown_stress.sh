@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Teardown after a bounded capture (cuptiFinalize, the default since it
-# removes the +33..54 % cost CUPTI left attached puts on every later launch):
+# Teardown after a bounded capture with SIGHTLINE_DETACH=1 (cuptiFinalize,
+# which removes the +33..54 % cost CUPTI left attached puts on every later
+# launch; opt-in because of CUDA 13.0 crashes, see MaybeTearDown):
 # the app keeps running after the detach and must never crash, hang or
 # change its output. Repeats each case TEARDOWN_RUNS times (default 8):
 #   A. --duration 0.2 on a launch + sync loop (fragmented_kernels, slow)
@@ -8,6 +9,7 @@
 #   C. --duration 0.3 on a PyTorch loop with NVTX ranges (NVTX calls keep
 #      entering libcupti after the detach), when torch is present
 source "$(dirname "$0")/lib.sh"
+export SIGHTLINE_DETACH=1  # detaching is opt-in (lib/collect/collector.cc MaybeTearDown)
 N=${TEARDOWN_RUNS:-8}
 LO=$B/bench/overhead/launch_overhead
 crashes=0; runs=0
