@@ -8,6 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <generated_nvtx_meta.h>
 
 #include <cstring>
@@ -21,6 +23,9 @@ uint32_t ThreadId() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
 thread_local uint32_t t_nvtx_depth = 0;
 thread_local int t_in_runtime_launch = 0;
+// Runtime API calls with callbacks that this thread is inside (the driver
+// calls they make are nested in them).
+thread_local int t_runtime_depth = 0;
 
 const char* NvtxMessage(const nvtxEventAttributes_t* a) {
   if (a == nullptr) return "";
@@ -220,7 +225,11 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       if (sync || us >= config_.backtrace_threshold_us) stacks_.Capture(data->correlationId);
     }
   }
-  if (teardown_pending_ && !enter) MaybeTearDown();
+  if (runtime) t_runtime_depth = enter ? t_runtime_depth + 1 : std::max(0, t_runtime_depth - 1);
+  // Detach only from an outermost API exit: finalising in a driver callback
+  // nested in a runtime call leaves the runtime's own exit dispatch to a
+  // finalised CUPTI (Kineto tears down from RUNTIME exit callbacks only).
+  if (teardown_pending_ && !enter && (runtime || t_runtime_depth == 0)) MaybeTearDown();
 }
 
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
