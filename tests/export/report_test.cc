@@ -31,7 +31,7 @@ Report MakeReport(double step_mean_ns, double util_pct, uint64_t gemm_ns, uint64
   d.name = "NVIDIA H200";
   d.gpu_utilization_pct = util_pct;
   r.summary.devices.push_back(d);
-  r.summary.steps.count = 10;
+  r.summary.steps.count = 200;
   r.summary.steps.mean_ns = step_mean_ns;
   r.summary.steps.p50_ns = static_cast<uint64_t>(step_mean_ns);
   r.summary.steps.p99_ns = static_cast<uint64_t>(step_mean_ns);
@@ -133,6 +133,31 @@ TEST(DiffTest, ThresholdsAndSmallKernelsAreRespected) {
   EXPECT_EQ(d.regressions.size(), 4u);  // + utilization; tiny kernel stays below the share filter
   DiffOptions report_only;
   EXPECT_FALSE(DiffReports(base, now, report_only).regression());
+}
+
+TEST(DiffTest, FewStepsP99AndUtilizationOfAFasterRunAreNotGated) {
+  // The fix made every step faster but one slow step sets the p99 of 59
+  // steps, and the GPU is less busy because copies went away: no regression.
+  Report base = MakeReport(350e3, 63.5, 1'000'000, 1000, false);
+  Report now = MakeReport(96e3, 51.7, 1'000'000, 1000, false);
+  base.summary.steps.count = now.summary.steps.count = 59;
+  base.summary.steps.p99_ns = 770'000;
+  now.summary.steps.p99_ns = 861'000;
+  now.summary.window_ns = base.summary.window_ns / 2;
+  DiffOptions gate;
+  gate.fail_on_regression_pct = 10;
+  DiffResult d = DiffReports(base, now, gate);
+  EXPECT_FALSE(d.regression()) << (d.regressions.empty() ? "" : d.regressions[0]);
+  // With 100+ steps the p99 is gated; a slower run's utilization drop is.
+  base.summary.steps.count = now.summary.steps.count = 150;
+  d = DiffReports(base, now, gate);
+  ASSERT_EQ(d.regressions.size(), 1u);
+  EXPECT_NE(d.regressions[0].find("step_time_p99_ns"), std::string::npos);
+  Report slower = MakeReport(400e3, 40, 1'000'000, 1000, false);
+  d = DiffReports(base, slower, gate);
+  bool util = false;
+  for (const std::string& s : d.regressions) util |= s.find("utilization dropped") != std::string::npos;
+  EXPECT_TRUE(util);
 }
 
 TEST(ReportJsonReadTest, RoundTripsWhatTheDiffUses) {
