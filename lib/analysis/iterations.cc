@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string_view>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -66,12 +67,23 @@ std::vector<StepSpan> StepsFromNvtx(const TimelineModel& model, uint32_t name,
   return steps;
 }
 
+// Libraries that wrap each of their API calls in an NVTX range of their own
+// domain: one range per call, never the application's step.
+bool IsLibraryDomain(std::string_view domain) {
+  for (std::string_view lib : {"NCCL", "cuBLAS", "cuDNN", "cuFFT", "cuSPARSE", "NVSHMEM"}) {
+    if (domain == lib) return true;
+  }
+  return false;
+}
+
 // The most frequent top-level range name (names mentioning "step" or "iter"
-// first), with at least two occurrences; 0 when none.
+// first), with at least two occurrences, outside library domains; 0 when
+// none.
 uint32_t AutoDetectStepRange(const TimelineModel& model) {
   absl::flat_hash_map<uint32_t, std::pair<uint64_t, uint64_t>> counts;  // name → (n, total)
   for (const NvtxRange& r : model.nvtx_ranges) {
     if (r.depth != 0 || r.name == 0) continue;
+    if (r.domain != 0 && IsLibraryDomain(model.String(r.domain))) continue;
     auto& c = counts[r.name];
     c.first++;
     c.second += r.end_ns - r.start_ns;

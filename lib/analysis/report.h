@@ -86,7 +86,7 @@ struct StreamSummary {
   // operations of the stream (first to last operation), by cause.
   uint64_t idle_ns = 0;
   uint64_t idle_host_wait_ns = 0, idle_sync_wait_ns = 0, idle_kernel_wait_ns = 0,
-           idle_other_ns = 0;
+           idle_other_ns = 0, idle_profiler_ns = 0;
   // HTA's queue length: operations launched (API call started) and not yet
   // finished on this stream; the hardware queue saturates around 1024.
   uint64_t max_queue_length = 0;
@@ -110,7 +110,7 @@ struct DeviceSummary {
   std::array<uint64_t, 4> concurrency_ns{};
   // Idle attribution (ns): host-wait, sync-wait, kernel-wait, other.
   uint64_t idle_host_wait_ns = 0, idle_sync_wait_ns = 0, idle_kernel_wait_ns = 0,
-           idle_other_ns = 0;
+           idle_other_ns = 0, idle_profiler_ns = 0;
   // Communication/compute overlap (HTA): |comm ∩ compute| / comm.
   double comm_overlap_pct = 0;
 };

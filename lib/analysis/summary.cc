@@ -132,6 +132,7 @@ void FillStreams(const TimelineModel& model, const TimelineOptions& options,
         case IdleCause::kSyncWait: ss.idle_sync_wait_ns += gap; break;
         case IdleCause::kKernelWait: ss.idle_kernel_wait_ns += gap; break;
         case IdleCause::kOther: ss.idle_other_ns += gap; break;
+        case IdleCause::kProfiler: ss.idle_profiler_ns += gap; break;
       }
     }
     acc.prev_end = acc.first ? a.end_ns : std::max(acc.prev_end, a.end_ns);
@@ -265,6 +266,7 @@ void FillDevices(const TimelineModel& model, const DerivedTimeline& timeline, Re
         case IdleCause::kSyncWait: ds.idle_sync_wait_ns += g.length(); break;
         case IdleCause::kKernelWait: ds.idle_kernel_wait_ns += g.length(); break;
         case IdleCause::kOther: ds.idle_other_ns += g.length(); break;
+        case IdleCause::kProfiler: ds.idle_profiler_ns += g.length(); break;
       }
     }
     uint64_t comm_total = t.comm.total();

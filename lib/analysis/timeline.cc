@@ -10,6 +10,7 @@ const char* IdleCauseName(IdleCause c) {
     case IdleCause::kSyncWait: return "sync_wait";
     case IdleCause::kKernelWait: return "kernel_wait";
     case IdleCause::kOther: return "other";
+    case IdleCause::kProfiler: return "profiler";
   }
   return "other";
 }
@@ -60,11 +61,32 @@ IdleCause AttributeIdleGap(const TimelineModel& model, uint64_t start_ns, uint64
 
 namespace {
 
+// Host-side profiler overhead of `trace` inside [start, end). Overhead spans
+// are few and sorted by start; a bounded backward walk from the first span
+// starting at or after `end` finds the overlapping ones.
+uint64_t ProfilerTimeIn(const TimelineModel& model, uint16_t trace, uint64_t start, uint64_t end) {
+  auto hi = std::lower_bound(model.overheads.begin(), model.overheads.end(), end,
+                             [](const OverheadSpan& o, uint64_t t) { return o.start_ns < t; });
+  uint64_t sum = 0;
+  int budget = 256;
+  for (auto it = hi; it != model.overheads.begin() && budget-- > 0;) {
+    --it;
+    if (it->device != kNone || it->trace != trace || it->end_ns <= start) continue;
+    sum += std::min(it->end_ns, end) - std::max(it->start_ns, start);
+  }
+  return std::min(sum, end - start);
+}
+
 IdleCause Attribute(const TimelineModel& model, const IdleGap& gap, const TimelineOptions& options,
                     uint32_t* blocking_api) {
   *blocking_api = kNone;
   if (gap.length() <= options.kernel_wait_ns) return IdleCause::kKernelWait;
   if (gap.next_activity == kNone) return IdleCause::kOther;
+  if (!model.overheads.empty() &&
+      2 * ProfilerTimeIn(model, model.activities[gap.next_activity].trace, gap.start_ns,
+                         gap.end_ns) >= gap.length()) {
+    return IdleCause::kProfiler;
+  }
   const ApiCall* launch = model.LaunchOf(model.activities[gap.next_activity]);
   if (launch == nullptr) return IdleCause::kOther;
   if (launch->start_ns >= gap.start_ns) {

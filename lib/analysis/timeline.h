@@ -27,8 +27,15 @@
 
 namespace sightline::analysis {
 
-enum class IdleCause : uint8_t { kHostWait = 0, kSyncWait = 1, kKernelWait = 2, kOther = 3 };
-const char* IdleCauseName(IdleCause c);  // "host_wait", "sync_wait", "kernel_wait", "other"
+// kProfiler: the host was inside the profiler for most of the gap (a
+// host-side CUPTI overhead record of the same trace covers at least half of
+// it, e.g. CUPTI instrumenting modules at a capture start): not the app's.
+enum class IdleCause : uint8_t {
+  kHostWait = 0, kSyncWait = 1, kKernelWait = 2, kOther = 3, kProfiler = 4
+};
+inline constexpr size_t kNumIdleCauses = 5;
+// "host_wait", "sync_wait", "kernel_wait", "other", "profiler"
+const char* IdleCauseName(IdleCause c);
 
 struct IdleGap {
   uint64_t start_ns = 0, end_ns = 0;

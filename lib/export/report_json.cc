@@ -73,6 +73,7 @@ void WriteDevice(JsonWriter& w, const analysis::DeviceSummary& d) {
   w.Key("sync_wait").Uint(d.idle_sync_wait_ns);
   w.Key("kernel_wait").Uint(d.idle_kernel_wait_ns);
   w.Key("other").Uint(d.idle_other_ns);
+  w.Key("profiler").Uint(d.idle_profiler_ns);
   w.EndObject();
   w.Key("comm_overlap_pct").Double(d.comm_overlap_pct);
   w.EndObject();

@@ -50,6 +50,27 @@ TEST_P(SystemRuleTest, GpuIdleFiresOnLongHostWaitGaps) {
   EXPECT_FALSE(f->recommendation.empty());
 }
 
+TEST_P(SystemRuleTest, GpuIdleLeavesProfilerGapsOut) {
+  // As at a capture start on the H200: the host spends 5.35 ms inside CUPTI
+  // (a host-side overhead record) during the first launch; the GPU idles.
+  TraceBuilder b;
+  b.Kernel("warm", ms(1), ms(1) + us(100), 7, ms(1) - us(10), us(5));
+  b.Kernel("first", ms(6.6), ms(6.7), 7, ms(1.2), ms(5.39));
+  b.Overhead(ms(1.24), ms(6.59), 1, kHostOverheadDevice);
+  for (int i = 0; i < 40; ++i) {
+    uint64_t t = ms(6.7) + i * us(110);
+    b.Kernel("next", t + us(10), t + us(110), 7, t, us(5));
+  }
+  Report r = Analyze(b);
+  EXPECT_EQ(FindFinding(r, "gpu_idle"), nullptr);
+  EXPECT_EQ(FindFinding(r, "cpu_bound"), nullptr);
+  EXPECT_EQ(FindFinding(r, "gpu_low_utilization"), nullptr);
+  EXPECT_EQ(FindFinding(r, "launch_latency"), nullptr);
+  ASSERT_FALSE(r.summary.devices.empty());
+  EXPECT_EQ(r.summary.devices[0].idle_profiler_ns, ms(6.6) - (ms(1) + us(100)));
+  EXPECT_EQ(r.summary.devices[0].idle_host_wait_ns, 0u);
+}
+
 TEST_P(SystemRuleTest, GpuIdleSilentWhenGapsAreShort) {
   Report r = Analyze(IdleGapsTrace(us(50)));
   EXPECT_EQ(FindFinding(r, "gpu_idle"), nullptr);

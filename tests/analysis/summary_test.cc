@@ -159,6 +159,25 @@ TEST_P(SummaryTest, StepsAutoDetectedFromTopLevelNvtx) {
   EXPECT_EQ(r2.summary.steps.p50_ns, ms(1));
 }
 
+TEST_P(SummaryTest, LibraryRangesAreNeverSteps) {
+  // NCCL wraps every call in a range of its "NCCL" domain: more frequent
+  // than the app's own ranges, but never its step.
+  TraceBuilder b;
+  uint32_t nccl = b.trace().Intern("NCCL");
+  for (int i = 0; i < 3; ++i) {
+    uint64_t t = ms(1) + i * ms(10);
+    b.Nvtx("batch", t, t + ms(9));
+    for (int j = 0; j < 4; ++j) {
+      b.Nvtx("ncclAllReduce", t + ms(9) + j * us(200), t + ms(9) + j * us(200) + us(100), 2);
+      b.trace().nvtx_ranges.back().domain_id = nccl;
+    }
+    b.Kernel("k", t + ms(1), t + ms(2));
+  }
+  Report r = Analyze(b);
+  EXPECT_EQ(r.summary.steps.name, "batch");
+  EXPECT_EQ(r.summary.steps.count, 3u);
+}
+
 TEST_P(SummaryTest, StepMarkersWinOverNvtx) {
   TraceBuilder b;
   b.Nvtx("iteration", ms(1), ms(2));

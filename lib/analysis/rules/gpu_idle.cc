@@ -3,8 +3,10 @@
 // Per device, every gap with no GPU activity that is at least `min_gap_ns`
 // long inside the device window (first to last activity; profiler overhead
 // counts as busy). Fires when those gaps add up to `min_idle_pct` of the
-// window. Saving: the idle time of those gaps. Evidence splits it by cause
-// (timeline.h): host-wait, sync-wait, kernel-wait, other.
+// window. Saving: the idle time of those gaps, less the gaps during which
+// the host was inside the profiler (cause `profiler`: not the app's, shown
+// in the evidence). Evidence splits it by cause (timeline.h): host-wait,
+// sync-wait, kernel-wait, other, profiler.
 #include <algorithm>
 #include <array>
 
@@ -20,8 +22,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   double min_idle_pct = ctx.Param("min_idle_pct");
   for (const DeviceTimeline& t : ctx.timeline().devices) {
     if (t.window_ns() == 0) continue;
-    std::array<uint64_t, 4> by_cause{};
-    std::array<uint64_t, 4> count_by_cause{};
+    std::array<uint64_t, kNumIdleCauses> by_cause{};
+    std::array<uint64_t, kNumIdleCauses> count_by_cause{};
     uint64_t idle = 0, count = 0, longest = 0;
     std::vector<const IdleGap*> gaps;
     for (const IdleGap& g : t.gaps) {
@@ -33,10 +35,17 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       count_by_cause[static_cast<size_t>(g.cause)]++;
       gaps.push_back(&g);
     }
+    const size_t profiler = static_cast<size_t>(IdleCause::kProfiler);
+    uint64_t actionable = idle - by_cause[profiler];
     double idle_pct = PctOf(double(idle), double(t.window_ns()));
-    if (count == 0 || idle_pct < min_idle_pct) continue;
-    size_t dominant = std::max_element(by_cause.begin(), by_cause.end()) - by_cause.begin();
-    Finding f = ctx.NewFinding(idle);
+    if (count == count_by_cause[profiler] ||
+        PctOf(double(actionable), double(t.window_ns())) < min_idle_pct) {
+      continue;
+    }
+    // The dominant cause among the application's own (profiler excluded).
+    size_t dominant =
+        std::max_element(by_cause.begin(), by_cause.begin() + profiler) - by_cause.begin();
+    Finding f = ctx.NewFinding(actionable);
     f.scope = DeviceLabel(model, t.device);
     f.title = f.scope + " is idle " + FormatPct(idle_pct) + " of its window in " +
               std::to_string(count) + " gaps >= " + FormatNs(double(min_gap)) + " (mostly " +
@@ -47,8 +56,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
         .Number("window_ns", double(t.window_ns()), "ns")
         .Number("longest_gap_ns", double(longest), "ns")
         .Number("mean_gap_ns", double(idle) / double(count), "ns")
-        .Number("min_gap_ns", double(min_gap), "ns");
-    for (size_t c = 0; c < 4; ++c) {
+        .Number("min_gap_ns", double(min_gap), "ns")
+        .Number("actionable_idle_ns", double(actionable), "ns");
+    for (size_t c = 0; c < kNumIdleCauses; ++c) {
       std::string name = IdleCauseName(static_cast<IdleCause>(c));
       f.Number(name + "_ns", double(by_cause[c]), "ns");
       f.Number(name + "_pct", PctOf(double(by_cause[c]), double(idle)), "pct");
@@ -94,6 +104,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
             "to remove per-launch overhead.";
         break;
       case IdleCause::kOther:
+      case IdleCause::kProfiler:
         f.recommendation =
             "Work was issued but the GPU waited on a dependency (event waits, another "
             "stream, or host callbacks). Check inter-stream dependencies and move the "

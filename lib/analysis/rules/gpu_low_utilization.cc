@@ -2,7 +2,8 @@
 // `gpu_time_util`): the device window is split into `num_chunks` equal chunks
 // and each chunk whose busy time is under `util_threshold_pct` is flagged.
 // Time utilization, not SM utilization. Saving: the idle time inside the
-// flagged chunks.
+// flagged chunks, less idle gaps caused by the profiler itself (cause
+// `profiler`, timeline.h); chunk utilization stays nsys's.
 #include <algorithm>
 
 #include "lib/analysis/rule.h"
@@ -23,7 +24,11 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       uint64_t index, start, end, busy;
     };
     std::vector<Chunk> flagged;
-    uint64_t idle_in_flagged = 0;
+    uint64_t idle_in_flagged = 0, profiler_in_flagged = 0;
+    IntervalSet profiler_gaps;
+    for (const IdleGap& g : t.gaps) {
+      if (g.cause == IdleCause::kProfiler) profiler_gaps.AddSorted(g.start_ns, g.end_ns);
+    }
     double min_util = 100;
     for (uint64_t c = 0; c < chunks; ++c) {
       uint64_t start = t.window_start_ns + window * c / chunks;
@@ -34,10 +39,12 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       if (util < threshold) {
         flagged.push_back({c, start, end, busy});
         idle_in_flagged += (end - start) - busy;
+        profiler_in_flagged += profiler_gaps.OverlapWith(start, end);
       }
     }
-    if (flagged.empty() || ctx.PctOfWindow(idle_in_flagged) < min_pct) continue;
-    Finding f = ctx.NewFinding(idle_in_flagged);
+    uint64_t actionable = idle_in_flagged - std::min(idle_in_flagged, profiler_in_flagged);
+    if (flagged.empty() || ctx.PctOfWindow(actionable) < min_pct) continue;
+    Finding f = ctx.NewFinding(actionable);
     f.scope = DeviceLabel(model, t.device);
     f.title = f.scope + ": " + std::to_string(flagged.size()) + " of " + std::to_string(chunks) +
               " time chunks under " + FormatPct(threshold) + " GPU utilization";
@@ -52,7 +59,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
         .Number("util_threshold_pct", threshold, "pct")
         .Number("flagged_mean_util_pct", PctOf(flagged_busy, flagged_len), "pct")
         .Number("min_chunk_util_pct", min_util, "pct")
-        .Number("idle_in_flagged_ns", double(idle_in_flagged), "ns");
+        .Number("idle_in_flagged_ns", double(idle_in_flagged), "ns")
+        .Number("profiler_idle_in_flagged_ns", double(profiler_in_flagged), "ns");
     std::sort(flagged.begin(), flagged.end(), [](const Chunk& a, const Chunk& b) {
       return double(a.busy) / double(a.end - a.start) < double(b.busy) / double(b.end - b.start);
     });
