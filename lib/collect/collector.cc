@@ -151,6 +151,9 @@ bool CollectorImpl::Initialize(InitSource source) {
   owner_pid_ = getpid();
   config_ = ConfigFromEnvironment(nullptr, &config_problems_);
   for (const std::string& p : config_problems_) Warn(p);
+  if (const char* d = std::getenv("SIGHTLINE_DETACH"); d != nullptr && std::strcmp(d, "1") == 0) {
+    detach_ = true;
+  }
   if (source == InitSource::kLinkIn && std::getenv("SIGHTLINE_CAPTURE") == nullptr &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
     config_.capture = CaptureMode::kApi;  // linked in only: the program decides
@@ -434,25 +437,56 @@ void CollectorImpl::OnBufferCompleted(CUcontext, uint32_t stream_id, uint8_t* bu
   if (pool_ != nullptr && buffer != nullptr) pool_->Complete(buffer, valid_size, stream_id);
 }
 
-void CollectorImpl::SynchronizeContexts() {
+bool CollectorImpl::SynchronizeContexts() {
+  // On a helper thread, bounded: the app's queued work may wait for
+  // something this thread does later (a peer's NCCL call, a host-written
+  // flag), so waiting inline could hang the app. The helper switches its
+  // stream-capture mode to relaxed so that a graph another thread is
+  // capturing in global mode is not invalidated. Any failure or timeout:
+  // false, and the caller stays attached.
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (cuda == nullptr) return false;
   using CtxFn = int (*)(CUcontext);
   using PopFn = int (*)(CUcontext*);
   using SyncFn = int (*)();
-  auto push = reinterpret_cast<CtxFn>(dlsym(RTLD_DEFAULT, "cuCtxPushCurrent_v2"));
-  auto pop = reinterpret_cast<PopFn>(dlsym(RTLD_DEFAULT, "cuCtxPopCurrent_v2"));
-  auto sync = reinterpret_cast<SyncFn>(dlsym(RTLD_DEFAULT, "cuCtxSynchronize"));
-  if (push == nullptr || pop == nullptr || sync == nullptr) return;
+  using ModeFn = int (*)(int*);
+  auto push = reinterpret_cast<CtxFn>(dlsym(cuda, "cuCtxPushCurrent_v2"));
+  auto pop = reinterpret_cast<PopFn>(dlsym(cuda, "cuCtxPopCurrent_v2"));
+  auto sync = reinterpret_cast<SyncFn>(dlsym(cuda, "cuCtxSynchronize"));
+  auto mode = reinterpret_cast<ModeFn>(dlsym(cuda, "cuThreadExchangeStreamCaptureMode"));
+  dlclose(cuda);  // still loaded by the app (RTLD_NOLOAD succeeded)
+  if (push == nullptr || pop == nullptr || sync == nullptr || mode == nullptr) return false;
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false, ok = true;
+  };
+  auto shared = std::make_shared<Shared>();
   std::vector<CUcontext> contexts;
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     contexts = contexts_;
   }
-  for (CUcontext ctx : contexts) {
-    if (push(ctx) != 0) continue;
-    sync();
-    CUcontext popped = nullptr;
-    pop(&popped);
+  std::thread([shared, contexts, push, pop, sync, mode] {
+    int relaxed = 2;  // CU_STREAM_CAPTURE_MODE_RELAXED
+    bool ok = mode(&relaxed) == 0;
+    for (CUcontext ctx : contexts) {
+      if (!ok) break;
+      if (push(ctx) != 0) { ok = false; break; }
+      ok = sync() == 0;
+      CUcontext popped = nullptr;
+      pop(&popped);
+    }
+    std::lock_guard<std::mutex> lock(shared->mu);
+    shared->ok = ok;
+    shared->done = true;
+    shared->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(shared->mu);
+  if (!shared->cv.wait_for(lock, std::chrono::seconds(5), [&] { return shared->done; })) {
+    return false;  // the helper stays blocked; it owns only `shared` and copies
   }
+  return shared->ok;
 }
 
 void CollectorImpl::MaybeTearDown() {
@@ -475,8 +509,7 @@ void CollectorImpl::MaybeTearDown() {
   // now waits for an outermost exit (as Kineto does), not yet run on a GPU.
   // NVIDIA lists CUDA 13.0 crashes after finalize fixed in 13.2 (PAPI PR
   // #594); the app's safety comes first.
-  const char* detach = std::getenv("SIGHTLINE_DETACH");
-  if (detach == nullptr || std::strcmp(detach, "1") != 0) return;
+  if (!detach_) return;
   // 0. No kernel of the app in flight: a --duration window closes while the
   // app keeps launching, and finalising with an instrumented kernel still
   // running crashed the app on the H200 (2-5 of 10 runs of
@@ -484,7 +517,11 @@ void CollectorImpl::MaybeTearDown() {
   // stops after a synchronize, never did). 1. Every record into our pool,
   // 2. the writer converts them all, 3. no thread of ours calls CUPTI any
   // more, 4. detach.
-  SynchronizeContexts();
+  if (!SynchronizeContexts()) {
+    Warn("the application's GPU work did not drain within 5 s (or could not be waited for); "
+         "CUPTI stays attached");
+    return;
+  }
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (!WaitForWriterFlush(10)) {
     Warn("the writer did not drain the buffers in time; CUPTI stays attached");

@@ -180,7 +180,9 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         if (t_in_runtime_launch > 0) --t_in_runtime_launch;
       }
     } else if (enter) {
-      if (!t_hook_entered) {
+      // Only inside a capture window: no kernel is replayed during --delay
+      // or after the last window (its ranges would never be written).
+      if (!t_hook_entered && activities_on_) {
         KernelLaunchInfo info;
         info.context = data->context;
         info.correlation_id = t_in_runtime_launch > 0 ? t_runtime_correlation : data->correlationId;
@@ -229,7 +231,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   // Detach only from an outermost API exit: finalising in a driver callback
   // nested in a runtime call leaves the runtime's own exit dispatch to a
   // finalised CUPTI (Kineto tears down from RUNTIME exit callbacks only).
-  if (teardown_pending_ && !enter && (runtime || t_runtime_depth == 0)) MaybeTearDown();
+  if (teardown_pending_ && !enter && t_runtime_depth == 0) MaybeTearDown();
 }
 
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
@@ -316,7 +318,7 @@ void CollectorImpl::OnNcclNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data
     }
     return;
   }
-  if (cbid != CUPTI_CBID_NVTX_nvtxDomainRangePushEx) return;
+  if (cbid != CUPTI_CBID_NVTX_nvtxDomainRangePushEx || !activities_on_) return;
   auto* p = static_cast<const nvtxDomainRangePushEx_params*>(data->functionParams);
   const nvtxEventAttributes_t* a = p->core.eventAttrib;
   if (a == nullptr || a->payloadType != kNvtxPayloadTypeExt) return;

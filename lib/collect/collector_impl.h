@@ -107,8 +107,10 @@ class CollectorImpl final : public Collector {
   // caller counted as inside CUPTI until LeaveCupti(); the teardown waits
   // for the count to drop to zero before cuptiFinalize.
   bool EnterCupti();
-  // Waits for the work queued on every context we saw (teardown only).
-  void SynchronizeContexts();
+  // Waits (bounded) for the work queued on every context we saw (teardown
+  // only); false when it could not, and then the teardown is abandoned.
+  bool SynchronizeContexts();
+  bool detach_ = false;  // SIGHTLINE_DETACH=1, read once at initialisation
   void LeaveCupti() { writer_in_cupti_.fetch_sub(1); }
   bool WaitForWriterFlush(int timeout_s);
 
@@ -129,7 +131,7 @@ class CollectorImpl final : public Collector {
 
   std::mutex control_mu_;
   std::unique_ptr<CaptureStateMachine> capture_;
-  bool activities_on_ = false;
+  std::atomic<bool> activities_on_{false};  // read on app threads (callbacks)
   std::atomic<bool> teardown_pending_{false};
   // Set once every record is converted and CUPTI is about to be finalised;
   // from then on nobody calls CUPTI (any call would re-initialise it).

@@ -153,6 +153,8 @@ void CollectorImpl::WriterMain() {
         DrainResult r = DrainActivityBuffer(b, &cuptiActivityGetNextRecord, &converter);
         if (r.broken) ++broken_buffers_;
         LeaveCupti();
+      } else if (b.valid_bytes > 0) {
+        ++broken_buffers_;  // after a teardown that gave up: its records are lost, counted
       }
       pool_->Release(b.data);
     }

@@ -242,7 +242,7 @@ TEST_P(ModelTest, OutOfOrderRecordsAcrossStorageBlocksAreSorted) {
   TraceBuilder b;
   const int n = 40000;
   for (int i = 0; i < n; ++i) {
-    int j = static_cast<int>((uint64_t{i} * 7919) % n);  // a permutation of 0..n-1
+    int j = static_cast<int>((static_cast<uint64_t>(i) * 7919) % n);  // a permutation of 0..n-1
     uint64_t start = ms(1) + j * us(10);
     b.Kernel("k", start, start + us(5), 7 + (j % 2), start - us(4), us(2), 1);
   }
@@ -259,7 +259,9 @@ TEST_P(ModelTest, OutOfOrderRecordsAcrossStorageBlocksAreSorted) {
     for (size_t i = 0; i < st.activities.size(); ++i) {
       const GpuActivity& a = m.activities[st.activities[i]];
       ASSERT_EQ(&m.streams[a.stream], &st);
-      if (i > 0) ASSERT_LT(m.activities[st.activities[i - 1]].start_ns, a.start_ns);
+      if (i > 0) {
+        ASSERT_LT(m.activities[st.activities[i - 1]].start_ns, a.start_ns);
+      }
     }
   }
   EXPECT_EQ(listed, size_t{n});
