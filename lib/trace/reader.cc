@@ -1,9 +1,15 @@
 // TraceReader: frames → CRC check → chunk decoding, with resynchronisation
 // after damage and an exact account of what was lost.
+//
+// Bytes come from an InputWindow (input_window.h): the caller's buffer, or
+// the file read with pread() one block at a time. Every access asks the
+// window first, and a window that comes back empty means the file shrank
+// (or a read failed) while being read: the frame is then looked at again
+// against the smaller size, so the result is exactly that of a file
+// truncated there, plus one problem saying that the file shrank.
 #include "lib/trace/reader.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +22,7 @@
 #include "lib/trace/chunk_decoder.h"
 #include "lib/trace/crc32c.h"
 #include "lib/trace/format.h"
+#include "lib/trace/input_window.h"
 
 namespace sightline::trace {
 
@@ -101,37 +108,16 @@ const char* FrameTypeName(uint8_t type) {
   return "unknown";
 }
 
-// Memory-mapped file: pages are read on demand, never the whole file at once.
-struct MappedFile {
-  void* addr = nullptr;
-  size_t size = 0;
-  ~MappedFile() {
-    if (addr != nullptr) munmap(addr, size);
-  }
-};
-
 }  // namespace
 
 struct TraceReader::Impl {
   std::string name;
   ReaderOptions options;
-  MappedFile mapping;
-  // Bytes at the start of `mapping` already handed back to the kernel.
-  size_t released = 0;
-  // Drops the mapped pages of fully consumed frames from the resident set
-  // (they are never read again), so reading a large file costs O(chunk)
-  // memory instead of the file's size. Added by the analyzer engineer.
-  void ReleaseConsumedPages() {
-    if (mapping.addr == nullptr) return;
-    constexpr size_t kGranule = size_t{1} << 20;
-    size_t done = static_cast<size_t>(pos) & ~(kGranule - 1);
-    if (done <= released) return;
-    ::madvise(static_cast<char*>(mapping.addr) + released, done - released, MADV_DONTNEED);
-    released = done;
-  }
-  const uint8_t* data = nullptr;
-  uint64_t size = 0;
+  // The input; reading a file costs O(block + frame) memory, never its size.
+  std::unique_ptr<internal::InputWindow> input;
+  uint64_t size() const { return input->size(); }
   uint64_t pos = 0;
+  int shrinks_reported = 0;
   bool finished = false;
   bool footer_seen = false;
   bool data_after_footer_reported = false;
@@ -153,23 +139,17 @@ struct TraceReader::Impl {
     }
   }
 
-  // Offset of the next frame magic at or after `from`, or size.
-  uint64_t FindMagic(uint64_t from) const {
-    static constexpr char kMagicBytes[4] = {'S', 'L', 'F', 'R'};
-    if (from >= size) return size;
-    const void* hit = memmem(data + from, size - from, kMagicBytes, 4);
-    return hit ? static_cast<uint64_t>(static_cast<const uint8_t*>(hit) - data) : size;
-  }
-
-  // Skips damaged bytes [pos, next magic after `search_from`).
-  void Resync(uint64_t search_from) {
-    uint64_t next = FindMagic(search_from);
-    integrity.bytes_skipped += next - pos;
-    pos = next;
-  }
-
   void Finalize();
-  absl::Status Damage(std::string text, uint64_t resync_from);
+  // Records damage and skips [pos, next), `next` being the next frame magic.
+  absl::StatusOr<bool> Damage(std::string text, uint64_t next);
+  // The input ends inside the frame at pos (`present` bytes of it).
+  absl::StatusOr<bool> Truncated(std::string text, uint64_t present);
+  // The window returned nothing: a read error ends the read with a Status;
+  // a shrink is reported once and the frame at pos is read again.
+  absl::StatusOr<bool> InputEnded();
+  // Reports a shrink of the file noticed by the window while reading the
+  // frame at `at` (once per shrink).
+  void NoteShrink(uint64_t at);
   // Without resync: the first damage ends the read (integrity finalised).
   absl::Status StopAtDamage(const std::string& problem) {
     finished = true;
@@ -179,11 +159,45 @@ struct TraceReader::Impl {
   absl::StatusOr<bool> ReadFrame(EventVisitor& visitor);
 };
 
-absl::Status TraceReader::Impl::Damage(std::string text, uint64_t resync_from) {
+absl::StatusOr<bool> TraceReader::Impl::Damage(std::string text, uint64_t next) {
   Problem(text);
-  Resync(resync_from);
+  integrity.bytes_skipped += next - pos;
+  pos = next;
   if (!options.resync) return StopAtDamage(text);
-  return absl::OkStatus();
+  return false;
+}
+
+absl::StatusOr<bool> TraceReader::Impl::Truncated(std::string text, uint64_t present) {
+  Problem(text);
+  integrity.truncated = true;
+  integrity.bytes_skipped += present;
+  pos = size();
+  if (!options.resync) return StopAtDamage(text);
+  return false;
+}
+
+void TraceReader::Impl::NoteShrink(uint64_t at) {
+  if (input->shrink_count() == shrinks_reported) return;
+  shrinks_reported = input->shrink_count();
+  integrity.shrank = true;
+  integrity.file_bytes = size();
+  Problem(absl::StrFormat("%s shrank while being read: %d bytes when opened, it ended at byte %d "
+                          "(reading the frame at byte %d)",
+                          name, input->size_at_open(), size(), at));
+}
+
+absl::StatusOr<bool> TraceReader::Impl::InputEnded() {
+  if (int err = input->read_errno(); err != 0) {
+    std::string text = absl::StrFormat("read error at byte %d: %s; the rest of the file was not "
+                                       "read",
+                                       input->read_error_at(), std::strerror(err));
+    Problem(text);
+    finished = true;
+    Finalize();
+    return absl::DataLossError(absl::StrCat(name, ": ", text));
+  }
+  NoteShrink(pos);
+  return false;  // pos unchanged: NextChunk looks at this frame again
 }
 
 void TraceReader::Impl::Finalize() {
@@ -218,67 +232,59 @@ void TraceReader::Impl::Finalize() {
 
 absl::StatusOr<bool> TraceReader::Impl::ReadFrame(EventVisitor& visitor) {
   const uint64_t at = pos;
-  const uint64_t remaining = size - at;
+  const uint64_t remaining = size() - at;
   if (remaining < kFrameHeaderSize) {
-    std::string text = absl::StrFormat("truncated at byte %d: partial frame header (%d of %d bytes)",
-                                       at, remaining, kFrameHeaderSize);
-    Problem(text);
-    integrity.truncated = true;
-    integrity.bytes_skipped += remaining;
-    pos = size;
-    if (!options.resync) return StopAtDamage(text);
-    return false;
+    return Truncated(absl::StrFormat("truncated at byte %d: partial frame header (%d of %d bytes)",
+                                     at, remaining, kFrameHeaderSize),
+                     remaining);
   }
-  FrameHead head = ParseFrameHead(data + at);
+  const uint8_t* head_bytes = input->Get(at, kFrameHeaderSize);
+  if (head_bytes == nullptr) return InputEnded();
+  FrameHead head = ParseFrameHead(head_bytes);
   if (head.magic != kFrameMagic) {
-    uint64_t next = FindMagic(at + 1);
-    absl::Status s = Damage(
-        next < size ? absl::StrFormat("garbage at byte %d: no frame magic; skipped %d bytes to the "
-                                      "next frame",
-                                      at, next - at)
-                    : absl::StrFormat("garbage at byte %d: no frame magic in the last %d bytes", at,
-                                      size - at),
-        at + 1);
-    if (!s.ok()) return s;
-    return false;
+    uint64_t next;
+    if (!input->FindFrameMagic(at + 1, &next)) return InputEnded();
+    return Damage(
+        next < size() ? absl::StrFormat("garbage at byte %d: no frame magic; skipped %d bytes to "
+                                        "the next frame",
+                                        at, next - at)
+                      : absl::StrFormat("garbage at byte %d: no frame magic in the last %d bytes",
+                                        at, size() - at),
+        next);
   }
   if (head.length > kMaxFramePayload) {
-    absl::Status s = Damage(absl::StrFormat("damaged frame at byte %d: length %d exceeds the %d "
-                                            "byte limit",
-                                            at, head.length, kMaxFramePayload),
-                            at + 4);
-    if (!s.ok()) return s;
-    return false;
+    uint64_t next;
+    if (!input->FindFrameMagic(at + 4, &next)) return InputEnded();
+    return Damage(absl::StrFormat("damaged frame at byte %d: length %d exceeds the %d byte limit",
+                                  at, head.length, kMaxFramePayload),
+                  next);
   }
   const uint64_t payload_at = at + kFrameHeaderSize;
-  if (head.length > size - payload_at) {
-    uint64_t next = FindMagic(at + 4);
-    if (next < size) {  // a later frame exists: the length is damaged
-      absl::Status s = Damage(absl::StrFormat("damaged frame at byte %d: length %d runs past the "
-                                              "next frame at byte %d",
-                                              at, head.length, next),
-                              at + 4);
-      if (!s.ok()) return s;
-      return false;
+  if (head.length > size() - payload_at) {
+    uint64_t next;
+    if (!input->FindFrameMagic(at + 4, &next)) return InputEnded();
+    if (next < size()) {  // a later frame exists: the length is damaged
+      return Damage(absl::StrFormat("damaged frame at byte %d: length %d runs past the next frame "
+                                    "at byte %d",
+                                    at, head.length, next),
+                    next);
     }
-    std::string text = absl::StrFormat("truncated at byte %d: %s frame of %d bytes, only %d present",
-                                       at, FrameTypeName(head.type),
-                                       head.length + kFrameHeaderSize, remaining);
-    Problem(text);
-    integrity.truncated = true;
-    integrity.bytes_skipped += remaining;
-    pos = size;
-    if (!options.resync) return StopAtDamage(text);
-    return false;
+    return Truncated(absl::StrFormat("truncated at byte %d: %s frame of %d bytes, only %d present",
+                                     at, FrameTypeName(head.type),
+                                     head.length + kFrameHeaderSize, remaining),
+                     remaining);
   }
-  std::string_view payload(reinterpret_cast<const char*>(data + payload_at), head.length);
+  // Header and payload in one piece, checked and decoded from the same bytes.
+  const uint8_t* frame = input->Get(at, kFrameHeaderSize + head.length);
+  if (frame == nullptr) return InputEnded();
+  std::string_view payload(reinterpret_cast<const char*>(frame + kFrameHeaderSize), head.length);
   if (Crc32c(payload.data(), payload.size()) != head.crc) {
+    uint64_t next;
+    if (!input->FindFrameMagic(payload_at, &next)) return InputEnded();
     if (head.type == static_cast<uint8_t>(FrameType::kChunk)) ++integrity.chunks_damaged;
-    absl::Status s = Damage(absl::StrFormat("bad CRC at byte %d (%s frame of %d bytes); skipped",
-                                            at, FrameTypeName(head.type), head.length),
-                            payload_at);
-    if (!s.ok()) return s;
-    return false;
+    return Damage(absl::StrFormat("bad CRC at byte %d (%s frame of %d bytes); skipped", at,
+                                  FrameTypeName(head.type), head.length),
+                  next);
   }
   pos = payload_at + head.length;
   if (footer_seen && !data_after_footer_reported) {
@@ -376,17 +382,14 @@ const CallStack* TraceReader::stack(uint32_t id) const {
 absl::StatusOr<bool> TraceReader::NextChunk(EventVisitor& visitor) {
   Impl& m = *impl_;
   while (!m.finished) {
-    if (m.pos >= m.size) {
+    if (m.pos >= m.size()) {
       m.finished = true;
       m.Finalize();
       break;
     }
     absl::StatusOr<bool> chunk = m.ReadFrame(visitor);
     if (!chunk.ok()) return chunk;
-    if (*chunk) {
-      m.ReleaseConsumedPages();
-      return true;
-    }
+    if (*chunk) return true;
   }
   return false;
 }
@@ -401,13 +404,23 @@ absl::Status TraceReader::ReadAll(EventVisitor& visitor) {
 
 namespace {
 
-// Validates the preamble and the header frame of `impl` (data/size set).
-absl::Status ReadPreambleAndHeader(const std::string& name,
-                                   const uint8_t* data, uint64_t size, TraceHeaderData* header,
-                                   uint64_t* header_end) {
+// Validates the preamble and the header frame. Sets *input_ended (and
+// returns OK) when the window comes back empty: the caller decides.
+absl::Status TryReadPreambleAndHeader(const std::string& name, internal::InputWindow& input,
+                                      TraceHeaderData* header, uint64_t* header_end,
+                                      bool* input_ended) {
+  *input_ended = false;
+  const uint64_t size = input.size();
+  auto get = [&](uint64_t offset, size_t n) {
+    const uint8_t* p = input.Get(offset, n);
+    if (p == nullptr) *input_ended = true;
+    return p;
+  };
   if (size == 0) return absl::InvalidArgumentError(absl::StrCat(name, ": empty file"));
   size_t magic_present = std::min<uint64_t>(size, sizeof(kFileMagic));
-  if (std::memcmp(data, kFileMagic, magic_present) != 0) {
+  const uint8_t* magic = get(0, magic_present);
+  if (magic == nullptr) return absl::OkStatus();
+  if (std::memcmp(magic, kFileMagic, magic_present) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": not a sightline trace (bad magic at byte 0)"));
   }
@@ -416,8 +429,10 @@ absl::Status ReadPreambleAndHeader(const std::string& name,
         "%s: truncated at byte %d: the %d-byte file preamble is incomplete", name, size,
         kFilePreambleSize));
   }
+  const uint8_t* version_bytes = get(8, 4);
+  if (version_bytes == nullptr) return absl::OkStatus();
   uint32_t version;
-  std::memcpy(&version, data + 8, 4);
+  std::memcpy(&version, version_bytes, 4);
   if (version == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(name, ": damaged preamble at byte 8: format version 0"));
@@ -434,7 +449,9 @@ absl::Status ReadPreambleAndHeader(const std::string& name,
         "%s: truncated header at byte %d: %d of %d frame header bytes present", name, at,
         size - at, kFrameHeaderSize));
   }
-  FrameHead head = ParseFrameHead(data + at);
+  const uint8_t* head_bytes = get(at, kFrameHeaderSize);
+  if (head_bytes == nullptr) return absl::OkStatus();
+  FrameHead head = ParseFrameHead(head_bytes);
   if (head.magic != kFrameMagic) {
     return absl::DataLossError(
         absl::StrFormat("%s: damaged header at byte %d: no frame magic", name, at));
@@ -453,7 +470,9 @@ absl::Status ReadPreambleAndHeader(const std::string& name,
         "%s: truncated header at byte %d: frame of %d bytes, only %d present", name, at,
         head.length + kFrameHeaderSize, size - at));
   }
-  const uint8_t* payload = data + at + kFrameHeaderSize;
+  const uint8_t* frame = get(at, kFrameHeaderSize + head.length);
+  if (frame == nullptr) return absl::OkStatus();
+  const uint8_t* payload = frame + kFrameHeaderSize;
   if (Crc32c(payload, head.length) != head.crc) {
     return absl::DataLossError(
         absl::StrFormat("%s: damaged header at byte %d: CRC mismatch", name, at));
@@ -470,24 +489,54 @@ absl::Status ReadPreambleAndHeader(const std::string& name,
   return absl::OkStatus();
 }
 
+// TryReadPreambleAndHeader until it is not cut short by a shrinking file
+// (each retry sees a strictly smaller size, so this ends).
+absl::Status ReadPreambleAndHeader(const std::string& name, internal::InputWindow& input,
+                                   TraceHeaderData* header, uint64_t* header_end) {
+  while (true) {
+    bool input_ended = false;
+    absl::Status status =
+        TryReadPreambleAndHeader(name, input, header, header_end, &input_ended);
+    if (int err = input.read_errno(); err != 0) {
+      return absl::DataLossError(absl::StrFormat("%s: read error at byte %d: %s", name,
+                                                 input.read_error_at(), std::strerror(err)));
+    }
+    if (input_ended) continue;
+    if (!status.ok() && input.shrink_count() > 0) {
+      return absl::Status(status.code(),
+                          absl::StrFormat("%s (the file shrank while being read: %d bytes when "
+                                          "opened, it ended at byte %d)",
+                                          status.message(), input.size_at_open(), input.size()));
+    }
+    return status;
+  }
+}
+
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::FromInput(
+    std::string name, std::unique_ptr<internal::InputWindow> input,
+    const ReaderOptions& options) {
+  auto impl = std::make_unique<TraceReader::Impl>();
+  impl->name = std::move(name);
+  impl->options = options;
+  impl->input = std::move(input);
+  uint64_t header_end = 0;
+  absl::Status status = ReadPreambleAndHeader(impl->name, *impl->input, &impl->header,
+                                              &header_end);
+  if (!status.ok()) return status;
+  impl->pos = header_end;
+  impl->integrity.file_bytes = impl->size();
+  impl->integrity.bytes_accepted = header_end;
+  // Shrank while the header was read, but the header is whole: say so.
+  if (impl->input->shrink_count() > 0) impl->NoteShrink(kFilePreambleSize);
+  return std::unique_ptr<TraceReader>(new TraceReader(std::move(impl)));
+}
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::FromBuffer(std::string name,
                                                                      std::string_view data,
                                                                      const ReaderOptions& options) {
-  auto impl = std::make_unique<Impl>();
-  impl->name = std::move(name);
-  impl->options = options;
-  impl->data = reinterpret_cast<const uint8_t*>(data.data());
-  impl->size = data.size();
-  uint64_t header_end = 0;
-  absl::Status status = ReadPreambleAndHeader(impl->name, impl->data, impl->size,
-                                              &impl->header, &header_end);
-  if (!status.ok()) return status;
-  impl->pos = header_end;
-  impl->integrity.file_bytes = impl->size;
-  impl->integrity.bytes_accepted = header_end;
-  return std::unique_ptr<TraceReader>(new TraceReader(std::move(impl)));
+  return FromInput(std::move(name), std::make_unique<internal::InputWindow>(data), options);
 }
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
@@ -518,23 +567,13 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
   }
-  MappedFile mapping;
-  mapping.size = static_cast<size_t>(st.st_size);
-  mapping.addr = ::mmap(nullptr, mapping.size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int map_errno = errno;
-  ::close(fd);
-  if (mapping.addr == MAP_FAILED) {
-    mapping.addr = nullptr;
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": cannot map: ", std::strerror(map_errno)));
-  }
-  ::madvise(mapping.addr, mapping.size, MADV_SEQUENTIAL);
-  auto reader = FromBuffer(
-      path, std::string_view(static_cast<const char*>(mapping.addr), mapping.size), options);
-  if (!reader.ok()) return reader.status();
-  std::swap((*reader)->impl_->mapping.addr, mapping.addr);
-  std::swap((*reader)->impl_->mapping.size, mapping.size);
-  return reader;
+  // Frames are read in order: let the kernel read ahead generously.
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  // The window owns fd from here on.
+  return FromInput(path,
+                   std::make_unique<internal::InputWindow>(
+                       fd, static_cast<uint64_t>(st.st_size), options.read_block_bytes),
+                   options);
 }
 
 }  // namespace sightline::trace

@@ -5,6 +5,13 @@
 // handed to an EventVisitor. A file whose writer died is read up to its last
 // complete frame and the damage is described in Integrity.
 //
+// Files are read with pread() into one reusable buffer (not mmap), so a file
+// that shrinks while being read (rewritten, truncated by another process, a
+// network filesystem) gives the result of a file truncated at that point
+// plus a problem naming the file and the offset, never a SIGBUS. Memory:
+// O(read_block_bytes + largest frame), frames being at most
+// kMaxFramePayload (format.h) bytes.
+//
 // Errors that make a file unreadable (missing, not a trace, newer format,
 // damaged header) come back as absl::Status naming the file, the byte offset
 // and the problem.
@@ -26,6 +33,10 @@
 #include "sightline/trace_header.h"
 
 namespace sightline::trace {
+
+namespace internal {
+class InputWindow;
+}  // namespace internal
 
 // Receives decoded events. Default implementations ignore the event.
 class EventVisitor {
@@ -74,6 +85,8 @@ class StringTable {
 struct Integrity {
   bool complete = false;        // footer read and no damage anywhere
   std::string reason;           // why not complete, e.g. "truncated at byte 81234: ..."
+  // Size of the input: of the file when opened, or, if it shrank while being
+  // read, the bytes that were still there.
   uint64_t file_bytes = 0;
   uint64_t bytes_accepted = 0;  // bytes of preamble + valid frames
   uint64_t chunks_read = 0;
@@ -86,6 +99,9 @@ struct Integrity {
   uint64_t first_ns = 0;
   uint64_t last_ns = 0;
   bool truncated = false;       // the file ends inside a frame (writer killed mid-write)
+  // The file got shorter while being read (rewritten or truncated by another
+  // process): read as if truncated there; a problem names the offsets.
+  bool shrank = false;
   uint64_t chunks_missing = 0;  // gaps in the chunk sequence numbers
   std::optional<FooterData> footer;
   // Footer's losses when present; else the last LossReport event seen.
@@ -99,6 +115,10 @@ struct ReaderOptions {
   // Skip damaged frames and resynchronise on the next frame magic (default),
   // or stop at the first damage.
   bool resync = true;
+  // Open(): bytes read ahead per pread() (clamped to [64 B, 64 MiB]); a frame
+  // larger than this is read whole. Tests use small values to exercise
+  // frames that straddle reads.
+  size_t read_block_bytes = size_t{4} << 20;
 };
 
 class TraceReader {
@@ -120,8 +140,10 @@ class TraceReader {
 
   // Decodes the next chunk and dispatches its events in file order. Returns
   // false once no more frames remain (then integrity() is final). An error
-  // Status only for I/O failures; damage is recorded in integrity() instead
-  // (or returned as DataLoss when options.resync is false).
+  // Status only for I/O failures (a failed read: DataLoss naming the file and
+  // the offset); damage, including a file that shrank while being read, is
+  // recorded in integrity() instead (or returned as DataLoss when
+  // options.resync is false).
   absl::StatusOr<bool> NextChunk(EventVisitor& visitor);
   // NextChunk until the end.
   absl::Status ReadAll(EventVisitor& visitor);
@@ -133,6 +155,9 @@ class TraceReader {
  private:
   struct Impl;
   explicit TraceReader(std::unique_ptr<Impl> impl);
+  static absl::StatusOr<std::unique_ptr<TraceReader>> FromInput(
+      std::string name, std::unique_ptr<internal::InputWindow> input,
+      const ReaderOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -308,7 +308,7 @@ TEST_F(BadFileTest, EachBadInputGetsAClearStatus) {
     EXPECT_THAT(OpenError(Path("locked.sltrace")), HasSubstr("cannot open"));
   }
 
-  // The valid file opens, through mmap.
+  // The valid file opens (read with pread, lib/trace/input_window.h).
   WriteFile(Path("valid.sltrace"), valid);
   auto reader = TraceReader::Open(Path("valid.sltrace"));
   ASSERT_TRUE(reader.ok()) << reader.status();

@@ -243,6 +243,7 @@ void PrintJson(const trace::TraceReader& reader) {
   w.Key("integrity").BeginObject();
   w.Key("footer").Bool(in.footer.has_value());
   w.Key("truncated").Bool(in.truncated);
+  w.Key("shrank").Bool(in.shrank);
   w.Key("chunks_read").Uint(in.chunks_read);
   w.Key("chunks_damaged").Uint(in.chunks_damaged);
   w.Key("chunks_missing").Uint(in.chunks_missing);
