@@ -210,10 +210,25 @@ struct CaptureWindow {
   uint16_t trace = 0;
 };
 
+// CUPTI overhead kinds (CUpti_ActivityOverheadKind) that are the profiler's
+// own cost: buffer flush, instrumentation, CUPTI resources, activity buffer
+// requests, UVM activity set-up. Driver compilation, lazy function loading,
+// runtime-triggered module loading and a full command buffer happen without
+// a profiler too: they are the application's.
+inline bool IsProfilerOverheadKind(uint32_t kind) {
+  switch (kind) {
+    case 1u << 16: case 2u << 16: case 3u << 16: case 7u << 16: case 8u << 16:
+      return true;
+    default:
+      return false;
+  }
+}
+
 struct OverheadSpan {
   uint64_t start_ns = 0, end_ns = 0;
   uint32_t kind = 0;
   uint32_t device = kNone;  // index into devices when device-side
+  uint32_t thread = kNone;  // index into threads when host-side with a thread
   uint16_t trace = 0;
 };
 

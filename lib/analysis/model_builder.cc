@@ -416,8 +416,9 @@ void ModelBuilder::Impl::OnOverhead(const OverheadEvent& e) {
       if (d.id == e.device_id) device = Device(e.device_id);
     }
   }
+  uint32_t thread = device == kNone && e.thread_id != 0 ? Thread(e.thread_id) : kNone;
   model.overheads.push_back(
-      {e.start_ns + offset, e.end_ns + offset, e.overhead_kind, device, trace_index});
+      {e.start_ns + offset, e.end_ns + offset, e.overhead_kind, device, thread, trace_index});
 }
 
 void ModelBuilder::Impl::OnStep(const StepEvent& e) {

@@ -61,17 +61,23 @@ IdleCause AttributeIdleGap(const TimelineModel& model, uint64_t start_ns, uint64
 
 namespace {
 
-// Host-side profiler overhead of `trace` inside [start, end). Overhead spans
+// Host-side profiler overhead of `trace` (of `thread`, or any thread when
+// kNone) inside [start, end). Overhead spans
 // are few and sorted by start; a bounded backward walk from the first span
 // starting at or after `end` finds the overlapping ones.
-uint64_t ProfilerTimeIn(const TimelineModel& model, uint16_t trace, uint64_t start, uint64_t end) {
+uint64_t ProfilerTimeIn(const TimelineModel& model, uint16_t trace, uint32_t thread, uint64_t start,
+                        uint64_t end) {
   auto hi = std::lower_bound(model.overheads.begin(), model.overheads.end(), end,
                              [](const OverheadSpan& o, uint64_t t) { return o.start_ns < t; });
   uint64_t sum = 0;
   int budget = 256;
   for (auto it = hi; it != model.overheads.begin() && budget-- > 0;) {
     --it;
-    if (it->device != kNone || it->trace != trace || it->end_ns <= start) continue;
+    if (it->device != kNone || it->trace != trace ||
+        (thread != kNone && it->thread != kNone && it->thread != thread) ||
+        it->end_ns <= start || !IsProfilerOverheadKind(it->kind)) {
+      continue;
+    }
     sum += std::min(it->end_ns, end) - std::max(it->start_ns, start);
   }
   return std::min(sum, end - start);
@@ -82,10 +88,19 @@ IdleCause Attribute(const TimelineModel& model, const IdleGap& gap, const Timeli
   *blocking_api = kNone;
   if (gap.length() <= options.kernel_wait_ns) return IdleCause::kKernelWait;
   if (gap.next_activity == kNone) return IdleCause::kOther;
-  if (!model.overheads.empty() &&
-      2 * ProfilerTimeIn(model, model.activities[gap.next_activity].trace, gap.start_ns,
-                         gap.end_ns) >= gap.length()) {
-    return IdleCause::kProfiler;
+  // The launching thread (any thread of the trace when the next work has no
+  // recorded launch, e.g. NCCL's driver-API launches) was inside the
+  // profiler for most (>= 3/4) of the gap: the gap is the profiler's. A gap
+  // the app would have had anyway (its CPU work) with a few ms of profiler
+  // time in it keeps the app's cause.
+  if (!model.overheads.empty()) {
+    const GpuActivity& next = model.activities[gap.next_activity];
+    const ApiCall* next_launch = model.LaunchOf(next);
+    uint32_t thread = next_launch != nullptr ? next_launch->thread : kNone;
+    if (4 * ProfilerTimeIn(model, next.trace, thread, gap.start_ns, gap.end_ns) >=
+        3 * gap.length()) {
+      return IdleCause::kProfiler;
+    }
   }
   const ApiCall* launch = model.LaunchOf(model.activities[gap.next_activity]);
   if (launch == nullptr) return IdleCause::kOther;

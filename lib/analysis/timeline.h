@@ -27,9 +27,9 @@
 
 namespace sightline::analysis {
 
-// kProfiler: the host was inside the profiler for most of the gap (a
-// host-side CUPTI overhead record of the same trace covers at least half of
-// it, e.g. CUPTI instrumenting modules at a capture start): not the app's.
+// kProfiler: the host was inside the profiler for most of the gap (host-side
+// CUPTI overhead records of the same trace cover at least 3/4 of it, e.g.
+// CUPTI instrumenting modules at a capture start): not the app's.
 enum class IdleCause : uint8_t {
   kHostWait = 0, kSyncWait = 1, kKernelWait = 2, kOther = 3, kProfiler = 4
 };

@@ -309,6 +309,8 @@ class ChromeEmitter : public trace::EventVisitor {
     Slice(tid, "overhead", "profiler overhead", e.start_ns, e.end_ns);
     out_.Append(",\"args\":{\"kind\":");
     AppendUint(out_, e.overhead_kind);
+    out_.Append(",\"thread\":");
+    AppendUint(out_, e.thread_id);
     out_.Append("}}");
   }
 

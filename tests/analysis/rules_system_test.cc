@@ -69,6 +69,13 @@ TEST_P(SystemRuleTest, GpuIdleLeavesProfilerGapsOut) {
   ASSERT_FALSE(r.summary.devices.empty());
   EXPECT_EQ(r.summary.devices[0].idle_profiler_ns, ms(6.6) - (ms(1) + us(100)));
   EXPECT_EQ(r.summary.devices[0].idle_host_wait_ns, 0u);
+  // Lazy function loading (5 << 16) happens without a profiler too: the
+  // same gap is then the app's (host-wait), and so is the long launch.
+  b.trace().overheads.back().overhead_kind = 5u << 16;
+  Report app = Analyze(b);
+  EXPECT_EQ(app.summary.devices[0].idle_profiler_ns, 0u);
+  EXPECT_GT(app.summary.devices[0].idle_host_wait_ns, 0u);
+  EXPECT_NE(FindFinding(app, "launch_latency"), nullptr);
 }
 
 TEST_P(SystemRuleTest, GpuIdleSilentWhenGapsAreShort) {

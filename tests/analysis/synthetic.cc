@@ -149,7 +149,7 @@ void TraceBuilder::Overhead(uint64_t start, uint64_t end, uint32_t thread, uint3
   OverheadEvent o;
   o.start_ns = start;
   o.end_ns = end;
-  o.overhead_kind = 1;
+  o.overhead_kind = 2u << 16;  // CUPTI instrumentation (a profiler cost)
   o.thread_id = thread;
   o.device_id = device;
   trace_.overheads.push_back(o);

@@ -43,7 +43,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     auto end = std::lower_bound(model.overheads.begin(), model.overheads.end(), c.end_ns,
                                 [](const OverheadSpan& o, uint64_t t) { return o.start_ns < t; });
     for (auto it = model.overheads.begin(); it != end; ++it) {
-      if (it->trace != c.trace || it->device != kNone || it->end_ns <= c.start_ns) continue;
+      if (it->trace != c.trace || it->device != kNone || it->thread != c.thread ||
+          it->end_ns <= c.start_ns || !IsProfilerOverheadKind(it->kind)) {
+        continue;
+      }
       sum += std::min(it->end_ns, c.end_ns) - std::max(it->start_ns, c.start_ns);
     }
     return std::min(sum, c.duration());
