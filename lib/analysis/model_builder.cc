@@ -408,8 +408,8 @@ void ModelBuilder::Impl::OnOverhead(const OverheadEvent& e) {
   }
   // Device-side overhead only when the trace recorded a device for it and
   // the record is not a thread's (older traces wrote device 0 for those:
-  // CUPTI instrumenting a module inside a launch call is host time, not
-  // GPU busy time).
+  // CUPTI's buffer request inside a launch call is host time, not GPU busy
+  // time).
   uint32_t device = kNone;
   if (e.device_id != kHostOverheadDevice && e.thread_id == 0) {
     for (const DeviceInfo& d : source->header.devices) {

@@ -29,7 +29,7 @@ namespace sightline::analysis {
 
 // kProfiler: the host was inside the profiler for most of the gap (host-side
 // CUPTI overhead records of the same trace cover at least 3/4 of it, e.g.
-// CUPTI instrumenting modules at a capture start): not the app's.
+// CUPTI's activity buffer request at a capture start): not the app's.
 enum class IdleCause : uint8_t {
   kHostWait = 0, kSyncWait = 1, kKernelWait = 2, kOther = 3, kProfiler = 4
 };
