@@ -75,25 +75,6 @@ bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
-bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    // CUDA 13 reports triple-chevron launches as __cudaLaunchKernel(_ptsz)_v13000.
-    return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
-           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
-           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
-           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 ||
-           cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
-           cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000;
-  }
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
-           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
-           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
-  }
-  return false;
-}
-
 void CollectorImpl::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                const void* data) {
   if (getpid() != owner_pid_ || tracing_off_) return;
@@ -189,23 +170,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         info.kernel_name = data->symbolName != nullptr ? data->symbolName : "";
         info.cbid = cbid;
         info.is_runtime_api = t_in_runtime_launch > 0;
-        if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
-            cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
-          auto* p = static_cast<const cuLaunchKernel_params*>(data->functionParams);
-          info.grid_x = p->gridDimX; info.grid_y = p->gridDimY; info.grid_z = p->gridDimZ;
-          info.block_x = p->blockDimX; info.block_y = p->blockDimY; info.block_z = p->blockDimZ;
-          info.dynamic_shared_bytes = p->sharedMemBytes;
-          info.stream = p->hStream;
-        } else {
-          auto* p = static_cast<const cuLaunchKernelEx_params*>(data->functionParams);
-          if (p->config != nullptr) {
-            const CUlaunchConfig* c = p->config;
-            info.grid_x = c->gridDimX; info.grid_y = c->gridDimY; info.grid_z = c->gridDimZ;
-            info.block_x = c->blockDimX; info.block_y = c->blockDimY; info.block_z = c->blockDimZ;
-            info.dynamic_shared_bytes = c->sharedMemBytes;
-            info.stream = c->hStream;
-          }
-        }
+        FillLaunchFromDriverParams(cbid, data->functionParams, &info);
         t_launch_info = info;
         t_hook_entered = true;
         hook_->OnLaunchEnter(info);

@@ -19,6 +19,7 @@
 #include "lib/collect/call_stacks.h"
 #include "lib/collect/capture_state.h"
 #include "lib/collect/collector.h"
+#include "lib/collect/launch_callbacks.h"
 #include "lib/collect/config.h"
 #include "lib/collect/kernel_launch_hook.h"
 #include "lib/collect/nccl_payload.h"
@@ -47,7 +48,6 @@ struct HostEvent {
 // Synchronizing API calls (their call stacks are captured) and kernel-launch
 // API calls (reported to the KernelLaunchHook), by callback id.
 bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
-bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 
 class CollectorImpl final : public Collector {
  public:

@@ -30,6 +30,7 @@
 
 #include "examples/metrics/metrics_workload.cuh"
 #include "lib/collect/kernel_launch_hook.h"
+#include "lib/collect/launch_callbacks.h"
 #include "lib/collect/range_profiler.h"
 #include "lib/trace/sink.h"
 #include "lib/trace/writer.h"
@@ -38,6 +39,8 @@ namespace {
 
 using sightline::collect::KernelLaunchHook;
 using sightline::collect::KernelLaunchInfo;
+using sightline::collect::FillLaunchFromDriverParams;
+using sightline::collect::IsLaunchCbid;
 
 KernelLaunchHook* g_hook = nullptr;
 std::mutex g_kernels_mu;
@@ -73,36 +76,6 @@ void TimedExit(const KernelLaunchInfo& info) {
   g_exit_s += Since(t);
 }
 
-bool IsRuntimeLaunch(CUpti_CallbackId cbid) {
-  return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000;
-}
-bool IsDriverLaunch(CUpti_CallbackId cbid) {
-  return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel ||
-         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
-         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx ||
-         cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
-}
-
-void FillDriverDims(CUpti_CallbackId cbid, const void* params, KernelLaunchInfo* info) {
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
-    const auto* p = static_cast<const cuLaunchKernel_params*>(params);
-    info->grid_x = p->gridDimX; info->grid_y = p->gridDimY; info->grid_z = p->gridDimZ;
-    info->block_x = p->blockDimX; info->block_y = p->blockDimY; info->block_z = p->blockDimZ;
-    info->dynamic_shared_bytes = p->sharedMemBytes;
-  } else {
-    const auto* p = static_cast<const cuLaunchKernelEx_params*>(params);
-    if (p->config == nullptr) return;
-    info->grid_x = p->config->gridDimX; info->grid_y = p->config->gridDimY; info->grid_z = p->config->gridDimZ;
-    info->block_x = p->config->blockDimX; info->block_y = p->config->blockDimY; info->block_z = p->config->blockDimZ;
-    info->dynamic_shared_bytes = p->config->sharedMemBytes;
-  }
-}
-
 void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (g_hook == nullptr) return;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
@@ -117,7 +90,7 @@ void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cb
     return;
   }
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && IsRuntimeLaunch(cbid)) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && IsLaunchCbid(domain, cbid)) {
     if (cb->callbackSite == CUPTI_API_ENTER) {
       ++t_runtime_depth;
       t_runtime_correlation = cb->correlationId;
@@ -130,7 +103,7 @@ void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cb
     }
     return;
   }
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && IsDriverLaunch(cbid)) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && IsLaunchCbid(domain, cbid)) {
     if (cb->callbackSite == CUPTI_API_ENTER) {
       if (t_entered) return;
       KernelLaunchInfo info;
@@ -141,7 +114,7 @@ void CUPTIAPI OnCallback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cb
       info.correlation_id = t_runtime_depth > 0 ? t_runtime_correlation : cb->correlationId;
       info.kernel_name = cb->symbolName != nullptr ? cb->symbolName : "";
       info.cbid = cbid;
-      FillDriverDims(cbid, cb->functionParams, &info);
+      FillLaunchFromDriverParams(cbid, cb->functionParams, &info);
       t_info = info;
       t_entered = true;
       TimedEnter(t_info);

@@ -19,46 +19,8 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// A small multi-chunk trace and, for each chunk frame, the offset where it
-// ends and the number of events read once it has been read.
-struct SmallTrace {
-  std::vector<AnyEvent> events;
-  std::string bytes;
-  size_t header_end = 0;
-  std::map<size_t, size_t> events_after;  // frame end offset → events so far
-};
-
-SmallTrace MakeSmallTrace(size_t count = 60, size_t chunk_bytes = 300) {
-  SmallTrace t;
-  t.events = RealisticMix(count, 7);
-  t.bytes = WriteTrace(t.events, chunk_bytes);
-  auto reader = TraceReader::FromBuffer("small", t.bytes);
-  EXPECT_TRUE(reader.ok());
-  t.header_end = (*reader)->position();
-  RecordingVisitor visitor;
-  while (true) {
-    auto more = (*reader)->NextChunk(visitor);
-    EXPECT_TRUE(more.ok());
-    if (!*more) break;
-    t.events_after[(*reader)->position()] = visitor.events.size();
-  }
-  EXPECT_TRUE((*reader)->integrity().complete);
-  return t;
-}
-
-// True when `got` is `want` with some elements left out (order kept).
-bool IsSubsequence(const std::vector<AnyEvent>& got, const std::vector<AnyEvent>& want) {
-  size_t j = 0;
-  for (const AnyEvent& e : got) {
-    while (j < want.size() && !(want[j] == e)) ++j;
-    if (j == want.size()) return false;
-    ++j;
-  }
-  return true;
-}
-
 TEST(DamageTest, TruncationAtEveryByteOffset) {
-  SmallTrace t = MakeSmallTrace();
+  ChunkedTrace t = MakeChunkedTrace(60, 300, 7);
   ASSERT_GE(t.events_after.size(), 4u) << "want a multi-chunk trace";
   for (size_t len = 0; len <= t.bytes.size(); ++len) {
     SCOPED_TRACE("truncated to " + std::to_string(len) + " bytes");
@@ -112,7 +74,7 @@ TEST(DamageTest, TruncationAtEveryByteOffset) {
 }
 
 TEST(DamageTest, RandomBitFlipsGiveAnErrorOrAValidSubsetNeverACrash) {
-  SmallTrace t = MakeSmallTrace(120, 400);
+  ChunkedTrace t = MakeChunkedTrace(120, 400, 7);
   int opened = 0, rejected = 0, damaged = 0;
   for (uint32_t seed = 1; seed <= 3000; ++seed) {
     std::mt19937 rng(seed);
@@ -147,7 +109,7 @@ TEST(DamageTest, RandomBitFlipsGiveAnErrorOrAValidSubsetNeverACrash) {
 }
 
 TEST(DamageTest, DamagedChunkInTheMiddleIsSkippedAndTheRestIsRead) {
-  SmallTrace t = MakeSmallTrace();
+  ChunkedTrace t = MakeChunkedTrace(60, 300, 7);
   // Damage the payload of the second chunk.
   auto it = t.events_after.begin();
   size_t first_end = it->first, first_events = it->second;
@@ -184,7 +146,7 @@ TEST(DamageTest, DamagedChunkInTheMiddleIsSkippedAndTheRestIsRead) {
 }
 
 TEST(DamageTest, GarbageBetweenFramesIsSkippedWithItsOffset) {
-  SmallTrace t = MakeSmallTrace();
+  ChunkedTrace t = MakeChunkedTrace(60, 300, 7);
   size_t first_end = t.events_after.begin()->first;
   std::string bytes = t.bytes;
   bytes.insert(first_end, "this is not a frame at all");

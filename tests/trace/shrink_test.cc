@@ -28,44 +28,6 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
-// A multi-chunk trace and where each frame ends (offset → events read once
-// that frame has been read).
-struct ChunkedTrace {
-  std::vector<AnyEvent> events;
-  std::string bytes;
-  size_t header_end = 0;
-  std::map<size_t, size_t> events_after;
-};
-
-ChunkedTrace MakeChunkedTrace(size_t count, size_t chunk_bytes, uint32_t seed = 11) {
-  ChunkedTrace t;
-  t.events = RealisticMix(count, seed);
-  t.bytes = WriteTrace(t.events, chunk_bytes);
-  auto reader = TraceReader::FromBuffer("chunked", t.bytes);
-  EXPECT_TRUE(reader.ok());
-  t.header_end = (*reader)->position();
-  RecordingVisitor visitor;
-  while (true) {
-    auto more = (*reader)->NextChunk(visitor);
-    EXPECT_TRUE(more.ok());
-    if (!more.ok() || !*more) break;
-    t.events_after[(*reader)->position()] = visitor.events.size();
-  }
-  EXPECT_TRUE((*reader)->integrity().complete);
-  return t;
-}
-
-// True when `got` is `want` with some elements left out (order kept).
-bool IsSubsequence(const std::vector<AnyEvent>& got, const std::vector<AnyEvent>& want) {
-  size_t j = 0;
-  for (const AnyEvent& e : got) {
-    while (j < want.size() && !(want[j] == e)) ++j;
-    if (j == want.size()) return false;
-    ++j;
-  }
-  return true;
-}
-
 // The outcome of reading one input, for comparisons.
 struct Outcome {
   absl::Status open_status;
@@ -135,7 +97,7 @@ ReaderOptions SmallBlocks(size_t block_bytes, bool resync = true) {
 }
 
 TEST_F(ShrinkTest, FileReadEqualsMemoryReadAtEveryTruncation) {
-  ChunkedTrace t = MakeChunkedTrace(60, 300);
+  ChunkedTrace t = MakeChunkedTrace(60, 300, 11);
   ASSERT_GE(t.events_after.size(), 4u);
   const std::string path = Path("cut.sltrace");
   for (size_t len = 0; len <= t.bytes.size(); ++len) {
@@ -160,7 +122,7 @@ TEST_F(ShrinkTest, FileReadEqualsMemoryReadAtEveryTruncation) {
 }
 
 TEST_F(ShrinkTest, FileReadEqualsMemoryReadForDamagedFiles) {
-  ChunkedTrace t = MakeChunkedTrace(120, 400);
+  ChunkedTrace t = MakeChunkedTrace(120, 400, 11);
   const std::string path = Path("damaged.sltrace");
   std::mt19937 rng(5);
   for (int round = 0; round < 400; ++round) {
@@ -203,7 +165,7 @@ TEST_F(ShrinkTest, FileReadEqualsMemoryReadForDamagedFiles) {
 // frame: the reader returns the chunks before it and reports the shrink and
 // the cut frame, exactly like a file truncated there.
 TEST_F(ShrinkTest, TruncatedBetweenChunks) {
-  ChunkedTrace t = MakeChunkedTrace(200, 300);
+  ChunkedTrace t = MakeChunkedTrace(200, 300, 11);
   ASSERT_GE(t.events_after.size(), 8u);
   std::vector<std::pair<size_t, size_t>> ends(t.events_after.begin(), t.events_after.end());
   const std::string path = Path("shrinking.sltrace");
@@ -255,7 +217,7 @@ TEST_F(ShrinkTest, TruncatedBetweenChunks) {
 // Without resync a shrink that cuts a frame stops the read with DataLoss,
 // like a truncated file; the Status names the file.
 TEST_F(ShrinkTest, TruncatedBetweenChunksWithoutResync) {
-  ChunkedTrace t = MakeChunkedTrace(200, 300);
+  ChunkedTrace t = MakeChunkedTrace(200, 300, 11);
   std::vector<std::pair<size_t, size_t>> ends(t.events_after.begin(), t.events_after.end());
   const std::string path = Path("strict.sltrace");
   WriteFile(path, t.bytes);
@@ -295,7 +257,7 @@ class TruncatingVisitor : public RecordingVisitor {
 };
 
 TEST_F(ShrinkTest, TruncatedWhileAChunkIsDecoded) {
-  ChunkedTrace t = MakeChunkedTrace(300, 500);
+  ChunkedTrace t = MakeChunkedTrace(300, 500, 11);
   std::vector<std::pair<size_t, size_t>> ends(t.events_after.begin(), t.events_after.end());
   ASSERT_GE(ends.size(), 6u);
   const std::string path = Path("mid_chunk.sltrace");

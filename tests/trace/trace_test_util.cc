@@ -506,4 +506,32 @@ void WriteFile(const std::string& path, std::string_view data) {
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
 }
 
+ChunkedTrace MakeChunkedTrace(size_t count, size_t chunk_bytes, uint32_t seed) {
+  ChunkedTrace t;
+  t.events = RealisticMix(count, seed);
+  t.bytes = WriteTrace(t.events, chunk_bytes);
+  auto reader = TraceReader::FromBuffer("chunked", t.bytes);
+  EXPECT_TRUE(reader.ok());
+  t.header_end = (*reader)->position();
+  RecordingVisitor visitor;
+  while (true) {
+    auto more = (*reader)->NextChunk(visitor);
+    EXPECT_TRUE(more.ok());
+    if (!more.ok() || !*more) break;
+    t.events_after[(*reader)->position()] = visitor.events.size();
+  }
+  EXPECT_TRUE((*reader)->integrity().complete);
+  return t;
+}
+
+bool IsSubsequence(const std::vector<AnyEvent>& got, const std::vector<AnyEvent>& want) {
+  size_t j = 0;
+  for (const AnyEvent& e : got) {
+    while (j < want.size() && !(want[j] == e)) ++j;
+    if (j == want.size()) return false;
+    ++j;
+  }
+  return true;
+}
+
 }  // namespace sightline::trace::testing

@@ -5,6 +5,7 @@
 #define SIGHTLINE_TESTS_TRACE_TRACE_TEST_UTIL_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -168,6 +169,20 @@ struct RawFrame {
 };
 // Splits a well-formed file into frames (test input must be valid).
 std::vector<RawFrame> SplitFrames(std::string_view file);
+
+// A multi-chunk trace of RealisticMix(count, seed) and, for each chunk
+// frame, the offset where it ends and the number of events read once it has
+// been read (for damage and truncation tests).
+struct ChunkedTrace {
+  std::vector<AnyEvent> events;
+  std::string bytes;
+  size_t header_end = 0;
+  std::map<size_t, size_t> events_after;  // frame end offset → events so far
+};
+ChunkedTrace MakeChunkedTrace(size_t count, size_t chunk_bytes, uint32_t seed);
+
+// True when `got` is `want` with some elements left out (order kept).
+bool IsSubsequence(const std::vector<AnyEvent>& got, const std::vector<AnyEvent>& want);
 
 // A fresh empty directory under $TEST_TMPDIR or /tmp, removed by the caller.
 std::string MakeTempDir();
