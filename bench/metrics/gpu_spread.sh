@@ -47,6 +47,13 @@ SIGHTLINE_METRICS_SPREAD_REPLAY=user timeout 60 "$bin/metrics_harness" --metrics
 spreadu_rc=$?; spreadu_s=$(secs $t0 $(now))
 status "spread (user replay) rc=$spreadu_rc wall=${spreadu_s}s :: $(grep -hE 'spread|warning' "$work/spread_user.log" | tr '\n' ' ' | cut -c1-600)"
 
+# 1b. Sequence replay (one pass per repetition of the launch sequence).
+t0=$(now)
+timeout 60 "$bin/metrics_harness" --metrics full --repeat "$reps" --launches 1 --replay sequence \
+  --json "$work/sequence.jsonl" --trace "$work/sequence.sltrace" > "$work/sequence.log" 2>&1
+seq_rc=$?; seq_s=$(secs $t0 $(now))
+status "sequence rc=$seq_rc wall=${seq_s}s :: $(grep -hE 'sequence|warning|range profiler' "$work/sequence.log" | tr '\n' ' ' | cut -c1-900)"
+
 # 2. Kernel replay, one launch per configuration.
 t0=$(now)
 timeout 60 "$bin/metrics_harness" --metrics full --repeat "$reps" --launches 1 --replay kernel \
@@ -73,7 +80,7 @@ ncu_rc=$?; ncu_s=$(secs $t0 $(now))
 status "ncu -c 9 rc=$ncu_rc wall=${ncu_s}s"
 
 # 4. The injected path (sightline profile), both modes.
-for mode in spread kernel; do
+for mode in spread sequence kernel; do
   t0=$(now)
   timeout 90 "$sl" profile --metrics full --metrics-replay $mode --metrics-launches 1 \
     -o "$work/inject_$mode.sltrace" -- "$bin/metrics_workload_plain" --repeat "$reps" \
@@ -83,8 +90,8 @@ for mode in spread kernel; do
 done
 
 # 5. Ratios and values.
-status "RATIOS vs ncu (${ncu_s}s): spread $(ratio $spread_s $ncu_s), spread-user $(ratio $spreadu_s $ncu_s), kernel $(ratio $kernel_s $ncu_s), inject-spread $(ratio $inject_spread_s $ncu_s), inject-kernel $(ratio $inject_kernel_s $ncu_s), plain $(ratio $plain_s $ncu_s)"
-for f in spread spread_user kernel; do
+status "RATIOS vs ncu (${ncu_s}s): sequence $(ratio $seq_s $ncu_s), inject-sequence $(ratio $inject_sequence_s $ncu_s), spread $(ratio $spread_s $ncu_s), spread-user $(ratio $spreadu_s $ncu_s), kernel $(ratio $kernel_s $ncu_s), inject-spread $(ratio $inject_spread_s $ncu_s), inject-kernel $(ratio $inject_kernel_s $ncu_s), plain $(ratio $plain_s $ncu_s)"
+for f in sequence spread spread_user kernel; do
   [ -s "$work/$f.jsonl" ] || { status "values $f: no output"; continue; }
   timeout 30 python3 tests/gpu_metrics/compare_spread.py "$work/$f.jsonl" "$work/ncu.csv" --label "$f" \
     --out "$work/compare_$f.json" > "$work/compare_$f.txt" 2>&1
@@ -96,10 +103,11 @@ done
 # with counters on).
 timeout 60 "$sl" profile -o "$work/nometrics.sltrace" -- "$bin/metrics_workload_plain" --repeat "$reps" \
   > "$work/nometrics.log" 2>&1
-for t in nometrics spread; do
+for t in nometrics spread sequence; do
   timeout 60 "$sl" export "$work/$t.sltrace" --format chrome -o "$work/$t.chrome.json" > "$work/$t.export.log" 2>&1
 done
-timeout 30 python3 - "$work/nometrics.chrome.json" "$work/spread.chrome.json" > "$work/durations.txt" 2>&1 <<'PY'
+for t in spread sequence; do
+timeout 30 python3 - "$work/nometrics.chrome.json" "$work/$t.chrome.json" > "$work/durations_$t.txt" 2>&1 <<'PY'
 import json, statistics, sys
 def durs(path):
     try:
@@ -123,5 +131,6 @@ for n in sorted(set(a) | set(b)):
     else:
         print(f"{n:40} plain n={len(x)} spread n={len(y)}")
 PY
-status "durations (spread vs no metrics) :: $(tr '\n' ';' < "$work/durations.txt" | cut -c1-1500)"
+status "durations ($t vs no metrics) :: $(tr '\n' ';' < "$work/durations_$t.txt" | cut -c1-1500)"
+done
 tar czf "$out/spread.tgz" -C "$out" spread

@@ -19,61 +19,17 @@
 #include <cuda_profiler_api.h>
 #include <cupti.h>
 
+#include "floor_subscriber.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 #include <vector>
 
 __global__ void Empty() {}
-
-namespace {
-
-// Floor subscriber: fixed pool of 8 MiB buffers, records discarded.
-constexpr size_t kBufferBytes = 8u << 20;
-std::mutex g_mu;
-std::vector<uint8_t*> g_free;
-size_t g_records = 0;
-
-void CUPTIAPI Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_free.empty()) {
-    g_free.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
-  }
-  *buffer = g_free.back();
-  g_free.pop_back();
-  *size = kBufferBytes;
-  *max_records = 0;
-}
-
-void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  CUpti_Activity* record = nullptr;
-  size_t n = 0;
-  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) ++n;
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_records += n;
-  g_free.push_back(buffer);
-}
-
-void StartFloor() {
-  for (int i = 0; i < 4; ++i) {
-    g_free.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
-  }
-  cuptiActivityRegisterCallbacks(&Requested, &Completed);
-  for (CUpti_ActivityKind k :
-       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-        CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_MARKER,
-        CUPTI_ACTIVITY_KIND_MARKER_DATA}) {
-    if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string mode = "plain";
@@ -87,7 +43,7 @@ int main(int argc, char** argv) {
     else if (a.rfind("--reps=", 0) == 0) reps = std::atoi(a.c_str() + 7);
     else if (a == "--capture-first-rep") capture_first = true;
   }
-  if (mode == "floor") StartFloor();
+  if (mode == "floor") sightline_bench::StartFloorSubscriber();
   cudaFree(nullptr);
   Empty<<<1, 1>>>();  // warm-up: module load, first-launch costs
   cudaDeviceSynchronize();
@@ -115,10 +71,7 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];
   if (mode == "floor") {
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    size_t dropped = 0;
-    cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
-    std::printf("floor subscriber: %zu records, %zu dropped\n", g_records, dropped);
+    sightline_bench::ReportFloorSubscriber(stdout);
   }
   std::printf("OVERHEAD mode=%s launches=%ld reps=%d median_us_per_launch=%.4f min=%.4f max=%.4f\n",
               mode.c_str(), launches, reps, median, sorted.front(), sorted.back());

@@ -6,11 +6,15 @@
 #   launches: empty-kernel launch loop (200k x 3 per run) plain / minimal CUPTI
 #     subscriber enabling the same activity kinds (floor) / sightline;
 #   after:    what the app pays once a capture is over (capture = first rep);
-#   torch:    PyTorch x.add_(1) loop plain / torch.profiler (CUDA) / sightline.
+#   torch:    PyTorch x.add_(1) loop plain / torch.profiler (CUDA) / the floor
+#             subscriber injected (libfloor_inject.so) / sightline.
 # Targets: sightline added cost <= 1.1x the floor's, <= 0.5x torch.profiler's,
 # zero dropped records at 200k launches with default settings.
 # Env: OVERHEAD_ROUNDS (9), OVERHEAD_TORCH_ROUNDS (5), OVERHEAD_PIN (e.g.
-# "taskset -c 2-7"), OVERHEAD_PARTS ("launch after torch").
+# "taskset -c 2-7"), OVERHEAD_PARTS ("launch after torch"),
+# OVERHEAD_LAUNCH_MODES ("plain floor sightline"), OVERHEAD_TORCH_MODES
+# ("plain torch.profiler floor sightline"); more modes: sightline-nobt (no
+# sync-call backtraces), sightline-nolaunchapi (no cudaLaunchKernel records).
 set -uo pipefail
 B=${1:-${SIGHTLINE_BINARY_DIR:-build-gpu}}
 SL=$B/tools/sightline/sightline
@@ -24,6 +28,10 @@ ROUNDS=${OVERHEAD_ROUNDS:-9}
 TROUNDS=${OVERHEAD_TORCH_ROUNDS:-5}
 PIN=${OVERHEAD_PIN:-}
 PARTS=${OVERHEAD_PARTS:-launch after torch}
+LMODES=${OVERHEAD_LAUNCH_MODES:-plain floor sightline}
+TMODES=${OVERHEAD_TORCH_MODES:-plain torch.profiler floor sightline}
+FLOOR=$B/bench/overhead/libfloor_inject.so
+SLCLI=$SL
 R=$W/overhead_rounds.txt
 : >"$R"
 val() { grep -o "$1=[0-9.]*" | head -1 | cut -d= -f2; }
@@ -31,19 +39,32 @@ fail=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1
 echo "rounds: $ROUNDS (launch), $TROUNDS (torch); pin: ${PIN:-none}"
 
+# Sightline variants: "sightline" = default settings; the others change one
+# setting to show where the cost is.
+sl_env() {
+  case $1 in
+    sightline) echo "SIGHTLINE_QUIET=1" ;;
+    sightline-nobt) echo "SIGHTLINE_TRACE=cuda,nvtx,nccl" ;;  # no sync-call backtraces
+    sightline-nolaunchapi) echo "SIGHTLINE_API_SKIP=cudaLaunchKernel" ;;  # no launch API records
+    *) echo "unknown mode $1" >&2; echo "SIGHTLINE_QUIET=1" ;;
+  esac
+}
+
 launch_one() {  # MODE ROUND
   local v
   case $1 in
     plain) v=$($PIN "$LO" --mode plain --reps=3 | val median_us_per_launch) ;;
     floor) v=$($PIN "$LO" --mode floor --reps=3 | val median_us_per_launch) ;;
-    sightline)
-      $PIN "$SL" profile -q -o "$W/ov_sl.sltrace" -- "$LO" --mode plain --reps=3 \
+    sightline*)
+      env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_sl.sltrace" -- "$LO" --mode plain --reps=3 \
         >"$W/ov_sl.out" 2>"$W/ov_sl.err"
       v=$(val median_us_per_launch <"$W/ov_sl.out")
       # Zero loss at 600k launches, every round (checker: counts + losses).
-      "$CHECK" "$W/ov_sl.sltrace" --stdout "$W/ov_sl.out" >"$W/ov_sl.check" 2>&1 ||
-        { echo "FAIL: round $2 sightline trace"; cat "$W/ov_sl.check"; fail=1; }
-      [ "$2" = 1 ] && { cat "$W/ov_sl.check"; echo "trace size: $(du -h "$W/ov_sl.sltrace" | cut -f1)"; }
+      if [ "$1" != sightline-nolaunchapi ]; then
+        "$CHECK" "$W/ov_sl.sltrace" --stdout "$W/ov_sl.out" >"$W/ov_sl.check" 2>&1 ||
+          { echo "FAIL: round $2 $1 trace"; cat "$W/ov_sl.check"; fail=1; }
+        [ "$2" = 1 ] && { cat "$W/ov_sl.check"; echo "trace size: $(du -h "$W/ov_sl.sltrace" | cut -f1)"; }
+      fi
       rm -f "$W/ov_sl.sltrace" ;;
   esac
   echo "launch $2 $1 ${v:-nan}" | tee -a "$R"
@@ -51,27 +72,37 @@ launch_one() {  # MODE ROUND
 
 torch_one() {  # MODE ROUND
   local v
+  local args=(--ops 50000 --reps 3)
   case $1 in
-    plain) v=$($PIN python3 "$TO" --mode plain --ops 50000 --reps 3 2>&1 | val median_us_per_op) ;;
-    torch.profiler) v=$($PIN python3 "$TO" --mode torch-profiler --ops 50000 --reps 3 2>&1 | val median_us_per_op) ;;
-    sightline)
-      v=$($PIN "$SL" profile -q -o "$W/ov_t.sltrace" -- python3 "$TO" --mode plain --ops 50000 --reps 3 2>&1 |
-          val median_us_per_op)
+    plain) v=$($PIN python3 "$TO" --mode plain "${args[@]}" 2>&1 | val median_us_per_op) ;;
+    torch.profiler) v=$($PIN python3 "$TO" --mode torch-profiler "${args[@]}" 2>&1 | val median_us_per_op) ;;
+    floor)
+      CUDA_INJECTION64_PATH=$FLOOR $PIN python3 "$TO" --mode plain "${args[@]}" >"$W/ov_f.out" 2>&1
+      grep -q 'floor subscriber: [1-9]' "$W/ov_f.out" || { echo "FAIL: floor injection did not record"; tail -3 "$W/ov_f.out"; fail=1; }
+      v=$(val median_us_per_op <"$W/ov_f.out") ;;
+    sightline*)
+      env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_t.sltrace" -- python3 "$TO" --mode plain "${args[@]}" \
+        >"$W/ov_t.out" 2>&1
+      v=$(val median_us_per_op <"$W/ov_t.out")
+      if [ "$2" = 1 ] && [ -x "$SLCLI" ]; then  # what one op records
+        echo "$1 round 1 trace: $(du -h "$W/ov_t.sltrace" | cut -f1)"
+        "$SL" info "$W/ov_t.sltrace" 2>&1 | head -40
+      fi
       rm -f "$W/ov_t.sltrace" ;;
   esac
   echo "torch $2 $1 ${v:-nan}" | tee -a "$R"
 }
 
-rotate() {  # ROUND A B C -> the three in an order that rotates with the round
+rotate() {  # ROUND MODES... -> the modes in an order that rotates with the round
   local r=$1; shift
-  local m=("$@")
-  local k=$(( r % 3 ))
-  echo "${m[$k]} ${m[$(( (k + 1) % 3 ))]} ${m[$(( (k + 2) % 3 ))]}"
+  local m=("$@") n=$# k out=()
+  for k in $(seq 0 $((n - 1))); do out+=("${m[$(( (r + k) % n ))]}"); done
+  echo "${out[@]}"
 }
 
 if [[ " $PARTS " == *" launch "* ]]; then
   for r in $(seq 1 "$ROUNDS"); do
-    for m in $(rotate "$r" plain floor sightline); do launch_one "$m" "$r"; done
+    for m in $(rotate "$r" $LMODES); do launch_one "$m" "$r"; done
   done
 fi
 
@@ -100,7 +131,7 @@ fi
 
 if [[ " $PARTS " == *" torch "* ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   for r in $(seq 1 "$TROUNDS"); do
-    for m in $(rotate "$r" plain torch.profiler sightline); do torch_one "$m" "$r"; done
+    for m in $(rotate "$r" $TMODES); do torch_one "$m" "$r"; done
   done
 fi
 
@@ -115,17 +146,19 @@ def q(xs, p):
     xs = sorted(xs); i = (len(xs) - 1) * p; lo = int(i); hi = min(lo + 1, len(xs) - 1)
     return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
 def report(part, base, ref, unit, target):
-    rounds = [v for (p, _), v in sorted(rows.items()) if p == part and {base, ref, "sightline"} <= v.keys()]
-    if not rounds: return
-    med = {m: st.median(r[m] for r in rounds) for m in (base, ref, "sightline")}
-    ratios = [(r["sightline"] - r[base]) / (r[ref] - r[base]) for r in rounds if r[ref] > r[base]]
-    print(f"{part.upper()} {len(rounds)} rounds, medians: {base} {med[base]:.3f} {unit}, {ref} {med[ref]:.3f} "
-          f"(+{med[ref]-med[base]:.3f}), sightline {med['sightline']:.3f} (+{med['sightline']-med[base]:.3f})")
-    print(f"{part.upper()} sightline added / {ref} added: ratio of medians "
-          f"{(med['sightline']-med[base])/(med[ref]-med[base]):.2f}x; per-round median {st.median(ratios):.2f}x "
-          f"(quartiles {q(ratios,.25):.2f}..{q(ratios,.75):.2f}, n={len(ratios)}) target <= {target}")
-report("launch", "plain", "floor", "us/launch", 1.1)
-report("torch", "plain", "torch.profiler", "us/op", 0.5)
+    modes = sorted({m for (p, _), v in rows.items() if p == part for m in v} - {base, ref})
+    for m in modes:
+        rounds = [v for (p, _), v in sorted(rows.items()) if p == part and {base, ref, m} <= v.keys()]
+        if not rounds: continue
+        med = {k: st.median(r[k] for r in rounds) for k in (base, ref, m)}
+        ratios = [(r[m] - r[base]) / (r[ref] - r[base]) for r in rounds if r[ref] > r[base]]
+        if not ratios: continue
+        print(f"{part.upper()} {len(rounds)} rounds, medians: {base} {med[base]:.3f} {unit}, {ref} {med[ref]:.3f} "
+              f"(+{med[ref]-med[base]:.3f}), {m} {med[m]:.3f} (+{med[m]-med[base]:.3f})")
+        print(f"{part.upper()} {m} added / {ref} added: ratio of medians "
+              f"{(med[m]-med[base])/(med[ref]-med[base]):.2f}x; per-round median {st.median(ratios):.2f}x "
+              f"(quartiles {q(ratios,.25):.2f}..{q(ratios,.75):.2f}, n={len(ratios)})"
+              + (f" target <= {target}" if m == "sightline" else ""))
 after = [v for (p, _), v in sorted(rows.items()) if p == "after"]
 if after:
     for m in ("sightline", "detach"):

@@ -251,8 +251,10 @@ bool CollectorImpl::SetUpCupti() {
   if (config_.capture == CaptureMode::kProfilerApi) {
     enable_rt(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000);
     enable_rt(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000);
-    enable_drv(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
-    enable_drv(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+    if (config_.trace_driver_api) {  // driver callbacks cost every driver call (below)
+      enable_drv(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart);
+      enable_drv(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
+    }
   }
   if (config_.trace_backtrace) {
     if (config_.backtrace_threshold_us >= 0) {
@@ -262,8 +264,19 @@ bool CollectorImpl::SetUpCupti() {
         if (IsSyncCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) enable_rt(cbid);
       }
     }
-    for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-      if (IsSyncCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
+    // Driver-API callbacks only with driver tracing (-t cuda-driver). On the
+    // H200 a PyTorch op cost +7.5 us with the runtime + driver sync-call
+    // callbacks enabled and +3.5 us with neither (medians of 5 interleaved
+    // rounds, bench/overhead torch part, 2026-11-30; torch.profiler +3.5).
+    // A runtime callback (cudaDeviceReset) was enabled in both, so the
+    // difference is most likely the driver domain: with any driver callback
+    // enabled CUPTI dispatches every driver call, and a PyTorch op makes
+    // several. Runtime-API programs (PyTorch, most CUDA C++) synchronise
+    // through the runtime callbacks, which stay.
+    if (config_.trace_driver_api) {
+      for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+        if (IsSyncCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
+      }
     }
   }
   if (config_.capture == CaptureMode::kNvtx) {
@@ -487,6 +500,33 @@ bool CollectorImpl::SynchronizeContexts() {
     return false;  // the helper stays blocked; it owns only `shared` and copies
   }
   return shared->ok;
+}
+
+void CollectorImpl::Quiesce() {
+  // Activity recording is already off (the last window closed); here the
+  // API and NVTX callbacks go too, so nothing of ours runs on the app's
+  // calls any more (no backtraces, no NVTX bookkeeping). A flag flip in
+  // CUPTI, safe while app threads are inside a callback (they finish
+  // normally), unlike cuptiFinalize. It does NOT bring the app back to full
+  // speed: on the H200 a launch loop still ran +34..+45 % slower after the
+  // capture with this than without a profiler (bench/overhead AFTER lines,
+  // 2026-11-30); only cuptiFinalize (SIGHTLINE_DETACH=1) did. The resource
+  // domain stays on: context destruction still reports CUPTI's dropped
+  // counts and releases the metrics hook's per-context state.
+  if (quiesced_ || subscriber_ == nullptr) return;
+  quiesced_ = true;
+  if (!EnterCupti()) return;
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // the last window's records
+  for (CUpti_CallbackDomain domain :
+       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_NVTX}) {
+    Check(cuptiEnableDomain(0, subscriber_, domain), "cuptiEnableDomain(0)");
+  }
+  LeaveCupti();
+  sightline_internal_capturing = 0;
+  if (!config_.quiet) {
+    std::fprintf(stderr, "sightline: capture finished; recording and API callbacks are off for the "
+                         "rest of the run\n");
+  }
 }
 
 void CollectorImpl::MaybeTearDown() {

@@ -196,7 +196,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   // Detach only from an outermost API exit: finalising in a driver callback
   // nested in a runtime call leaves the runtime's own exit dispatch to a
   // finalised CUPTI (Kineto tears down from RUNTIME exit callbacks only).
-  if (teardown_pending_ && !enter && t_runtime_depth == 0) MaybeTearDown();
+  if (detach_ && teardown_pending_ && !enter && t_runtime_depth == 0) MaybeTearDown();
 }
 
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {

@@ -91,6 +91,10 @@ class CollectorImpl final : public Collector {
   // NCCL tracing: learns NCCL's domain handle, decodes NCCL's range payloads.
   void OnNcclNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void MaybeTearDown();
+  // Writer thread, once no capture window can open any more (default, no
+  // SIGHTLINE_DETACH): every API and NVTX callback of ours switched off, so
+  // CUPTI no longer dispatches the app's calls to us.
+  void Quiesce();
   void PushHostEvent(HostEvent event);
   void Wake();
   uint64_t Now();
@@ -133,6 +137,7 @@ class CollectorImpl final : public Collector {
   std::unique_ptr<CaptureStateMachine> capture_;
   std::atomic<bool> activities_on_{false};  // read on app threads (callbacks)
   std::atomic<bool> teardown_pending_{false};
+  bool quiesced_ = false;  // writer thread only
   // Set once every record is converted and CUPTI is about to be finalised;
   // from then on nobody calls CUPTI (any call would re-initialise it).
   std::atomic<bool> torn_down_{false};

@@ -279,6 +279,7 @@ void CollectorImpl::WriterMain() {
     }
     uint64_t generation = flush_generation_.load();
     process();
+    if (!detach_ && !finishing && teardown_pending_.exchange(false)) Quiesce();
     if (header_written_ &&
         (finishing || signalled || flush_now || now_ms - last_chunk_ms >= config_.flush_period_ms)) {
       loss_report();

@@ -7,21 +7,26 @@
 //                        (default "sightline-%p.sltrace"; %p %h %r %q{VAR} %%)
 //   SIGHTLINE_TRACE      comma list of what to record (default "cuda,nvtx,nccl,backtrace"):
 //                        cuda        kernels, memcpy, memset, sync, overhead, runtime API
-//                        cuda-driver driver API records too (costly; off by default)
+//                        cuda-driver driver API records too, and the driver-level
+//                                    hooks: cuProfilerStart/Stop for cudaProfilerApi
+//                                    capture, driver sync calls for backtrace (any
+//                                    driver callback costs every driver call; off by
+//                                    default)
 //                        nvtx        NVTX ranges and markers
 //                        nccl        NCCL collectives (from kernels and NVTX)
-//                        backtrace   host call stacks of synchronizing API calls
+//                        backtrace   host call stacks of synchronizing runtime API calls
 //                        graph       one record per CUDA graph launch instead of per node
 //                        none        nothing (the collector stays passive)
 //   SIGHTLINE_CAPTURE    "" | "cudaProfilerApi" | "nvtx:NAME" | "api"
 //   SIGHTLINE_CAPTURE_END  "repeat" (default: every start/stop pair is a window)
 //                        | "stop" (the first window ends tracing: activity
 //                        recording is switched off for good)
-//   SIGHTLINE_DETACH     1 = once no window can open any more (end=stop, or a
-//                        --duration of a whole-run capture), also detach CUPTI
-//                        with cuptiFinalize from an API-exit callback, so the
-//                        app runs with no instrumentation at all. Off by
-//                        default: crashed intermittently on CUDA 13.0.
+//   SIGHTLINE_DETACH     once no window can open any more (end=stop, or a
+//                        --duration of a whole-run capture) the collector always
+//                        switches recording and its API/NVTX callbacks off;
+//                        1 = also detach CUPTI with cuptiFinalize from an
+//                        API-exit callback (off by default: crashed the app on
+//                        CUDA 13.0, see MaybeTearDown)
 //   SIGHTLINE_DELAY      seconds after start-up before capturing
 //   SIGHTLINE_DURATION   seconds a capture window lasts at most
 //   SIGHTLINE_METRICS    metric set for per-kernel hardware metrics ("" none)
@@ -31,8 +36,9 @@
 //                        (spread replay: K metric sets); 0 = no cap (default)
 //   SIGHTLINE_METRICS_EVERY N     profile every Nth launch of a configuration
 //                        (default 1)
-//   SIGHTLINE_METRICS_REPLAY  kernel (default) | spread | auto: how multi-pass
-//                        metric sets are collected (lib/collect/range_profiler_spread.h)
+//   SIGHTLINE_METRICS_REPLAY  kernel (default) | spread | sequence: how multi-pass
+//                        metric sets are collected (lib/collect/range_profiler_spread.h,
+//                        range_profiler_sequence.h; auto is refused)
 //   SIGHTLINE_BUFFER_KB  size of one activity buffer (default 4096)
 //   SIGHTLINE_BUFFERS    most buffers alive at once (default 64; 4 preallocated)
 //   SIGHTLINE_FLUSH_MS   period of the writer's CUPTI flush (default 500)
@@ -54,7 +60,7 @@ namespace sightline::collect {
 
 enum class CaptureMode : uint8_t {
   kWholeRun = 0,     // from the first CUDA call to exit
-  kProfilerApi = 1,  // between cudaProfilerStart/Stop (and cuProfilerStart/Stop)
+  kProfilerApi = 1,  // between cudaProfilerStart/Stop (cuProfilerStart/Stop with cuda-driver)
   kNvtx = 2,         // inside NVTX ranges named capture_nvtx_name
   kApi = 3,          // between sightline_start()/sightline_stop()
 };
@@ -64,8 +70,9 @@ enum class MetricsReplay : uint8_t {
   kKernel = 0,  // CUPTI kernel replay: every pass on the same launch
   kSpread = 1,  // pass p on the p-th launch of the configuration; no replay
   kAuto = 2,    // spread; configurations incomplete at a capture end: kernel replay afterwards
+  kSequence = 3,  // pass p over the p-th repetition of the launch sequence (a step); no replay
 };
-// "kernel" / "spread" / "auto".
+// "kernel" / "spread" / "auto" / "sequence".
 const char* MetricsReplayName(MetricsReplay mode);
 
 struct CollectorConfig {

@@ -102,6 +102,7 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
   }
   passes_.store(static_cast<uint32_t>(np.numOfPasses));
   if (spread_ != nullptr) spread_->set_num_passes(passes_.load());
+  if (sequence_ != nullptr) sequence_->set_num_passes(passes_.load());
   return true;
 }
 
@@ -113,7 +114,10 @@ bool RangeProfiler::Init(std::string* error) {
     batch_sessions_ = std::strcmp(mode, "batch") == 0 && !image_per_launch_;
   }
   if (!selector_.Init(SelectorOptionsFromConfig(config_), error)) return false;
-  spread_on_ = config_.replay != MetricsReplay::kKernel;
+  if (config_.replay == MetricsReplay::kSequence) {
+    sequence_ = std::make_unique<SequenceSpread>(static_cast<SequenceTarget*>(this), 1);
+  }
+  spread_on_ = config_.replay == MetricsReplay::kSpread || config_.replay == MetricsReplay::kAuto;
   if (spread_on_) {
     // Which CUPTI replay mode carries the explicit pass index: application
     // replay (the header: "set passIndex to the output of EndPass() for
@@ -121,7 +125,10 @@ bool RangeProfiler::Init(std::string* error) {
     if (const char* m = std::getenv("SIGHTLINE_METRICS_SPREAD_REPLAY"); m != nullptr) {
       spread_replay_ = std::strcmp(m, "user") == 0 ? CUPTI_UserReplay : CUPTI_ApplicationReplay;
     }
-    spread_ = std::make_unique<SpreadScheduler>(static_cast<SpreadTarget*>(this), 1);
+    // One configuration at a time: CUPTI's pass counter is per object
+    // (range_profiler_spread.h).
+    spread_ = std::make_unique<SpreadScheduler>(static_cast<SpreadTarget*>(this), 1,
+                                                /*max_in_flight=*/1);
   }
   // Spec syntax now, for every chip we know (the device's chip may not be
   // readable yet): one that resolves on no chip is an error at start-up.
@@ -317,7 +324,9 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   const char* name = launch.kernel_name != nullptr ? launch.kernel_name : "";
   if (!off_.load()) {
     ContextState* state = StateFor(launch.context, launch.device_id);
-    const SpreadRoute route = spread_on_ ? EnterSpread(state, launch, name) : SpreadRoute::kNotSpread;
+    const SpreadRoute route = sequence_ != nullptr ? EnterSequence(state, launch, name)
+                              : spread_on_         ? EnterSpread(state, launch, name)
+                                                   : SpreadRoute::kNotSpread;
     if (route == SpreadRoute::kProfiled) {
       keep_lock = true;
     } else if (route == SpreadRoute::kNotSpread) {
@@ -509,14 +518,17 @@ void RangeProfiler::AppendRange(MetricRangeEvent event, std::string name, const 
   pending_.spans.push_back(span);
 }
 
+void RangeProfiler::DisableObject(ContextState* state) {
+  if (state->object == nullptr) return;
+  auto p = MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+  p.pRangeProfilerObject = state->object;
+  Check(cuptiRangeProfilerDisable(&p), "cuptiRangeProfilerDisable");
+  state->object = nullptr;
+  state->configured = false;
+}
+
 void RangeProfiler::DisableAll() {
-  for (auto& s : contexts_) {
-    if (s->object == nullptr) continue;
-    auto p = MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
-    p.pRangeProfilerObject = s->object;
-    Check(cuptiRangeProfilerDisable(&p), "cuptiRangeProfilerDisable");
-    s->object = nullptr;
-  }
+  for (auto& s : contexts_) DisableObject(s.get());
 }
 
 void RangeProfiler::OnContextDestroy(CUcontext context) {
@@ -525,6 +537,7 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
   for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
     if ((*it)->context != context) continue;
     if (spread_ != nullptr) CollectSpread(spread_->FinishIncomplete(it->get()));
+    if (sequence_ != nullptr) CollectSpread(sequence_->FinishIncomplete(it->get()));
     Flush(it->get());
     if ((*it)->object != nullptr) {
       auto p = MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
@@ -560,6 +573,23 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
                   std::to_string(s.abandoned) + " configurations abandoned, " +
                   std::to_string(s.slots_full) + " not started (slots full); Stop reports " +
                   (s.stop_index_is_next > 0 ? "the next" : "the current") + " pass index";
+  }
+  if (sequence_ != nullptr || !sequence_failed_.empty()) {
+    if (sequence_ != nullptr) {
+      CollectSpread(sequence_->FinishIncomplete());
+      sequence_->NewWindow();
+    }
+    const SequenceStats s = sequence_ != nullptr ? sequence_->stats() : sequence_reported_;
+    pending_.spread_completed = s.completed - sequence_reported_.completed;
+    pending_.spread_incomplete = s.incomplete - sequence_reported_.incomplete;
+    pending_.spread_discarded = s.discarded - sequence_reported_.discarded;
+    sequence_reported_ = s;
+    spread_line = "; sequence replay (application replay" +
+                  (sequence_failed_.empty() ? std::string() : ", stopped: " + sequence_failed_) +
+                  "): " + std::to_string(s.sequences) + " sequences, " + std::to_string(s.completed) +
+                  " kernel sets complete from " + std::to_string(s.passes) + " passes (one per step), " +
+                  std::to_string(s.incomplete) + " incomplete, " + std::to_string(s.discarded) +
+                  " restarts (the launches of a step differed)";
   }
   if (std::getenv("SIGHTLINE_METRICS_DEBUG") != nullptr) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +

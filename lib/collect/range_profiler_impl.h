@@ -23,6 +23,7 @@
 
 #include "lib/collect/kernel_launch_hook.h"
 #include "lib/collect/range_profiler.h"
+#include "lib/collect/range_profiler_sequence.h"
 #include "lib/collect/range_profiler_spread.h"
 
 namespace sightline::collect::internal {
@@ -81,7 +82,7 @@ inline const char* ResultString(CUptiResult r) {
   return s;
 }
 
-class RangeProfiler final : public KernelLaunchHook, private SpreadTarget {
+class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, private SequenceTarget {
  public:
   RangeProfiler(const KernelLaunchHookConfig& config) : config_(config) {}
   ~RangeProfiler() override;
@@ -127,6 +128,7 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget {
   void DestroyHost();
   ContextState* StateFor(CUcontext context, uint32_t device_id);  // mu_ held
   bool EnableOn(ContextState* state);                              // mu_ held
+  void DisableObject(ContextState* state);                         // mu_ held
   bool PrepareImage(ContextState* state);                          // mu_ held
   bool Ready(ContextState* state);                                 // mu_ held
   void Flush(ContextState* state);                                 // mu_ held: stop + decode
@@ -151,6 +153,22 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget {
   bool EndPass(void* context, uint32_t slot, SpreadPassResult* result) override;
   bool Evaluate(void* context, uint32_t slot, std::vector<double>* values) override;
   void ReleaseImage(uint32_t slot) override;
+  bool ResetPasses(void* context) override;
+  // Both targets' CUPTI calls on one image (range_profiler_spread_target.cc).
+  bool InitImageOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges);
+  bool BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges, uint32_t pass);
+  bool EndPassOn(ContextState* state, std::vector<uint8_t>* image, SpreadPassResult* result);
+  bool EvaluateImage(std::vector<uint8_t>* image, size_t range, std::vector<double>* values);
+  // Sequence replay (SIGHTLINE_METRICS_REPLAY=sequence), mu_ held: always
+  // kSkip (the launch runs inside the open pass, or unprofiled; on failure
+  // metrics are switched off).
+  SpreadRoute EnterSequence(ContextState* state, const KernelLaunchInfo& launch, const char* name);
+  // SequenceTarget.
+  bool InitSequenceImage(void* context, size_t max_ranges) override;
+  bool BeginSequencePass(void* context) override;
+  bool EndSequencePass(void* context, SpreadPassResult* result) override;
+  bool EvaluateSequenceRange(void* context, size_t index, std::vector<double>* values) override;
+  bool ResetSequencePasses(void* context) override;
 
   KernelLaunchHookConfig config_;
   KernelSelector selector_;
@@ -193,6 +211,11 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget {
   std::unordered_set<uint64_t> kernel_keys_;   // auto: configurations to kernel-replay
   std::unordered_set<uint64_t> rescue_keys_;   // in progress at a fallback: one kernel replay
   SpreadStats spread_reported_;                // stats already copied into a result
+  std::unique_ptr<SequenceSpread> sequence_;   // SIGHTLINE_METRICS_REPLAY=sequence, until it fails
+  std::vector<uint8_t> sequence_image_;
+  size_t sequence_ranges_ = 0;
+  std::string sequence_failed_;                // why it stopped ("" while fine)
+  SequenceStats sequence_reported_;
 
   double stage_s_[kNumStages][2] = {};  // total, max  // mu_ held (launch: between enter and exit)
   double launch_started_ = 0;

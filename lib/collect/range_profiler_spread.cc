@@ -111,6 +111,11 @@ bool SpreadScheduler::Exit() {
     // Another kernel ran inside the pass (or the range was lost): the
     // configuration's partial data cannot be trusted.
     ++stats_.discarded;
+    if (!target_->ResetPasses(a.context)) {
+      Release(open_key_);
+      Fail("spread: resetting the pass counter after a discarded pass failed");
+      return false;
+    }
     if (++a.restarts > max_restarts_) {
       ++stats_.abandoned;
       abandoned_.insert(open_key_);

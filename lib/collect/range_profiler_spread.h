@@ -29,9 +29,10 @@
 //     configuration's partial data is discarded (counted) and its collection
 //     restarts from pass 0 at its next launch; after `max_restarts` discards
 //     the configuration is abandoned (counted, never spread again);
-//   * while passes remain, Stop's passIndex is p or p + 1 (CUPTI's header does
-//     not say whether it reports the pass just ended or the next one; both are
-//     accepted, the convention seen is counted in SpreadStats);
+//   * while passes remain, Stop's passIndex is p or p + 1 (CUPTI 13.0 on the
+//     H200 reports the next pass, p + 1, and 0 with isAllPassSubmitted after
+//     the last; p is accepted for other versions, the convention seen is
+//     counted in SpreadStats);
 //   * isAllPassSubmitted arrives by pass num_passes - 1 at the latest. Early
 //     is accepted (CUPTI knows the schedule); late means CUPTI does not follow
 //     our pass index: an error.
@@ -42,9 +43,16 @@
 // launches it spans. At capture end collections still short of passes are
 // reported incomplete (passes collected so far; no values).
 //
-// Bounded memory: at most `max_in_flight` configurations collect at once (one
-// image each, a few KiB); a selected launch of another configuration beyond
-// that is skipped and counted (slots_full).
+// One configuration at a time per range-profiler object (max_in_flight = 1,
+// what the range profiler uses): CUPTI 13.0 keeps ONE pass counter per
+// object, advanced by every Start/Stop whatever image SetConfig named, so
+// two configurations collected in turn would each get every other pass
+// (seen on the H200 as "pass 2 where pass 0 was configured";
+// bench/metrics/spread_probe.cu established the counter's behaviour). A
+// selected launch of another configuration meanwhile is skipped and counted
+// (slots_full); HasRoom() says so before the kernel selector is asked, so
+// the selector's per-configuration quota is not spent on a skipped launch. A
+// discarded set resets the counter (SpreadTarget::ResetPasses).
 #ifndef SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_SPREAD_H_
 #define SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_SPREAD_H_
 
@@ -81,6 +89,10 @@ class SpreadTarget {
   virtual bool Evaluate(void* context, uint32_t slot, std::vector<double>* values) = 0;
   // The slot's image is no longer needed.
   virtual void ReleaseImage(uint32_t slot) = 0;
+  // Puts the context's pass counter back to pass 0 (a discarded set left it
+  // mid-schedule): CUPTI keeps one counter per range-profiler object, so
+  // Disable + Enable.
+  virtual bool ResetPasses(void* context) = 0;
 };
 
 // One hooked launch, as the scheduler needs it.
@@ -142,6 +154,11 @@ class SpreadScheduler {
   bool InProgress(uint64_t key) const { return active_.count(key) != 0; }
   // Given up on after repeated discards: never spread again.
   bool Abandoned(uint64_t key) const { return abandoned_.count(key) != 0; }
+  // Enter would start a new collection for this configuration (or continue
+  // its own): not failed, no pass open, and a free slot or already in progress.
+  bool HasRoom(uint64_t key) const {
+    return !failed_ && !open_ && (InProgress(key) || active_.size() < max_in_flight_);
+  }
 
   // Launch enter: starts the next pass of the launch's configuration (a new
   // collection when it has none: call only for selected launches then).
@@ -160,6 +177,9 @@ class SpreadScheduler {
   std::vector<uint64_t> InProgressKeys() const;
   // Drops every collection (after failure): images released, not reported.
   void DropAll();
+
+  // A selected launch skipped because HasRoom() was false.
+  void CountSlotsFull() { ++stats_.slots_full; }
 
   bool failed() const { return failed_; }
   const std::string& error() const { return error_; }

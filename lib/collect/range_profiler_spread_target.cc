@@ -7,11 +7,13 @@
 //   * SetConfig may be called again on an enabled context between sessions,
 //     with another counter-data image (kernel replay's per-launch image mode
 //     already does this on the H200).
-//   * SetConfig(passIndex = p) with application replay (or user replay, with
-//     SIGHTLINE_METRICS_SPREAD_REPLAY=user) collects pass p of the config
-//     image's schedule, and DecodeData after Stop adds that pass to the image
-//     given to SetConfig, which keeps earlier passes' data — the model of
-//     application replay, where every process run is one pass.
+//   * Application replay (or user replay, SIGHTLINE_METRICS_SPREAD_REPLAY=user)
+//     collects the object's next pass at each Start/Stop: one pass counter per
+//     range-profiler object, Stop returns the next pass index (0 with
+//     isAllPassSubmitted after the last); DecodeData after Stop adds that pass
+//     to the image given to SetConfig, which keeps earlier passes' data (seen
+//     on the H200 with CUDA 13.0, bench/metrics/spread_probe.cu). Hence one
+//     configuration at a time per object, and Disable + Enable to restart.
 //   * Auto range without kernel replay gives each kernel in Start..Stop a
 //     range of its own: one range per pass, range 0 in every pass.
 // A failure of any of these shows as a CUPTI error or as a pass sequence the
@@ -32,6 +34,10 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSpread(ContextState* state,
     return SpreadRoute::kNotSpread;
   }
   if (spread_->Abandoned(key)) return SpreadRoute::kNotSpread;  // isolated by kernel replay instead
+  if (!spread_->HasRoom(key)) {
+    spread_->CountSlotsFull();
+    return SpreadRoute::kSkip;  // another configuration holds the pass counter
+  }
   if (!spread_->InProgress(key)) {
     // A new set for this configuration: the selector's quota counts sets.
     const SelectDecision d = selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z,
@@ -109,6 +115,11 @@ void RangeProfiler::SpreadFallback(const std::string& why) {
       cuptiRangeProfilerStop(&sp);  // best effort; the error that brought us here is kept
       s->spread_started = false;
     }
+    // Kernel replay on an object that ran application-replay passes crashed
+    // the process at the next launch on the H200 (CUDA 13.0; probe variants
+    // F2/F3); after Disable + Enable it works (variant F). EnableOn enables
+    // a fresh object at the next profiled launch.
+    DisableObject(s.get());
     s->configured = false;  // kernel replay sets its own config again
   }
   {
@@ -123,50 +134,45 @@ void RangeProfiler::SpreadFallback(const std::string& why) {
 
 // ---- SpreadTarget -------------------------------------------------------------
 
-bool RangeProfiler::InitImage(void* context, uint32_t slot) {
-  auto* state = static_cast<ContextState*>(context);
-  if (state->spread_image_size == 0) {
-    auto sp = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(
-        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
-    sp.pRangeProfilerObject = state->object;
-    sp.pMetricNames = metric_ptrs_.data();
-    sp.numMetrics = metric_ptrs_.size();
-    sp.maxNumOfRanges = kRangesPerSpreadImage;
-    sp.maxNumRangeTreeNodes = static_cast<uint32_t>(kRangesPerSpreadImage);
-    if (!Check(cuptiRangeProfilerGetCounterDataSize(&sp), "cuptiRangeProfilerGetCounterDataSize")) {
-      return false;
-    }
-    state->spread_image_size = sp.counterDataSize;
+// One counter-data image (a spread configuration's, a sequence's): the same
+// CUPTI calls with the image and its range capacity as parameters.
+bool RangeProfiler::InitImageOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges) {
+  auto sp = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+  sp.pRangeProfilerObject = state->object;
+  sp.pMetricNames = metric_ptrs_.data();
+  sp.numMetrics = metric_ptrs_.size();
+  sp.maxNumOfRanges = max_ranges;
+  sp.maxNumRangeTreeNodes = static_cast<uint32_t>(max_ranges);
+  if (!Check(cuptiRangeProfilerGetCounterDataSize(&sp), "cuptiRangeProfilerGetCounterDataSize")) {
+    return false;
   }
-  std::vector<uint8_t>& image = spread_images_[slot];
-  image.assign(state->spread_image_size, 0);
+  image->assign(sp.counterDataSize, 0);
   auto ip = MakeParams<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
       CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
   ip.pRangeProfilerObject = state->object;
-  ip.counterDataSize = image.size();
-  ip.pCounterData = image.data();
+  ip.counterDataSize = image->size();
+  ip.pCounterData = image->data();
   StageTimer t(stage_s_[kStageImageInit]);
   return Check(cuptiRangeProfilerCounterDataImageInitialize(&ip),
                "cuptiRangeProfilerCounterDataImageInitialize");
 }
 
-bool RangeProfiler::BeginPass(void* context, uint32_t slot, uint32_t pass) {
-  auto* state = static_cast<ContextState*>(context);
-  auto it = spread_images_.find(slot);
-  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+bool RangeProfiler::BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges,
+                                uint32_t pass) {
   state->configured = false;  // the kernel-replay config is replaced
   auto cp = MakeParams<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
   cp.pRangeProfilerObject = state->object;
   cp.configSize = config_image_.size();
   cp.pConfig = config_image_.data();
-  cp.counterDataImageSize = it->second.size();
-  cp.pCounterDataImage = it->second.data();
+  cp.counterDataImageSize = image->size();
+  cp.pCounterDataImage = image->data();
   cp.range = CUPTI_AutoRange;
   cp.replayMode = spread_replay_;
-  cp.maxRangesPerPass = kRangesPerSpreadImage;
+  cp.maxRangesPerPass = max_ranges;
   cp.numNestingLevels = 1;
   cp.minNestingLevel = 1;
-  cp.passIndex = pass;
+  cp.passIndex = pass;  // CUPTI 13.0 ignores it: its own counter decides (range_profiler_spread.h)
   cp.targetNestingLevel = 1;
   {
     StageTimer t(stage_s_[kStageSetConfig]);
@@ -180,10 +186,8 @@ bool RangeProfiler::BeginPass(void* context, uint32_t slot, uint32_t pass) {
   return true;
 }
 
-bool RangeProfiler::EndPass(void* context, uint32_t slot, SpreadPassResult* result) {
-  auto* state = static_cast<ContextState*>(context);
-  auto it = spread_images_.find(slot);
-  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+bool RangeProfiler::EndPassOn(ContextState* state, std::vector<uint8_t>* image,
+                              SpreadPassResult* result) {
   auto sp = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
   sp.pRangeProfilerObject = state->object;
   {
@@ -202,8 +206,8 @@ bool RangeProfiler::EndPass(void* context, uint32_t slot, SpreadPassResult* resu
   result->ranges_dropped = dp.numOfRangeDropped;
   auto ip = MakeParams<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
-  ip.pCounterDataImage = it->second.data();
-  ip.counterDataImageSize = it->second.size();
+  ip.pCounterDataImage = image->data();
+  ip.counterDataImageSize = image->size();
   if (!Check(cuptiRangeProfilerGetCounterDataInfo(&ip), "cuptiRangeProfilerGetCounterDataInfo(spread)")) {
     return false;
   }
@@ -211,16 +215,15 @@ bool RangeProfiler::EndPass(void* context, uint32_t slot, SpreadPassResult* resu
   return true;
 }
 
-bool RangeProfiler::Evaluate(void* /*context*/, uint32_t slot, std::vector<double>* values) {
-  auto it = spread_images_.find(slot);
-  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+bool RangeProfiler::EvaluateImage(std::vector<uint8_t>* image, size_t range,
+                                  std::vector<double>* values) {
   values->assign(metric_ptrs_.size(), 0.0);
   auto ev = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
       CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
   ev.pHostObject = host_;
-  ev.pCounterDataImage = it->second.data();
-  ev.counterDataImageSize = it->second.size();
-  ev.rangeIndex = 0;
+  ev.pCounterDataImage = image->data();
+  ev.counterDataImageSize = image->size();
+  ev.rangeIndex = range;
   ev.ppMetricNames = metric_ptrs_.data();
   ev.numMetrics = metric_ptrs_.size();
   ev.pMetricValues = values->data();
@@ -228,6 +231,104 @@ bool RangeProfiler::Evaluate(void* /*context*/, uint32_t slot, std::vector<doubl
   return Check(cuptiProfilerHostEvaluateToGpuValues(&ev), "cuptiProfilerHostEvaluateToGpuValues(spread)");
 }
 
+bool RangeProfiler::InitImage(void* context, uint32_t slot) {
+  return InitImageOn(static_cast<ContextState*>(context), &spread_images_[slot], kRangesPerSpreadImage);
+}
+
+bool RangeProfiler::BeginPass(void* context, uint32_t slot, uint32_t pass) {
+  auto it = spread_images_.find(slot);
+  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+  return BeginPassOn(static_cast<ContextState*>(context), &it->second, kRangesPerSpreadImage, pass);
+}
+
+bool RangeProfiler::EndPass(void* context, uint32_t slot, SpreadPassResult* result) {
+  auto it = spread_images_.find(slot);
+  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+  return EndPassOn(static_cast<ContextState*>(context), &it->second, result);
+}
+
+bool RangeProfiler::Evaluate(void* /*context*/, uint32_t slot, std::vector<double>* values) {
+  auto it = spread_images_.find(slot);
+  if (it == spread_images_.end()) return Check(CUPTI_ERROR_INVALID_PARAMETER, "spread: no image");
+  return EvaluateImage(&it->second, 0, values);
+}
+
+// ---- SequenceTarget -----------------------------------------------------------
+
+bool RangeProfiler::InitSequenceImage(void* context, size_t max_ranges) {
+  sequence_ranges_ = max_ranges;
+  return InitImageOn(static_cast<ContextState*>(context), &sequence_image_, max_ranges);
+}
+
+bool RangeProfiler::BeginSequencePass(void* context) {
+  return BeginPassOn(static_cast<ContextState*>(context), &sequence_image_, sequence_ranges_, 0);
+}
+
+bool RangeProfiler::EndSequencePass(void* context, SpreadPassResult* result) {
+  return EndPassOn(static_cast<ContextState*>(context), &sequence_image_, result);
+}
+
+bool RangeProfiler::EvaluateSequenceRange(void* /*context*/, size_t index,
+                                          std::vector<double>* values) {
+  return EvaluateImage(&sequence_image_, index, values);
+}
+
+bool RangeProfiler::ResetSequencePasses(void* context) { return ResetPasses(context); }
+
+RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
+                                                        const KernelLaunchInfo& launch,
+                                                        const char* name) {
+  if (state->started) Flush(state);  // no kernel-replay session may be open
+  if (!EnableOn(state)) return SpreadRoute::kSkip;
+  SpreadLaunch sl;
+  sl.key = SpreadKey(launch.context, name, launch.grid_x, launch.grid_y, launch.grid_z,
+                     launch.block_x, launch.block_y, launch.block_z, launch.dynamic_shared_bytes);
+  sl.context = state;
+  sl.device_id = launch.device_id;
+  sl.correlation_id = launch.correlation_id;
+  sl.name = name;
+  bool anchor_ok = false;
+  if (!sequence_->collecting() && !sequence_->done_for_window()) {
+    anchor_ok = selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z, launch.block_x,
+                                 launch.block_y, launch.block_z,
+                                 launch.dynamic_shared_bytes) == SelectDecision::kProfile;
+  }
+  sequence_->OnLaunch(sl, anchor_ok);
+  CollectSpread(sequence_->TakeCompleted());
+  if (sequence_->failed()) {
+    const std::string why = sequence_->error() + " (" + last_error() + ")";
+    for (auto& s : contexts_) {
+      if (s->object == nullptr) continue;
+      if (s->spread_started) {
+        auto sp = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+        sp.pRangeProfilerObject = s->object;
+        cuptiRangeProfilerStop(&sp);  // best effort
+        s->spread_started = false;
+      }
+      DisableObject(s.get());
+    }
+    sequence_failed_ = why;
+    sequence_.reset();
+    // Not kernel replay of every later launch: that is what the user chose
+    // to avoid, and unbounded it slows a training loop tenfold.
+    off_.store(true);
+    pending_.error = why;
+    std::fprintf(stderr,
+                 "sightline: warning: sequence metric replay stopped (%s); per-kernel metrics are "
+                 "off for the rest of the run (for a program without a repeating step use "
+                 "--metrics-replay kernel --metrics-launches K)\n",
+                 why.c_str());
+    return SpreadRoute::kSkip;
+  }
+  return SpreadRoute::kSkip;  // not held: the pass stays open across launches
+}
+
 void RangeProfiler::ReleaseImage(uint32_t slot) { spread_images_.erase(slot); }
+
+bool RangeProfiler::ResetPasses(void* context) {
+  auto* state = static_cast<ContextState*>(context);
+  DisableObject(state);
+  return EnableOn(state);
+}
 
 }  // namespace sightline::collect::internal

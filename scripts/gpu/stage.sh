@@ -10,7 +10,7 @@ shift 2
 rm -rf "$D"
 for f in tools/sightline/sightline injection/libsightline_inject.so \
          tests/gpu/sightline_trace_check tests/gpu/sightline_other_subscriber \
-         bench/overhead/launch_overhead \
+         bench/overhead/launch_overhead bench/overhead/libfloor_inject.so \
          bench/overhead/torch_overhead.py examples/pytorch_train.py \
          examples/starved_gpu examples/fragmented_kernels examples/serialized_streams \
          examples/naive_matmul examples/training_loop examples/nccl_allreduce "$@"; do

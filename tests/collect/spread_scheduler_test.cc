@@ -4,6 +4,7 @@
 // capture end, failures that make the range profiler fall back.
 #include "lib/collect/range_profiler_spread.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ class FakeTarget : public SpreadTarget {
     if (fail_begin) return false;
     open_slot_ = slot;
     open_pass_ = pass;
+    open_context_ = context;
     return true;
   }
   bool EndPass(void* context, uint32_t slot, SpreadPassResult* r) override {
@@ -39,11 +41,22 @@ class FakeTarget : public SpreadTarget {
     if (fail_end) return false;
     EXPECT_EQ(slot, open_slot_);
     Image& img = images[slot];
-    img.passes.push_back(open_pass_);
-    const uint32_t done = ignore_pass_index ? static_cast<uint32_t>(img.passes.size()) : open_pass_ + 1;
-    r->all_submitted = !ignore_pass_index && done >= passes_;
-    r->stop_pass_index = stop_reports_next ? done : open_pass_;
-    if (ignore_pass_index) r->stop_pass_index = 0;  // CUPTI restarting at pass 0 every time
+    if (per_object_counter) {
+      // CUPTI 13.0 on the H200: one pass counter per range-profiler object
+      // (context), advanced by every Start/Stop whatever SetConfig said;
+      // Stop reports the next pass, 0 with isAllPassSubmitted after the last.
+      uint32_t& counter = counters[context];
+      img.passes.push_back(counter);
+      counter = counter + 1 >= passes_ ? 0 : counter + 1;
+      r->all_submitted = counter == 0;
+      r->stop_pass_index = counter;
+    } else {
+      img.passes.push_back(open_pass_);
+      const uint32_t done = ignore_pass_index ? static_cast<uint32_t>(img.passes.size()) : open_pass_ + 1;
+      r->all_submitted = !ignore_pass_index && done >= passes_;
+      r->stop_pass_index = stop_reports_next ? done : open_pass_;
+      if (ignore_pass_index) r->stop_pass_index = 0;  // CUPTI restarting at pass 0 every time
+    }
     img.ranges = std::max<uint64_t>(img.ranges, 1 + extra_kernels_next_pass);
     r->ranges = img.ranges;
     r->ranges_dropped = dropped_next_pass;
@@ -62,6 +75,11 @@ class FakeTarget : public SpreadTarget {
     log.push_back("release " + std::to_string(slot));
     images.erase(slot);
   }
+  bool ResetPasses(void* context) override {
+    log.push_back("reset");
+    counters[context] = 0;
+    return !fail_reset;
+  }
 
   struct Image {
     std::vector<uint32_t> passes;
@@ -70,6 +88,9 @@ class FakeTarget : public SpreadTarget {
   std::map<uint32_t, Image> images;
   std::vector<std::string> log;
   bool fail_init = false, fail_begin = false, fail_end = false, fail_evaluate = false;
+  bool fail_reset = false;
+  bool per_object_counter = false;
+  std::map<void*, uint32_t> counters;
   bool stop_reports_next = true;
   bool ignore_pass_index = false;
   uint64_t extra_kernels_next_pass = 0;
@@ -78,6 +99,7 @@ class FakeTarget : public SpreadTarget {
  private:
   uint32_t passes_;
   uint32_t open_slot_ = 0, open_pass_ = 0;
+  void* open_context_ = nullptr;
 };
 
 int g_ctx_a = 0, g_ctx_b = 0;
@@ -360,6 +382,80 @@ TEST(SpreadScheduler, HookConfigCarriesTheMetricFields) {
   EXPECT_EQ(h.launches_per_kernel, 2u);
   EXPECT_EQ(h.every_nth, 3u);
   EXPECT_EQ(h.replay, MetricsReplay::kSpread);
+}
+
+
+// What failed on the H200: two configurations collected in turn on one
+// object share CUPTI's pass counter, so the second one's "pass 0" is pass 1.
+TEST(SpreadScheduler, InterleavedSetsOnOnePassCounterAreCaught) {
+  FakeTarget t(3);
+  t.per_object_counter = true;
+  SpreadScheduler s(&t, 3, /*max_in_flight=*/2);
+  RunOne(&s, Launch(1, 10, "a"));
+  EXPECT_EQ(s.Enter(Launch(2, 11, "b")), SpreadEnter::kStarted);
+  EXPECT_FALSE(s.Exit());
+  EXPECT_TRUE(s.failed());
+  EXPECT_EQ(s.error(), "spread: CUPTI reported pass 2 where pass 0 was configured");
+}
+
+// What the range profiler does: one configuration at a time (HasRoom before
+// the selector), so each set gets passes 0..N-1 in order from the counter.
+TEST(SpreadScheduler, OneConfigurationAtATimeFollowsThePassCounter) {
+  FakeTarget t(3);
+  t.per_object_counter = true;
+  SpreadScheduler s(&t, 3, /*max_in_flight=*/1);
+  uint32_t corr = 0;
+  int skipped_b = 0;
+  for (int step = 0; step < 6; ++step) {
+    for (uint64_t key : {1u, 2u}) {
+      const char* name = key == 1 ? "a" : "b";
+      if (!s.HasRoom(key)) {
+        s.CountSlotsFull();
+        if (key == 2) ++skipped_b;
+        continue;
+      }
+      EXPECT_EQ(RunOne(&s, Launch(key, ++corr, name)), SpreadEnter::kStarted);
+    }
+  }
+  EXPECT_FALSE(s.failed()) << s.error();
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].name, "a");
+  EXPECT_EQ(done[0].values, (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(done[1].name, "b");
+  EXPECT_EQ(done[1].values, (std::vector<double>{0, 1, 2}));
+  EXPECT_EQ(done[1].launches, 3u);
+  EXPECT_EQ(skipped_b, 3);  // b waited while a held the counter (steps 0, 1, 5)
+  // a waited while b held it (steps 3, 4), then began a second set (no
+  // selector quota here): in progress, not finished.
+  EXPECT_EQ(s.stats().slots_full, 5u);
+  EXPECT_TRUE(s.InProgress(1));
+  EXPECT_EQ(s.stats().stop_index_is_next, 5u);
+}
+
+TEST(SpreadScheduler, DiscardedPassResetsThePassCounter) {
+  FakeTarget t(3);
+  t.per_object_counter = true;
+  SpreadScheduler s(&t, 3, /*max_in_flight=*/1);
+  RunOne(&s, Launch(5, 1));
+  t.extra_kernels_next_pass = 1;
+  RunOne(&s, Launch(5, 2));  // counter now at 2 without the reset
+  EXPECT_EQ(s.stats().discarded, 1u);
+  EXPECT_NE(std::find(t.log.begin(), t.log.end(), "reset"), t.log.end());
+  for (uint32_t c = 3; c <= 5; ++c) RunOne(&s, Launch(5, c));
+  EXPECT_FALSE(s.failed()) << s.error();
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].values, (std::vector<double>{0, 1, 2}));
+  // A reset that fails is a failure (the counter's position is unknown).
+  FakeTarget t2(3);
+  t2.per_object_counter = true;
+  t2.fail_reset = true;
+  SpreadScheduler s2(&t2, 3, 1);
+  t2.extra_kernels_next_pass = 1;
+  EXPECT_EQ(s2.Enter(Launch(6, 1)), SpreadEnter::kStarted);
+  EXPECT_FALSE(s2.Exit());
+  EXPECT_TRUE(s2.failed());
 }
 
 }  // namespace

@@ -15,14 +15,19 @@ expect_ok "$CHECK" "$WORK/cap_nvtx.sltrace" --windows 3 --allow-loss
 k=$(grep -o 'kernels [0-9]*' <("$CHECK" "$WORK/cap_nvtx.sltrace") | awk '{print $2}')
 [ "$k" = 90 ] || { echo "FAIL: nvtx capture kernels $k != 90"; fail=1; }
 
-note "--duration 1: one window, recording off afterwards, app finishes"
+note "--duration 1: one window, recording and API callbacks off afterwards, same result"
 # (SIGHTLINE_DETACH=1 would also cuptiFinalize after the window: opt-in, see
 # tests/gpu/teardown_stress.sh.)
+want=$("$EX/fragmented_kernels" --steps=20000 | grep -o 'x\[0\]=[^,]*')
 "$SL" profile -o "$WORK/cap_duration.sltrace" --duration 1 -- \
   "$EX/fragmented_kernels" --steps=20000 >"$WORK/cap_duration.out" 2>"$WORK/cap_duration.err"
 rc=$?
 cat "$WORK/cap_duration.err" | tail -5
 [ $rc -eq 0 ] || { echo "FAIL: duration run exited $rc"; fail=1; }
+got=$(grep -o 'x\[0\]=[^,]*' "$WORK/cap_duration.out")
+[ -n "$want" ] && [ "$got" = "$want" ] || { echo "FAIL: duration run printed '$got', unprofiled '$want'"; fail=1; }
+grep -q 'API callbacks are off' "$WORK/cap_duration.err" ||
+  { echo "FAIL: no quiesce after the last window"; fail=1; }
 expect_ok "$CHECK" "$WORK/cap_duration.sltrace" --windows 1 --allow-loss
 
 note "exit code is forwarded"

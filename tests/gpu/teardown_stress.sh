@@ -6,6 +6,9 @@
 # change its output. Repeats each case TEARDOWN_RUNS times (default 8):
 #   A. --duration 0.2 on a launch + sync loop (fragmented_kernels, slow)
 #   B. cudaProfilerApi capture of the first repetition of a launch loop
+#   D. --duration 1 on a longer launch + sync loop (20000 steps; the case
+#      that crashed 8 of 9 times before detaching moved to an outermost API
+#      exit), TEARDOWN_LONG_RUNS times (default 4)
 #   C. --duration 0.3 on a PyTorch loop with NVTX ranges (NVTX calls keep
 #      entering libcupti after the detach), when torch is present
 source "$(dirname "$0")/lib.sh"
@@ -35,6 +38,15 @@ for i in $(seq 1 "$N"); do
   expect_ok "$CHECK" "$WORK/B$i.sltrace" --stdout "$WORK/B$i.out" >/dev/null
   grep -h AFTER_CAPTURE "$WORK/B$i.out"
   rm -f "$WORK/A$i.sltrace" "$WORK/B$i.sltrace"
+done
+ref_long=$("$EX/fragmented_kernels" --variant slow --steps=20000 | grep -o 'x\[0\]=[^,]*')
+for i in $(seq 1 "${TEARDOWN_LONG_RUNS:-4}"); do
+  one "D$i" "$SL" profile -o "$WORK/D$i.sltrace" --duration 1 -- "$EX/fragmented_kernels" --variant slow --steps=20000
+  got=$(grep -o 'x\[0\]=[^,]*' "$WORK/D$i.out")
+  [ "$got" = "$ref_long" ] || { echo "FAIL: D$i output $got != $ref_long"; fail=1; }
+  expect_ok "$CHECK" "$WORK/D$i.sltrace" --windows 1 --allow-loss >/dev/null
+  grep -h 'detach\|teardown' "$WORK/D$i.err" | head -2
+  rm -f "$WORK/D$i.sltrace"
 done
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   PY=$(dirname "$0")/../../examples/pytorch_train.py

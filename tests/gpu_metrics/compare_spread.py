@@ -24,10 +24,14 @@ from compare_ncu import UNJUDGED, agrees, parse_ncu_csv  # noqa: E402
 
 
 def base_name(name):
+    """'void ns::k<1>(float*)' and 'k<1>(const float *)' -> 'k<1>': ncu's CSV
+    leaves the namespace out, the demangled name has it."""
     n = name.strip()
     if n.startswith("void "):
         n = n[5:]
-    return n.split("(", 1)[0].strip()
+    n = n.split("(", 1)[0].strip()
+    head, sep, tmpl = n.partition("<")
+    return head.rsplit("::", 1)[-1] + sep + tmpl
 
 
 def main():

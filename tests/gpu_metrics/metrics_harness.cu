@@ -230,6 +230,7 @@ int main(int argc, char** argv) {
       if (mode == "kernel") config.replay = sightline::collect::MetricsReplay::kKernel;
       else if (mode == "spread") config.replay = sightline::collect::MetricsReplay::kSpread;
       else if (mode == "auto") config.replay = sightline::collect::MetricsReplay::kAuto;
+      else if (mode == "sequence") config.replay = sightline::collect::MetricsReplay::kSequence;
       else {
         std::fprintf(stderr, "metrics_harness: --replay '%s' is not kernel, spread or auto\n", mode.c_str());
         return 2;

@@ -334,7 +334,7 @@ SIGHTLINE_COMMAND("profile",
                   "profile [-o PATH] [--capture-range cudaProfilerApi|nvtx:NAME|api] "
                   "[--capture-range-end repeat|stop] [--delay S] [--duration S] "
                   "[-t cuda,cuda-driver,nvtx,nccl,backtrace,graph] [--metrics SET] "
-                  "[--metrics-replay kernel] [--metrics-launches K] [--metrics-every N] "
+                  "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",
                   RunProfile);

@@ -1,0 +1,20 @@
+// bench/overhead/floor_subscriber.h — the overhead "floor": a minimal CUPTI
+// subscriber enabling the activity kinds sightline enables by default, with a
+// fixed pool of 8 MiB buffers whose records are counted and discarded. What
+// any CUPTI activity tracer pays at least; linked into launch_overhead
+// (--mode floor) and built as libfloor_inject.so for CUDA_INJECTION64_PATH
+// (the PyTorch floor in run_overhead.sh).
+#ifndef SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
+#define SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
+
+#include <cstdio>
+
+namespace sightline_bench {
+
+void StartFloorSubscriber();
+// Flushes CUPTI and prints "floor subscriber: N records, D dropped".
+void ReportFloorSubscriber(FILE* out);
+
+}  // namespace sightline_bench
+
+#endif  // SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
