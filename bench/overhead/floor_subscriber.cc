@@ -38,6 +38,21 @@ void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
 
 }  // namespace
 
+namespace {
+const CUpti_ActivityKind kKinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_RUNTIME,
+    CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_MARKER,
+    CUPTI_ACTIVITY_KIND_MARKER_DATA};
+}  // namespace
+
+void StopFloorSubscriber(bool finalize) {
+  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (finalize && cuptiFinalize() != CUPTI_SUCCESS) std::fprintf(stderr, "cuptiFinalize failed\n");
+}
+
 void StartFloorSubscriber() {
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -46,12 +61,7 @@ void StartFloorSubscriber() {
     }
   }
   cuptiActivityRegisterCallbacks(&Requested, &Completed);
-  for (CUpti_ActivityKind k :
-       {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-        CUPTI_ACTIVITY_KIND_OVERHEAD, CUPTI_ACTIVITY_KIND_MARKER,
-        CUPTI_ACTIVITY_KIND_MARKER_DATA}) {
+  for (CUpti_ActivityKind k : kKinds) {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
   }
 }

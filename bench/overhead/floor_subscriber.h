@@ -12,6 +12,10 @@
 namespace sightline_bench {
 
 void StartFloorSubscriber();
+// Disables every kind it enabled and flushes; with `finalize` also
+// cuptiFinalize (what the app pays after a capture, with CUPTI's own parts
+// only: launch_overhead --mode floor --capture-first-rep --after ...).
+void StopFloorSubscriber(bool finalize);
 // Flushes CUPTI and prints "floor subscriber: N records, D dropped".
 void ReportFloorSubscriber(FILE* out);
 

@@ -16,6 +16,8 @@
 // others after it; run under `sightline profile --capture-range
 // cudaProfilerApi --capture-range-end stop` this measures what the app pays
 // once the capture is over (AFTER_CAPTURE after_median_us_per_launch=...).
+// With --mode floor, --after=disable|finalize switches the floor subscriber's
+// kinds off (and cuptiFinalize) after repetition 0: CUPTI's own after-cost.
 #include <cuda_profiler_api.h>
 #include <cupti.h>
 
@@ -36,12 +38,14 @@ int main(int argc, char** argv) {
   long launches = 200000;
   int reps = 5;
   bool capture_first = false;
+  std::string after;  // floor + --capture-first-rep: "disable" | "finalize" after rep 0
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
     else if (a.rfind("--launches=", 0) == 0) launches = std::atol(a.c_str() + 11);
     else if (a.rfind("--reps=", 0) == 0) reps = std::atoi(a.c_str() + 7);
     else if (a == "--capture-first-rep") capture_first = true;
+    else if (a.rfind("--after=", 0) == 0) after = a.substr(8);
   }
   if (mode == "floor") sightline_bench::StartFloorSubscriber();
   cudaFree(nullptr);
@@ -56,6 +60,9 @@ int main(int argc, char** argv) {
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     per_launch.push_back(us / launches);
     if (capture_first && r == 0) cudaProfilerStop();
+    if (capture_first && r == 0 && mode == "floor" && !after.empty()) {
+      sightline_bench::StopFloorSubscriber(after == "finalize");
+    }
   }
   if (capture_first && reps > 1) {
     std::vector<double> after(per_launch.begin() + 1, per_launch.end());
@@ -70,7 +77,7 @@ int main(int argc, char** argv) {
   std::vector<double> sorted = per_launch;
   std::sort(sorted.begin(), sorted.end());
   double median = sorted[sorted.size() / 2];
-  if (mode == "floor") {
+  if (mode == "floor" && after.empty()) {
     sightline_bench::ReportFloorSubscriber(stdout);
   }
   std::printf("OVERHEAD mode=%s launches=%ld reps=%d median_us_per_launch=%.4f min=%.4f max=%.4f\n",

@@ -159,6 +159,8 @@ def report(part, base, ref, unit, target):
               f"{(med[m]-med[base])/(med[ref]-med[base]):.2f}x; per-round median {st.median(ratios):.2f}x "
               f"(quartiles {q(ratios,.25):.2f}..{q(ratios,.75):.2f}, n={len(ratios)})"
               + (f" target <= {target}" if m == "sightline" else ""))
+report("launch", "plain", "floor", "us/launch", 1.1)
+report("torch", "plain", "torch.profiler", "us/op", 0.5)
 after = [v for (p, _), v in sorted(rows.items()) if p == "after"]
 if after:
     for m in ("sightline", "detach"):

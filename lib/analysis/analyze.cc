@@ -69,6 +69,12 @@ uint64_t ReplayedKernels(const TimelineModel& model) {
   return n;
 }
 
+uint64_t MetricSetsWithoutReplay(const TimelineModel& model) {
+  uint64_t n = 0;
+  for (const TraceSource& t : model.traces) n += t.metric_sets_without_replay;
+  return n;
+}
+
 absl::Status CheckRuleIds(const AnalysisOptions& options) {
   for (const auto* list : {&options.only_rules, &options.disabled_rules}) {
     for (const std::string& id : *list) {
@@ -111,12 +117,23 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   std::vector<Finding> findings;
   // "timeline_rules_with_replay=1" forces the timeline rules on a metrics trace.
   const uint64_t replayed = ReplayedKernels(model);
-  const bool skip_timeline = replayed > 0 && options.Global("timeline_rules_with_replay", 0) == 0;
-  if (skip_timeline) {
+  const uint64_t spread_sets = MetricSetsWithoutReplay(model);
+  const bool skip_timeline =
+      (replayed > 0 || spread_sets > 0) && options.Global("timeline_rules_with_replay", 0) == 0;
+  if (skip_timeline && replayed > 0) {
     report->notes.push_back(absl::StrCat(
         replayed, " kernel launches were replayed to collect hardware metrics: timeline rules "
         "(idle, CPU-bound, launch latency, synchronization, overlap) are skipped because replay "
         "distorts host and GPU timing. Profile without --metrics for the timeline view."));
+  } else if (skip_timeline) {
+    // Spread / sequence replay: kernels ran once, as launched, but every
+    // pass was started and stopped inside a launch call (~20 ms each on the
+    // H200), which the timeline rules would blame on the application.
+    report->notes.push_back(absl::StrCat(
+        spread_sets, " metric sets were collected across launches without replay: kernel "
+        "durations are unaffected, but the profiler's pass starts and stops sit inside launch "
+        "calls, so timeline rules (idle, CPU-bound, launch latency, synchronization, overlap) "
+        "are skipped. Profile without --metrics for the timeline view."));
   }
   for (const RuleInfo& rule : Rules()) {
     if (!options.only_rules.empty() && !Contains(options.only_rules, rule.id)) continue;

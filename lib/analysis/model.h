@@ -66,6 +66,11 @@ struct TraceSource {
   std::array<uint64_t, kNumEventKinds> events_by_kind{};  // events seen
   std::array<uint64_t, kNumEventKinds> invalid_by_kind{};  // zero / inverted times
   uint64_t replayed_kernels = 0;
+  // Metric sets collected over several launches without replay (spread or
+  // sequence replay): kernel durations are true, but the launch calls that
+  // started/stopped a pass hold the profiler's time.
+  uint64_t metric_sets_without_replay = 0;
+  uint64_t profiler_kernels = 0;  // CUPTI's "WaitNs" kernels of a metrics trace, left out
   LossReport losses;  // last LossReport event (the reader's footer wins if present)
   uint64_t invalid_total() const;
   uint64_t lost_records() const;  // losses.total() + integrity.events_missing

@@ -245,6 +245,12 @@ void ModelBuilder::Impl::OnKernel(const KernelEvent& e) {
     replayed.push_back({a.trace, a.correlation_id, a.name, a.detail});
     return;
   }
+  // CUPTI's own one-thread kernel after each range of an application-replay
+  // pass (spread / sequence metrics; H200, CUDA 13.0): not the app's work.
+  if (!source->header.metric_set.empty() && model.strings[a.name] == "WaitNs") {
+    source->profiler_kernels++;
+    return;
+  }
   if (a.klass == ActivityClass::kCommunication) has_comm_kernel[trace_index] = true;
   a.stream = Stream(device, e.stream_id);
   stream_activities[a.stream].push_back(a);
@@ -380,6 +386,7 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
 
 void ModelBuilder::Impl::OnMetricRange(const MetricRangeEvent& e) {
   Count(EventKind::kMetricRange);
+  if (e.launches_spanned > 1) source->metric_sets_without_replay++;
   MetricSample m;
   m.trace = trace_index;
   m.device = Device(e.device_id);

@@ -368,10 +368,21 @@ void ModelBuilder::Impl::AggregateKernels() {
     for (const MetricSample& m : model.metric_samples) {
       if (m.correlation_id != 0) wanted.emplace(CorrelationKey(m.trace, m.correlation_id), 0);
     }
+    // The earliest kernel of a correlation id is the application's: under
+    // application replay (spread / sequence metrics) CUPTI launches its own
+    // one-thread "WaitNs" kernel after each profiled range, on another stream
+    // and with the same correlation id (seen on the H200, CUDA 13.0).
+    absl::flat_hash_map<uint64_t, uint64_t> first_start;
     for (const GpuActivity& a : model.activities) {
       if (a.kind != ActivityKind::kKernel) continue;
-      auto it = wanted.find(CorrelationKey(a.trace, a.correlation_id));
-      if (it != wanted.end()) it->second = a.name;
+      const uint64_t key = CorrelationKey(a.trace, a.correlation_id);
+      auto it = wanted.find(key);
+      if (it == wanted.end()) continue;
+      auto [f, fresh] = first_start.emplace(key, a.start_ns);
+      if (fresh || a.start_ns < f->second) {
+        f->second = a.start_ns;
+        it->second = a.name;
+      }
     }
     for (const ReplayedKernel& r : replayed) {
       auto it = wanted.find(CorrelationKey(r.trace, r.correlation_id));

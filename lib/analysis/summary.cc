@@ -203,6 +203,11 @@ void FillTraces(const TimelineModel& model, Report* report) {
                                            " events with zero or inverted timestamps were "
                                            "excluded from the timeline"));
     }
+    if (t.profiler_kernels > 0) {
+      report->notes.push_back(absl::StrCat(t.name, ": ", t.profiler_kernels,
+                                           " kernels launched by CUPTI's range profiler (WaitNs) "
+                                           "were left out"));
+    }
     if (s.replayed_kernels > 0) {
       report->notes.push_back(absl::StrCat(t.name, ": ", s.replayed_kernels,
                                            " kernels profiled with replay were excluded from "

@@ -265,9 +265,9 @@ bool CollectorImpl::SetUpCupti() {
       }
     }
     // Driver-API callbacks only with driver tracing (-t cuda-driver). On the
-    // H200 a PyTorch op cost +7.5 us with the runtime + driver sync-call
-    // callbacks enabled and +3.5 us with neither (medians of 5 interleaved
-    // rounds, bench/overhead torch part, 2026-11-30; torch.profiler +3.5).
+    // H200 a PyTorch op cost +7.0 us with the runtime + driver sync-call
+    // callbacks enabled and +3.3 us with neither (5 interleaved rounds,
+    // bench/overhead/README.md run C; torch.profiler +3.6).
     // A runtime callback (cudaDeviceReset) was enabled in both, so the
     // difference is most likely the driver domain: with any driver callback
     // enabled CUPTI dispatches every driver call, and a PyTorch op makes
