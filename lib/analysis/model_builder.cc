@@ -386,7 +386,6 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
 
 void ModelBuilder::Impl::OnMetricRange(const MetricRangeEvent& e) {
   Count(EventKind::kMetricRange);
-  if (e.launches_spanned > 1) source->metric_sets_without_replay++;
   MetricSample m;
   m.trace = trace_index;
   m.device = Device(e.device_id);

@@ -385,12 +385,22 @@ void ModelBuilder::Impl::AggregateKernels() {
       }
     }
     for (const ReplayedKernel& r : replayed) {
-      auto it = wanted.find(CorrelationKey(r.trace, r.correlation_id));
-      if (it != wanted.end()) it->second = r.name;
+      const uint64_t key = CorrelationKey(r.trace, r.correlation_id);
+      auto it = wanted.find(key);
+      if (it == wanted.end()) continue;
+      it->second = r.name;
+      first_start.erase(key);  // replayed: not a timed kernel
     }
     for (MetricSample& m : model.metric_samples) {
-      auto it = wanted.find(CorrelationKey(m.trace, m.correlation_id));
+      const uint64_t key = CorrelationKey(m.trace, m.correlation_id);
+      auto it = wanted.find(key);
       if (it == wanted.end() || it->second == 0) continue;
+      // Values of a kernel that ran once, as launched (spread / sequence
+      // replay): the profiler's passes started and stopped inside launch
+      // calls of this trace.
+      if (first_start.count(key) != 0 && m.trace < model.traces.size()) {
+        model.traces[m.trace].metric_sets_without_replay++;
+      }
       m.kernel_name = it->second;
       if (by_name[m.kernel_name] == kNone) continue;
       Acc& acc = accs[by_name[m.kernel_name]];

@@ -114,7 +114,13 @@ class CollectorImpl final : public Collector {
   // Waits (bounded) for the work queued on every context we saw (teardown
   // only); false when it could not, and then the teardown is abandoned.
   bool SynchronizeContexts();
-  bool detach_ = false;  // SIGHTLINE_DETACH=1, read once at initialisation
+  // SIGHTLINE_DETACH=1, read at initialisation; cleared when a teardown is
+  // abandoned (the writer then quiesces instead).
+  std::atomic<bool> detach_{false};
+  // The window that just closed was the last one: teardown_pending_ is set
+  // once the metrics hook has finished it (AfterWindowClosed), not before —
+  // a quiesce while a profiled launch holds the hook would lose its exit.
+  std::atomic<bool> last_window_closed_{false};
   void LeaveCupti() { writer_in_cupti_.fetch_sub(1); }
   bool WaitForWriterFlush(int timeout_s);
 

@@ -135,6 +135,9 @@ class KernelLaunchHook {
   // collected since the last call. Called from the collector's control path,
   // never from inside a CUPTI buffer callback.
   virtual MetricCaptureResult OnCaptureEnd() = 0;
+  // A capture window opened (the hook admits launches again after a
+  // capture end; it starts admitting).
+  virtual void OnCaptureStart() {}
   // True when the kernel with this correlation id was replayed (its timing is
   // distorted). Called on the writer thread; must be thread-safe.
   virtual bool IsReplayedCorrelation(uint32_t correlation_id) const = 0;

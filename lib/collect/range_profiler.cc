@@ -316,6 +316,11 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   if (off_.load() || t_in_hook || t_holding_launch) return;
   t_in_hook = true;
   mu_.lock();
+  if (!window_open_) {  // entered just as the last window closed
+    mu_.unlock();
+    t_in_hook = false;
+    return;
+  }
   bool keep_lock = false;
   if (!profiler_ready_) {
     std::string error;
@@ -386,6 +391,14 @@ bool RangeProfiler::EnterKernelReplay(ContextState* state, const KernelLaunchInf
 void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
   if (!t_holding_launch) return;
   t_in_hook = true;
+  if (active_sequence_) {  // submitted inside the pass, in order: nothing else to do
+    active_sequence_ = false;
+    active_ = nullptr;
+    t_holding_launch = false;
+    mu_.unlock();
+    t_in_hook = false;
+    return;
+  }
   if (active_spread_) {
     ExitSpread();
     active_ = nullptr;
@@ -549,8 +562,14 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
   }
 }
 
+void RangeProfiler::OnCaptureStart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  window_open_ = true;
+}
+
 MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   std::lock_guard<std::mutex> lock(mu_);
+  window_open_ = false;
   for (auto& state : contexts_) Flush(state.get());
   std::string spread_line;
   if (spread_ != nullptr) {
@@ -574,12 +593,14 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
                   std::to_string(s.slots_full) + " not started (slots full); Stop reports " +
                   (s.stop_index_is_next > 0 ? "the next" : "the current") + " pass index";
   }
-  if (sequence_ != nullptr || !sequence_failed_.empty()) {
+  if (sequence_ != nullptr || (!sequence_failed_.empty() && !sequence_failure_reported_)) {
     if (sequence_ != nullptr) {
       CollectSpread(sequence_->FinishIncomplete());
       sequence_->NewWindow();
+    } else {
+      sequence_failure_reported_ = true;  // said once, in the window it stopped
     }
-    const SequenceStats s = sequence_ != nullptr ? sequence_->stats() : sequence_reported_;
+    const SequenceStats s = sequence_ != nullptr ? sequence_->stats() : sequence_final_;
     pending_.spread_completed = s.completed - sequence_reported_.completed;
     pending_.spread_incomplete = s.incomplete - sequence_reported_.incomplete;
     pending_.spread_discarded = s.discarded - sequence_reported_.discarded;

@@ -96,6 +96,7 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   void OnLaunchExit(const KernelLaunchInfo& launch) override;
   void OnContextDestroy(CUcontext context) override;
   MetricCaptureResult OnCaptureEnd() override;
+  void OnCaptureStart() override;
   bool IsReplayedCorrelation(uint32_t correlation_id) const override;
   uint32_t num_passes() const override { return passes_.load(); }
   std::string last_error() const override;
@@ -159,9 +160,10 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   bool BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges, uint32_t pass);
   bool EndPassOn(ContextState* state, std::vector<uint8_t>* image, SpreadPassResult* result);
   bool EvaluateImage(std::vector<uint8_t>* image, size_t range, std::vector<double>* values);
-  // Sequence replay (SIGHTLINE_METRICS_REPLAY=sequence), mu_ held: always
-  // kSkip (the launch runs inside the open pass, or unprofiled; on failure
-  // metrics are switched off).
+  // Sequence replay (SIGHTLINE_METRICS_REPLAY=sequence), mu_ held:
+  // kProfiled while a sequence collects on this launch's context (mu_ stays
+  // held to its exit, so ranges follow submission order), else kSkip (on
+  // failure metrics are switched off).
   SpreadRoute EnterSequence(ContextState* state, const KernelLaunchInfo& launch, const char* name);
   // SequenceTarget.
   bool InitSequenceImage(void* context, size_t max_ranges) override;
@@ -188,6 +190,11 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   bool image_per_launch_ = false;
 
   std::mutex mu_;  // held from enter to exit of a profiled launch
+  // A capture window is open (mu_ held): launches entering after
+  // OnCaptureEnd are not profiled even if the collector's unlocked check let
+  // them in, so no session or pass is opened that no capture end would close.
+  bool window_open_ = true;
+  bool active_sequence_ = false;  // the launch holding mu_ is inside a sequence pass
   std::vector<std::unique_ptr<ContextState>> contexts_;
   ContextState* active_ = nullptr;  // context of the launch holding mu_
   // Keep one session open across consecutive profiled launches of a context
@@ -215,6 +222,8 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   std::vector<uint8_t> sequence_image_;
   size_t sequence_ranges_ = 0;
   std::string sequence_failed_;                // why it stopped ("" while fine)
+  SequenceStats sequence_final_;               // its stats when it stopped
+  bool sequence_failure_reported_ = false;
   SequenceStats sequence_reported_;
 
   double stage_s_[kNumStages][2] = {};  // total, max  // mu_ held (launch: between enter and exit)

@@ -31,11 +31,13 @@ void SequenceSpread::Add(const SpreadLaunch& launch) {
 }
 
 bool SequenceSpread::Start(const SpreadLaunch& launch) {
-  if (counter_dirty_ && !target_->ResetSequencePasses(launch.context)) {
-    Fail("sequence: resetting the pass counter failed");
-    return false;
+  if (dirty_.count(launch.context) != 0) {
+    if (!target_->ResetSequencePasses(launch.context)) {
+      Fail("sequence: resetting the pass counter failed");
+      return false;
+    }
+    dirty_.erase(launch.context);
   }
-  counter_dirty_ = false;
   if (!target_->InitSequenceImage(launch.context, max_ranges_)) {
     Fail("sequence: counter-data image initialisation failed");
     return false;
@@ -50,6 +52,7 @@ bool SequenceSpread::Start(const SpreadLaunch& launch) {
   passes_done_ = 0;
   first_.clear();
   current_.clear();
+  last_done_.clear();
   Add(launch);
   return true;
 }
@@ -57,7 +60,7 @@ bool SequenceSpread::Start(const SpreadLaunch& launch) {
 bool SequenceSpread::Restart(const SpreadLaunch& launch) {
   ++stats_.discarded;
   collecting_ = false;
-  counter_dirty_ = true;
+  dirty_.insert(context_);
   tried_.insert(anchor_);
   if (++restarts_ > max_restarts_) {
     Fail("sequence: the launches differed between passes with " + std::to_string(restarts_) +
@@ -78,7 +81,7 @@ SpreadCollection SequenceSpread::MakeSet(size_t i) const {
   c.name = first_[i].name;
   c.device_id = first_[i].device_id;
   c.first_correlation_id = first_[i].correlation_id;
-  c.last_correlation_id = i < current_.size() ? current_[i].correlation_id : first_[i].correlation_id;
+  c.last_correlation_id = i < last_done_.size() ? last_done_[i].correlation_id : first_[i].correlation_id;
   c.launches = passes_done_;
   c.passes_done = passes_done_;
   c.passes_needed = num_passes_;
@@ -96,7 +99,7 @@ void SequenceSpread::OnLaunch(const SpreadLaunch& launch, bool anchor_ok) {
     if (current_.size() >= max_ranges_) {
       SpreadPassResult ignored;
       target_->EndSequencePass(context_, &ignored);
-      counter_dirty_ = true;
+      dirty_.insert(context_);
       collecting_ = false;
       if (max_ranges_ < max_ranges_limit_) {
         // A longer step than the image holds: a 4x larger image from the
@@ -130,11 +133,15 @@ void SequenceSpread::OnLaunch(const SpreadLaunch& launch, bool anchor_ok) {
          std::to_string(pass));
     return;
   }
+  // All passes in before the schedule's last one: the counter was not at
+  // pass 0 when the sequence began (its passes are not the schedule's).
+  if (same && r.all_submitted && pass + 1u != num_passes_) same = false;
   if (!same) {
     Restart(launch);
     return;
   }
   if (pass == 0) first_ = current_;
+  last_done_ = current_;
   ++passes_done_;
   ++stats_.passes;
   if (r.all_submitted) {
@@ -174,12 +181,23 @@ std::vector<SpreadCollection> SequenceSpread::TakeCompleted() {
 
 std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
   std::vector<SpreadCollection> out;
-  if (!collecting_ || (context != nullptr && context != context_)) return out;
+  if (context != nullptr && context != context_) {
+    dirty_.erase(context);
+    return out;
+  }
+  if (!collecting_) {
+    if (context != nullptr) dirty_.erase(context);
+    return out;
+  }
   SpreadPassResult ignored;
   target_->EndSequencePass(context_, &ignored);  // best effort: the pass is not used
-  counter_dirty_ = true;  // reset before the next sequence (not here: the context may be going)
   collecting_ = false;
   current_.clear();
+  if (context == nullptr) {
+    dirty_.insert(context_);  // reset before this context's next sequence
+  } else {
+    dirty_.erase(context);  // going away with its counter
+  }
   for (size_t i = 0; i < first_.size(); ++i) {
     out.push_back(MakeSet(i));
     ++stats_.incomplete;

@@ -84,6 +84,7 @@ class SequenceSpread {
   // A sequence is being collected: every launch of its context belongs to it
   // (the caller asks the kernel selector only while idle).
   bool collecting() const { return collecting_; }
+  void* context() const { return context_; }
   // No new sequence in this capture window (one per window).
   bool done_for_window() const { return sequences_in_window_ > 0; }
   void NewWindow() { sequences_in_window_ = 0; }
@@ -93,9 +94,11 @@ class SequenceSpread {
   void OnLaunch(const SpreadLaunch& launch, bool anchor_ok);
   // Sets finished since the last call (one per launch position).
   std::vector<SpreadCollection> TakeCompleted();
-  // Capture end or the context going away (`context` null: any): the open
-  // pass is stopped and, when pass 0 was complete, every position is
-  // reported incomplete (passes collected so far, no values).
+  // Capture end (`context` null) or `context` being destroyed: the open pass
+  // is stopped and, when pass 0 was complete, every position is reported
+  // incomplete (passes collected so far, no values). At capture end the
+  // context's pass counter is reset before its next sequence; a destroyed
+  // context is forgotten.
   std::vector<SpreadCollection> FinishIncomplete(void* context = nullptr);
 
   bool failed() const { return failed_; }
@@ -121,7 +124,9 @@ class SequenceSpread {
   size_t max_ranges_limit_;  // largest image
   uint32_t max_restarts_;
   bool collecting_ = false;
-  bool counter_dirty_ = false;  // CUPTI's pass counter may be mid-schedule: reset first
+  // Contexts whose CUPTI pass counter may be mid-schedule: reset before their
+  // next sequence (never while a context is being destroyed).
+  std::unordered_set<void*> dirty_;
   bool failed_ = false;
   std::string error_;
   void* context_ = nullptr;
@@ -129,8 +134,9 @@ class SequenceSpread {
   uint32_t passes_done_ = 0;
   uint32_t restarts_ = 0;
   uint32_t sequences_in_window_ = 0;
-  std::vector<Position> first_;    // pass 0's launches
-  std::vector<Position> current_;  // this pass's launches (correlation id in first_correlation_id)
+  std::vector<Position> first_;      // pass 0's launches
+  std::vector<Position> current_;    // this pass's launches
+  std::vector<Position> last_done_;  // the last completed pass's launches
   std::vector<SpreadCollection> completed_;
   std::unordered_set<uint64_t> tried_;  // anchors whose steps differed
   SequenceStats stats_;

@@ -63,6 +63,14 @@ SpreadEnter SpreadScheduler::Enter(const SpreadLaunch& launch) {
   }
   Active& a = it->second;
   if (a.needs_init) {
+    if (dirty_.count(a.context) != 0) {
+      if (!target_->ResetPasses(a.context)) {
+        Release(launch.key);
+        Fail("spread: resetting the pass counter failed");
+        return SpreadEnter::kFailed;
+      }
+      dirty_.erase(a.context);
+    }
     if (!target_->InitImage(a.context, a.slot)) {
       Release(launch.key);
       Fail("spread: counter-data image initialisation failed");
@@ -107,7 +115,8 @@ bool SpreadScheduler::Exit() {
     return false;
   }
   if (!r.all_submitted && r.stop_pass_index == pass + 1u) ++stats_.stop_index_is_next;
-  if (r.ranges != 1 || r.ranges_dropped != 0) {
+  const bool early = r.all_submitted && pass + 1u < num_passes_;
+  if (r.ranges != 1 || r.ranges_dropped != 0 || early) {
     // Another kernel ran inside the pass (or the range was lost): the
     // configuration's partial data cannot be trusted.
     ++stats_.discarded;
@@ -128,6 +137,7 @@ bool SpreadScheduler::Exit() {
     return true;
   }
   ++stats_.passes;
+  waiting_.clear();
   a.next_pass = pass + 1;
   if (!r.all_submitted) {
     if (a.next_pass >= num_passes_) {
@@ -138,7 +148,6 @@ bool SpreadScheduler::Exit() {
     }
     return true;
   }
-  if (a.next_pass < num_passes_) ++stats_.early_complete;
   SpreadCollection c;
   c.key = open_key_;
   c.context = a.context;
@@ -166,14 +175,44 @@ std::vector<SpreadCollection> SpreadScheduler::TakeCompleted() {
   return out;
 }
 
+void SpreadScheduler::NoteWaiting(uint64_t key) {
+  ++stats_.slots_full;
+  if (open_ || active_.empty()) return;
+  if (++waiting_[key] < 3) return;
+  waiting_.clear();
+  std::vector<uint64_t> keys = InProgressKeys();
+  for (uint64_t k : keys) {
+    Active& a = active_[k];
+    if (a.launches > 0) {
+      SpreadCollection c;
+      c.key = k;
+      c.context = a.context;
+      c.name = a.name;
+      c.device_id = a.device_id;
+      c.first_correlation_id = a.first_correlation_id;
+      c.last_correlation_id = a.last_correlation_id;
+      c.launches = a.launches;
+      c.passes_done = a.next_pass;
+      c.passes_needed = num_passes_;
+      completed_.push_back(std::move(c));  // no values: incomplete
+      ++stats_.incomplete;
+      dirty_.insert(a.context);
+    }
+    ++stats_.preempted;
+    Release(k);
+  }
+}
+
 std::vector<SpreadCollection> SpreadScheduler::FinishIncomplete(void* context) {
   std::vector<SpreadCollection> out;
   std::vector<uint64_t> keys;
+  if (context != nullptr) dirty_.erase(context);  // destroyed with its counter
   for (const auto& [key, a] : active_) {
     if (open_ && key == open_key_) continue;  // its launch is still running
     if (context != nullptr && a.context != context) continue;
     keys.push_back(key);
     if (a.launches == 0) continue;  // restarted after a discard, nothing collected
+    if (context == nullptr) dirty_.insert(a.context);  // reset before its next set
     SpreadCollection c;
     c.key = key;
     c.context = a.context;

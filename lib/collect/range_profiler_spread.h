@@ -33,9 +33,10 @@
 //     H200 reports the next pass, p + 1, and 0 with isAllPassSubmitted after
 //     the last; p is accepted for other versions, the convention seen is
 //     counted in SpreadStats);
-//   * isAllPassSubmitted arrives by pass num_passes - 1 at the latest. Early
-//     is accepted (CUPTI knows the schedule); late means CUPTI does not follow
-//     our pass index: an error.
+//   * isAllPassSubmitted arrives with pass num_passes - 1. Early means the
+//     counter was not at pass 0 when the set began: the set is discarded
+//     like a contaminated one; late means CUPTI does not follow the
+//     schedule: an error.
 // Any SpreadTarget failure sets failed(): the caller then gives up spreading
 // for the rest of the run (one warning) and uses kernel replay.
 // When all passes are in, Evaluate turns the image into values and the set is
@@ -125,8 +126,8 @@ struct SpreadStats {
   uint64_t abandoned = 0;   // configurations given up after too many discards
   uint64_t incomplete = 0;  // sets still short of passes at capture end / context destroy
   uint64_t slots_full = 0;  // selected launches not started: max_in_flight reached
-  uint64_t early_complete = 0;  // isAllPassSubmitted before pass num_passes - 1
   uint64_t stop_index_is_next = 0;  // Stop reported p + 1 (else p): which convention CUPTI uses
+  uint64_t preempted = 0;   // sets given up because other configurations kept waiting
 };
 
 enum class SpreadEnter : uint8_t {
@@ -178,8 +179,12 @@ class SpreadScheduler {
   // Drops every collection (after failure): images released, not reported.
   void DropAll();
 
-  // A selected launch skipped because HasRoom() was false.
-  void CountSlotsFull() { ++stats_.slots_full; }
+  // A launch of configuration `key` skipped because HasRoom() was false.
+  // When some configuration waits for the 3rd time since the set in
+  // progress last advanced, that set is preempted (reported incomplete,
+  // its context's pass counter reset before the next set): a kernel
+  // launched once (warm-up, initialisation) must not hold the only slot.
+  void NoteWaiting(uint64_t key);
 
   bool failed() const { return failed_; }
   const std::string& error() const { return error_; }
@@ -208,6 +213,10 @@ class SpreadScheduler {
   uint32_t next_slot_ = 1;
   std::unordered_map<uint64_t, Active> active_;
   std::unordered_set<uint64_t> abandoned_;
+  std::unordered_map<uint64_t, uint32_t> waiting_;  // skipped launches since the last pass
+  // Contexts whose pass counter may be mid-schedule (a set ended early):
+  // reset before their next set; forgotten when destroyed.
+  std::unordered_set<void*> dirty_;
   bool open_ = false;  // a pass is running (between Enter and Exit)
   uint64_t open_key_ = 0;
   std::vector<SpreadCollection> completed_;

@@ -33,10 +33,15 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSpread(ContextState* state,
   if (config_.replay == MetricsReplay::kAuto && kernel_keys_.count(key) != 0) {
     return SpreadRoute::kNotSpread;
   }
-  if (spread_->Abandoned(key)) return SpreadRoute::kNotSpread;  // isolated by kernel replay instead
+  if (spread_->Abandoned(key)) {
+    // Not kernel replay: on an object that ran application-replay passes it
+    // crashed the process (CUDA 13.0, spread_probe F2/F3).
+    return SpreadRoute::kSkip;
+  }
   if (!spread_->HasRoom(key)) {
-    spread_->CountSlotsFull();
-    return SpreadRoute::kSkip;  // another configuration holds the pass counter
+    spread_->NoteWaiting(key);  // another configuration holds the pass counter
+    CollectSpread(spread_->TakeCompleted());  // a preempted set, reported incomplete
+    return SpreadRoute::kSkip;
   }
   if (!spread_->InProgress(key)) {
     // A new set for this configuration: the selector's quota counts sets.
@@ -296,6 +301,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
   sequence_->OnLaunch(sl, anchor_ok);
   CollectSpread(sequence_->TakeCompleted());
   if (sequence_->failed()) {
+    sequence_final_ = sequence_->stats();
     const std::string why = sequence_->error() + " (" + last_error() + ")";
     for (auto& s : contexts_) {
       if (s->object == nullptr) continue;
@@ -320,7 +326,16 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
                  why.c_str());
     return SpreadRoute::kSkip;
   }
-  return SpreadRoute::kSkip;  // not held: the pass stays open across launches
+  if (sequence_->collecting() && sequence_->context() == state) {
+    // Held until the launch's exit: the pass's ranges are in submission
+    // order, and with several launching threads the order we record must be
+    // that order (and no thread's Stop may fall between another's enter and
+    // its submission).
+    active_sequence_ = true;
+    active_ = state;
+    return SpreadRoute::kProfiled;
+  }
+  return SpreadRoute::kSkip;  // unprofiled (idle, or another context)
 }
 
 void RangeProfiler::ReleaseImage(uint32_t slot) { spread_images_.erase(slot); }

@@ -5,6 +5,7 @@
 // pass 0.
 #include "lib/collect/range_profiler_sequence.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 
 namespace sightline::collect {
 namespace {
+
+int g_other = 0;  // a second context
 
 class FakeSequenceTarget : public SequenceTarget {
  public:
@@ -22,14 +25,15 @@ class FakeSequenceTarget : public SequenceTarget {
     pass_ranges_.clear();
     return true;
   }
-  bool BeginSequencePass(void*) override {
-    log.push_back("begin p" + std::to_string(counter_));
+  bool BeginSequencePass(void* context) override {
+    log.push_back("begin p" + std::to_string(counters_[context]));
     in_pass_ = 0;
     return true;
   }
   // The caller's launches inside the pass (the fake cannot see them).
   void Launched(int n = 1) { in_pass_ += n; }
-  bool EndSequencePass(void*, SpreadPassResult* r) override {
+  bool EndSequencePass(void* context, SpreadPassResult* r) override {
+    uint32_t& counter_ = counters_[context];
     log.push_back("end");
     in_pass_ += extra_kernels_next_pass;
     extra_kernels_next_pass = 0;
@@ -46,17 +50,18 @@ class FakeSequenceTarget : public SequenceTarget {
     values->assign(1, static_cast<double>(index));
     return true;
   }
-  bool ResetSequencePasses(void*) override {
-    log.push_back("reset");
-    counter_ = 0;
+  bool ResetSequencePasses(void* context) override {
+    log.push_back(std::string("reset ") + (context == &g_other ? "other" : "main"));
+    counters_[context] = 0;
     return true;
   }
+  void SetCounter(void* context, uint32_t pass) { counters_[context] = pass; }
   std::vector<std::string> log;
   uint64_t extra_kernels_next_pass = 0;
 
  private:
   uint32_t passes_;
-  uint32_t counter_ = 0;
+  std::map<void*, uint32_t> counters_;  // CUPTI: one pass counter per object (context)
   uint64_t in_pass_ = 0, ranges_ = 0;
   std::vector<uint64_t> pass_ranges_;
 };
@@ -127,7 +132,7 @@ TEST(SequenceSpread, ADifferentPassRestartsWithTheCounterReset) {
   ASSERT_FALSE(s.failed()) << s.error();
   EXPECT_EQ(s.TakeCompleted().size(), 3u);
   bool reset = false;
-  for (const std::string& e : t.log) reset = reset || e == "reset";
+  for (const std::string& e : t.log) reset = reset || e == "reset main";
   EXPECT_TRUE(reset);
 }
 
@@ -199,7 +204,7 @@ TEST(SequenceSpread, CaptureEndReportsIncompleteSetsAndResetsBeforeTheNext) {
   t.log.clear();
   s.OnLaunch(L(1, ++corr), true);
   ASSERT_GE(t.log.size(), 2u);
-  EXPECT_EQ(t.log[0], "reset");
+  EXPECT_EQ(t.log[0], "reset main");
   EXPECT_EQ(t.log[1], "init 16");
 }
 
@@ -240,6 +245,47 @@ TEST(SequenceSpread, AnotherAnchorIsTriedWhenStepsDiffer) {
   EXPECT_EQ(done[1].name, "a");
   EXPECT_EQ(done[2].name, "c");
   EXPECT_EQ(done[3].name, "a");
+}
+
+
+// The counter left mid-schedule is the restarted sequence's context's: a
+// sequence on another context does not reset (nor clear) it.
+TEST(SequenceSpread, DirtyCountersArePerContext) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16, /*max_restarts=*/4);
+  uint32_t corr = 0;
+  Steps(&s, &t, 2, &corr);  // pass 0 done, pass 1 open on the main context
+  s.FinishIncomplete();      // capture end: main's counter is at 1
+  s.NewWindow();
+  t.log.clear();
+  // Next window, the first selected launch is on the other context.
+  SpreadLaunch other = L(7, ++corr);
+  other.context = &g_other;
+  s.OnLaunch(other, true);
+  for (const std::string& e : t.log) EXPECT_NE(e.rfind("reset", 0), 0u) << e;
+  s.FinishIncomplete(&g_other);  // the other context goes away
+  t.log.clear();
+  s.OnLaunch(L(1, ++corr), true);  // main again: reset first
+  ASSERT_FALSE(t.log.empty());
+  EXPECT_EQ(t.log[0], "reset main");
+}
+
+// CUPTI saying "all submitted" before the schedule's last pass means the
+// counter did not start at 0: the sequence restarts instead of reporting
+// another pass's data as a complete set.
+TEST(SequenceSpread, EarlyAllSubmittedRestarts) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16);
+  t.SetCounter(&g_ctx, 2);  // left at pass 2 by something else
+  uint32_t corr = 0;
+  Steps(&s, &t, 2, &corr);
+  EXPECT_EQ(s.stats().discarded, 1u);
+  EXPECT_TRUE(s.TakeCompleted().empty());
+  Steps(&s, &t, 6, &corr);
+  ASSERT_FALSE(s.failed()) << s.error();
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].passes_done, 3u);
 }
 
 }  // namespace

@@ -292,13 +292,69 @@ TEST(SpreadScheduler, OnePassSetCompletesOnItsFirstLaunch) {
   EXPECT_EQ(done[0].launches, 1u);
 }
 
-TEST(SpreadScheduler, EarlyAllSubmittedIsAccepted) {
+// All passes in before the schedule's last one: the counter was not at pass
+// 0 when the set began, so its data is not the schedule's; discarded.
+TEST(SpreadScheduler, EarlyAllSubmittedIsDiscarded) {
   FakeTarget t(2);  // CUPTI's schedule: 2 passes
   SpreadScheduler s(&t, 3);  // ours said 3
   RunOne(&s, Launch(1, 1));
   RunOne(&s, Launch(1, 2));
-  EXPECT_EQ(s.TakeCompleted().size(), 1u);
-  EXPECT_EQ(s.stats().early_complete, 1u);
+  EXPECT_TRUE(s.TakeCompleted().empty());
+  EXPECT_EQ(s.stats().discarded, 1u);
+  EXPECT_FALSE(s.failed());
+}
+
+// A set cut short by a capture end leaves CUPTI's counter mid-schedule: the
+// next set on that context starts with a reset (caught on a per-object
+// counter: without it the next set completed after 1 pass with pass 2's data).
+TEST(SpreadScheduler, CaptureEndResetsTheCounterBeforeTheNextSet) {
+  FakeTarget t(3);
+  t.per_object_counter = true;
+  SpreadScheduler s(&t, 3, /*max_in_flight=*/1);
+  RunOne(&s, Launch(1, 1));
+  RunOne(&s, Launch(1, 2));
+  EXPECT_EQ(s.FinishIncomplete().size(), 1u);
+  t.log.clear();
+  for (uint32_t c = 3; c <= 5; ++c) RunOne(&s, Launch(2, c, "b"));
+  ASSERT_FALSE(t.log.empty());
+  EXPECT_EQ(t.log[0], "reset");
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].values, (std::vector<double>{0, 1, 2}));
+  // A destroyed context is forgotten, not reset.
+  RunOne(&s, Launch(1, 6));
+  s.FinishIncomplete(&g_ctx_a);
+  t.counters.erase(&g_ctx_a);  // a new context at the same address: a fresh object
+  t.log.clear();
+  RunOne(&s, Launch(1, 7));
+  ASSERT_FALSE(t.log.empty());
+  EXPECT_EQ(t.log[0], "init 4");
+}
+
+// A configuration launched once (warm-up) must not hold the only slot.
+TEST(SpreadScheduler, ARareConfigurationIsPreempted) {
+  FakeTarget t(3);
+  t.per_object_counter = true;
+  SpreadScheduler s(&t, 3, /*max_in_flight=*/1);
+  RunOne(&s, Launch(1, 1, "warmup"));
+  uint32_t corr = 1;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_FALSE(s.HasRoom(2));
+    s.NoteWaiting(2);
+  }
+  EXPECT_EQ(s.stats().preempted, 1u);
+  EXPECT_EQ(s.stats().incomplete, 1u);
+  std::vector<SpreadCollection> cut = s.TakeCompleted();
+  ASSERT_EQ(cut.size(), 1u);
+  EXPECT_TRUE(cut[0].values.empty());
+  EXPECT_EQ(cut[0].passes_done, 1u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(s.HasRoom(2));
+    RunOne(&s, Launch(2, ++corr, "b"));
+  }
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].values, (std::vector<double>{0, 1, 2}));  // after a reset
 }
 
 TEST(SpreadScheduler, PassIndexNotFollowedIsAFailure) {
@@ -410,7 +466,7 @@ TEST(SpreadScheduler, OneConfigurationAtATimeFollowsThePassCounter) {
     for (uint64_t key : {1u, 2u}) {
       const char* name = key == 1 ? "a" : "b";
       if (!s.HasRoom(key)) {
-        s.CountSlotsFull();
+        s.NoteWaiting(key);
         if (key == 2) ++skipped_b;
         continue;
       }

@@ -27,26 +27,26 @@ one() {  # NAME CMD...: rc 0, "CUPTI detached" said, trace complete
   fi
   grep -q 'CUPTI detached' "$WORK/$name.err" || { echo "FAIL: $name did not detach"; tail -3 "$WORK/$name.err"; fail=1; }
 }
+duration_case() {  # NAME DURATION STEPS EXPECTED_X0: --duration on the launch + sync loop
+  one "$1" "$SL" profile -o "$WORK/$1.sltrace" --duration "$2" -- "$EX/fragmented_kernels" --variant slow --steps="$3"
+  local got
+  got=$(grep -o 'x\[0\]=[^,]*' "$WORK/$1.out")
+  [ "$got" = "$4" ] || { echo "FAIL: $1 output $got != $4"; fail=1; }
+  expect_ok "$CHECK" "$WORK/$1.sltrace" --windows 1 --allow-loss >/dev/null
+  rm -f "$WORK/$1.sltrace"
+}
 ref=$("$EX/fragmented_kernels" --variant slow --steps=4000 | grep -o 'x\[0\]=[^,]*')
 for i in $(seq 1 "$N"); do
-  one "A$i" "$SL" profile -o "$WORK/A$i.sltrace" --duration 0.2 -- "$EX/fragmented_kernels" --variant slow --steps=4000
-  got=$(grep -o 'x\[0\]=[^,]*' "$WORK/A$i.out")
-  [ "$got" = "$ref" ] || { echo "FAIL: A$i output $got != $ref"; fail=1; }
-  expect_ok "$CHECK" "$WORK/A$i.sltrace" --windows 1 --allow-loss >/dev/null
+  duration_case "A$i" 0.2 4000 "$ref"
   one "B$i" "$SL" profile -o "$WORK/B$i.sltrace" --capture-range cudaProfilerApi --capture-range-end stop -- \
     "$LO" --mode plain --launches=50000 --reps=3 --capture-first-rep
   expect_ok "$CHECK" "$WORK/B$i.sltrace" --stdout "$WORK/B$i.out" >/dev/null
   grep -h AFTER_CAPTURE "$WORK/B$i.out"
-  rm -f "$WORK/A$i.sltrace" "$WORK/B$i.sltrace"
+  rm -f "$WORK/B$i.sltrace"
 done
 ref_long=$("$EX/fragmented_kernels" --variant slow --steps=20000 | grep -o 'x\[0\]=[^,]*')
 for i in $(seq 1 "${TEARDOWN_LONG_RUNS:-4}"); do
-  one "D$i" "$SL" profile -o "$WORK/D$i.sltrace" --duration 1 -- "$EX/fragmented_kernels" --variant slow --steps=20000
-  got=$(grep -o 'x\[0\]=[^,]*' "$WORK/D$i.out")
-  [ "$got" = "$ref_long" ] || { echo "FAIL: D$i output $got != $ref_long"; fail=1; }
-  expect_ok "$CHECK" "$WORK/D$i.sltrace" --windows 1 --allow-loss >/dev/null
-  grep -h 'detach\|teardown' "$WORK/D$i.err" | head -2
-  rm -f "$WORK/D$i.sltrace"
+  duration_case "D$i" 1 20000 "$ref_long"
 done
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   PY=$(dirname "$0")/../../examples/pytorch_train.py
