@@ -15,23 +15,27 @@ bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
 
-bool IsOverviewRule(const std::string& id) {
-  return id == "gpu_idle" || id == "gpu_low_utilization";
+bool HasTrait(const std::string& rule_id, uint32_t trait) {
+  const RuleInfo* r = FindRule(rule_id);
+  return r != nullptr && (r->traits & trait) != 0;
 }
 
-// A launch-configuration finding about SMs a kernel's grid leaves idle, and a
-// scheduling finding that names the same kernel (stream_serialization: small
-// kernels run one at a time on one stream) describe the same idle SMs: their
-// savings do not add up. When most of those kernels were already queued on
-// the stream behind the previous one (launched before it started: the work
-// was ready while SMs idled), the trace shows a scheduling problem, and the
-// scheduling fix (run the independent kernels side by side) fills those SMs
-// without changing the kernel. The kernel finding then ranks right after the
-// scheduling one: its rank key is capped at the scheduling finding's, and on
-// a tie the scheduling finding goes first. Kernels launched just in time get
-// no such help from more streams: there the ranking stays by saving.
-bool IsIdleSmKernelRule(const std::string& id) { return id == "small_grid"; }
-bool IsSchedulingRule(const std::string& id) { return id == "stream_serialization"; }
+bool IsOverviewRule(const std::string& id) { return HasTrait(id, kRuleOverview); }
+
+// A launch-configuration finding about SMs a kernel's grid leaves idle
+// (kRuleIdleSmKernel), and a scheduling finding (kRuleScheduling) that names
+// the same kernel (stream_serialization: small kernels run one at a time on
+// one stream) describe the same idle SMs: their savings do not add up. When
+// most of those kernels were already queued on the stream behind the
+// previous one (launched before it started: the work was ready while SMs
+// idled), the trace shows a scheduling problem, and the scheduling fix (run
+// the independent kernels side by side) fills those SMs without changing the
+// kernel. The kernel finding then ranks right after the scheduling one: its
+// rank key is capped at the scheduling finding's, and on a tie the
+// scheduling finding goes first. Kernels launched just in time get no such
+// help from more streams: there the ranking stays by saving.
+bool IsIdleSmKernelRule(const std::string& id) { return HasTrait(id, kRuleIdleSmKernel); }
+bool IsSchedulingRule(const std::string& id) { return HasTrait(id, kRuleScheduling); }
 constexpr double kMinQueuedPctToSubsume = 50;
 
 std::string EvidenceText(const Finding& f, const std::string& key) {
@@ -48,20 +52,11 @@ bool NamesOffender(const Finding& f, const std::string& name) {
   return false;
 }
 
-// Rules whose evidence is host/GPU timing. Kernel replay (metrics collection)
-// serialises the process and stretches launch calls and GPU gaps by orders of
-// magnitude, so these rules would report the profiler, not the program.
-bool IsTimelineRule(const std::string& id) {
-  static const char* const kTimeline[] = {
-      "gpu_idle",          "gpu_low_utilization", "cpu_bound",
-      "kernel_fragmentation", "sync_api",         "sync_memcpy",
-      "pageable_memcpy",   "stream_serialization", "copy_compute_overlap",
-      "comm_compute_overlap", "nccl_straggler",   "launch_latency"};
-  for (const char* t : kTimeline) {
-    if (id == t) return true;
-  }
-  return false;
-}
+// Rules whose evidence is host/GPU timing (kRuleTimeline): kernel replay
+// serialises the process and stretches launch calls and GPU gaps by orders
+// of magnitude, and passes started inside launch calls stretch those calls,
+// so these rules would report the profiler, not the program.
+bool IsTimelineRule(const std::string& id) { return HasTrait(id, kRuleTimeline); }
 
 uint64_t ReplayedKernels(const TimelineModel& model) {
   uint64_t n = 0;

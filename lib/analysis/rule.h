@@ -10,7 +10,8 @@
 //   void Run(const RuleContext& ctx, std::vector<Finding>* out) { ... }
 //   }  // namespace
 //   }  // namespace sightline::analysis
-//   SIGHTLINE_RULE(small_grid, "Grid smaller than the SM count",
+//   SIGHTLINE_RULE(small_grid, sightline::analysis::kRuleKernel,  // traits
+//                  "Grid smaller than the SM count",
 //                  sightline::analysis::Run,
 //                  {"min_share_pct", 1.0, "ignore kernels under this share of GPU time"},
 //                  {"another_key", 2.0, "..."});   // zero or more RuleParams
@@ -27,6 +28,7 @@
 #ifndef SIGHTLINE_LIB_ANALYSIS_RULE_H_
 #define SIGHTLINE_LIB_ANALYSIS_RULE_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,11 +50,30 @@ struct RuleParam {
 class RuleContext;
 using RuleFn = void (*)(const RuleContext& ctx, std::vector<Finding>* out);
 
+// What the analyzer needs to know about a rule besides running it (bits of
+// RuleInfo::traits, given in SIGHTLINE_RULE).
+enum RuleTrait : uint32_t {
+  kRuleKernel = 0,             // per-kernel rule: launch configuration, occupancy, metrics
+  // Its evidence is host/GPU timing: skipped on traces whose timing the
+  // metrics collection distorted (kernel replay; passes started inside
+  // launch calls), unless timeline_rules_with_replay=1.
+  kRuleTimeline = 1u << 0,
+  // Says where the GPU idles, not why: ranks below a cause finding that
+  // explains at least a quarter of its saving.
+  kRuleOverview = 1u << 1,
+  // A scheduling cause (kernels queued one at a time): a kRuleIdleSmKernel
+  // finding about a kernel it names ranks right after it (analyze.cc).
+  kRuleScheduling = 1u << 2,
+  // A launch-configuration finding about SMs a kernel's grid leaves idle.
+  kRuleIdleSmKernel = 1u << 3,
+};
+
 struct RuleInfo {
   std::string id;
   std::string description;
   std::vector<RuleParam> params;
   RuleFn run = nullptr;
+  uint32_t traits = kRuleKernel;  // RuleTrait bits
 };
 
 struct AnalysisOptions {
@@ -116,12 +137,12 @@ const RuleInfo* FindRule(std::string_view id);
 
 }  // namespace sightline::analysis
 
-#define SIGHTLINE_RULE(rule_id, description, fn, ...)                                \
+#define SIGHTLINE_RULE(rule_id, traits, description, fn, ...)                        \
   namespace sightline::analysis::rule_registration {                                 \
   void Register_##rule_id() {                                                        \
     ::sightline::analysis::RegisterRule(::sightline::analysis::RuleInfo{              \
         #rule_id, description, std::vector<::sightline::analysis::RuleParam>{__VA_ARGS__}, \
-        fn});                                                                        \
+        fn, static_cast<uint32_t>(traits)});                                         \
   }                                                                                  \
   }                                                                                  \
   static_assert(true, "")

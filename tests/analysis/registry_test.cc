@@ -26,12 +26,24 @@ TEST(RegistryTest, EverySystemRuleIsRegisteredOnceWithItsFileName) {
       EXPECT_FALSE(p.help.empty()) << r.id << "." << p.key;
     }
   }
-  for (const char* id : {"gpu_idle", "gpu_low_utilization", "cpu_bound", "kernel_fragmentation",
-                         "sync_api", "sync_memcpy", "pageable_memcpy", "stream_serialization",
-                         "copy_compute_overlap", "comm_compute_overlap", "nccl_straggler",
-                         "launch_latency"}) {
-    EXPECT_EQ(ids.count(id), 1u) << id;
+  // The timeline rules (skipped on metrics traces) are exactly these; the
+  // ranking's special roles are traits too, not names in analyze.cc.
+  std::set<std::string> timeline;
+  for (const RuleInfo& r : Rules()) {
+    if ((r.traits & kRuleTimeline) != 0) timeline.insert(r.id);
   }
+  EXPECT_EQ(timeline, (std::set<std::string>{"gpu_idle", "gpu_low_utilization", "cpu_bound",
+                                             "kernel_fragmentation", "sync_api", "sync_memcpy",
+                                             "pageable_memcpy", "stream_serialization",
+                                             "copy_compute_overlap", "comm_compute_overlap",
+                                             "nccl_straggler", "launch_latency"}));
+  auto traits = [](const char* id) { return FindRule(id) != nullptr ? FindRule(id)->traits : 0u; };
+  EXPECT_NE(traits("gpu_idle") & kRuleOverview, 0u);
+  EXPECT_NE(traits("gpu_low_utilization") & kRuleOverview, 0u);
+  EXPECT_NE(traits("stream_serialization") & kRuleScheduling, 0u);
+  EXPECT_NE(traits("small_grid") & kRuleIdleSmKernel, 0u);
+  EXPECT_EQ(traits("small_grid") & kRuleTimeline, 0u);
+  EXPECT_EQ(traits("uncoalesced_global"), static_cast<uint32_t>(kRuleKernel));
   EXPECT_TRUE(std::is_sorted(Rules().begin(), Rules().end(),
                              [](const RuleInfo& a, const RuleInfo& b) { return a.id < b.id; }));
 }

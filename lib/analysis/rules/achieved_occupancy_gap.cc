@@ -81,7 +81,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(achieved_occupancy_gap, "Achieved occupancy far below theoretical",
+SIGHTLINE_RULE(achieved_occupancy_gap, sightline::analysis::kRuleKernel,
+               "Achieved occupancy far below theoretical",
                sightline::analysis::Run,
                {"min_gap_pct", 10.0, "report when theoretical − achieved exceeds this many points"},
                {"min_relative_gap_pct", 20.0, "... and this share of the theoretical occupancy"},

@@ -41,7 +41,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(block_size_not_warp_multiple, "Block size not a multiple of the warp size",
+SIGHTLINE_RULE(block_size_not_warp_multiple, sightline::analysis::kRuleKernel,
+               "Block size not a multiple of the warp size",
                sightline::analysis::Run,
                {"min_share_pct", 0.5, "ignore kernels under this share of kernel time"},
                {"max_kernels", 5.0, "at most this many findings"});

@@ -51,7 +51,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(branch_divergence, "Branch divergence", sightline::analysis::Run,
+SIGHTLINE_RULE(branch_divergence, sightline::analysis::kRuleKernel,
+               "Branch divergence", sightline::analysis::Run,
                {"min_efficiency_pct", 75.0, "report below this SIMT efficiency"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},
                {"max_kernels", 5.0, "at most this many findings"});

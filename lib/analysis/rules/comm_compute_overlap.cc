@@ -74,7 +74,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(comm_compute_overlap, "Communication not overlapped with compute (HTA)",
+SIGHTLINE_RULE(comm_compute_overlap, sightline::analysis::kRuleTimeline,
+               "Communication not overlapped with compute (HTA)",
                sightline::analysis::Run,
                {"min_comm_pct", 10, "fire when communication is this % of GPU busy time"},
                {"min_overlap_pct", 50, "... and overlap is under this % of min(comm, compute)"});

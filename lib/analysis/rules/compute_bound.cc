@@ -33,7 +33,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(compute_bound, "Compute-bound kernel (speed of light)", sightline::analysis::Run,
+SIGHTLINE_RULE(compute_bound, sightline::analysis::kRuleKernel,
+               "Compute-bound kernel (speed of light)", sightline::analysis::Run,
                {"knee_pct", 60.0, "a unit at or above this % of peak is the bound"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},
                {"max_kernels", 5.0, "at most this many findings"});

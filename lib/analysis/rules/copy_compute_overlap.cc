@@ -67,6 +67,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(copy_compute_overlap, "Memory copies not overlapped with compute",
+SIGHTLINE_RULE(copy_compute_overlap, sightline::analysis::kRuleTimeline,
+               "Memory copies not overlapped with compute",
                sightline::analysis::Run,
                {"min_exposed_pct", 5, "fire when exposed copy time reaches this % of window"});

@@ -129,7 +129,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(cpu_bound, "CPU/GPU imbalance: GPU idle caused by the host launching late",
+SIGHTLINE_RULE(cpu_bound, sightline::analysis::kRuleTimeline,
+               "CPU/GPU imbalance: GPU idle caused by the host launching late",
                sightline::analysis::Run,
                {"min_host_wait_pct", 5, "fire when host-wait idle reaches this % of the window"},
                {"min_share_of_idle_pct", 30, "... and this share of all GPU idle"});

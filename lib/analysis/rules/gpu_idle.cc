@@ -118,7 +118,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(gpu_idle, "GPU idle gaps with their cause (nsys gpu_gaps)",
+SIGHTLINE_RULE(gpu_idle, sightline::analysis::kRuleTimeline | sightline::analysis::kRuleOverview,
+               "GPU idle gaps with their cause (nsys gpu_gaps)",
                sightline::analysis::Run,
                {"min_gap_ns", 100e3, "only gaps at least this long (nsys default: 500 ms)"},
                {"min_idle_pct", 5.0, "fire when the gaps add up to this % of the device window"});

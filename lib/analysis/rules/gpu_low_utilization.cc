@@ -88,6 +88,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace sightline::analysis
 
 SIGHTLINE_RULE(gpu_low_utilization,
+               sightline::analysis::kRuleTimeline | sightline::analysis::kRuleOverview,
                "Time chunks with low GPU time-utilization (nsys gpu_time_util)",
                sightline::analysis::Run,
                {"num_chunks", 30, "equal chunks the device window is split into"},

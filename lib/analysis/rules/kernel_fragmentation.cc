@@ -97,7 +97,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(kernel_fragmentation, "Many short kernels: launch overhead dominates",
+SIGHTLINE_RULE(kernel_fragmentation, sightline::analysis::kRuleTimeline,
+               "Many short kernels: launch overhead dominates",
                sightline::analysis::Run,
                {"short_kernel_ns", 50e3, "kernels shorter than this are short"},
                {"min_short_share_pct", 50, "fire when short kernels are this share of launches"},

@@ -44,7 +44,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(latency_bound, "Latency-bound kernel (speed of light)", sightline::analysis::Run,
+SIGHTLINE_RULE(latency_bound, sightline::analysis::kRuleKernel,
+               "Latency-bound kernel (speed of light)", sightline::analysis::Run,
                {"knee_pct", 60.0, "both units under this % of peak = latency-bound"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},
                {"max_kernels", 5.0, "at most this many findings"});

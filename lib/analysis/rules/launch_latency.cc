@@ -146,7 +146,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(launch_latency, "Long launch calls and launch delays (HTA launch statistics)",
+SIGHTLINE_RULE(launch_latency, sightline::analysis::kRuleTimeline,
+               "Long launch calls and launch delays (HTA launch statistics)",
                sightline::analysis::Run,
                {"long_launch_ns", 50e3, "launch API calls longer than this"},
                {"long_delay_ns", 100e3, "GPU start later than this after the launch returned"},

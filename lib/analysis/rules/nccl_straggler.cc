@@ -108,7 +108,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(nccl_straggler, "A rank that arrives late at collectives",
+SIGHTLINE_RULE(nccl_straggler, sightline::analysis::kRuleTimeline,
+               "A rank that arrives late at collectives",
                sightline::analysis::Run,
                {"min_collectives", 3, "matched collectives needed"},
                {"min_mean_delay_ns", 50e3, "fire when the straggler's mean delay is at least this"});

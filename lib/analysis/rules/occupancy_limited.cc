@@ -106,7 +106,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(occupancy_limited, "Theoretical occupancy limited by a per-SM resource",
+SIGHTLINE_RULE(occupancy_limited, sightline::analysis::kRuleKernel,
+               "Theoretical occupancy limited by a per-SM resource",
                sightline::analysis::Run,
                {"max_occupancy_pct", 50.0, "report kernels whose theoretical occupancy is below this"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},

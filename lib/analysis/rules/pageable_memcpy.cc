@@ -109,7 +109,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(pageable_memcpy, "Async memcpy using pageable memory (nsys cuda_memcpy_async)",
+SIGHTLINE_RULE(pageable_memcpy, sightline::analysis::kRuleTimeline,
+               "Async memcpy using pageable memory (nsys cuda_memcpy_async)",
                sightline::analysis::Run,
                {"assumed_pinned_gbps", 25,
                 "pinned bandwidth (GB/s) when the trace has no pinned copy of that direction"});

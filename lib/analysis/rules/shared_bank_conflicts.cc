@@ -47,7 +47,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(shared_bank_conflicts, "Shared-memory bank conflicts", sightline::analysis::Run,
+SIGHTLINE_RULE(shared_bank_conflicts, sightline::analysis::kRuleKernel,
+               "Shared-memory bank conflicts", sightline::analysis::Run,
                {"min_conflict_pct", 10.0, "report when conflicts exceed this share of wavefronts"},
                {"min_conflicts", 10000.0, "... and at least this many conflicts"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},

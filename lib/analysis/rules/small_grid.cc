@@ -139,7 +139,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(small_grid, "Grid smaller than the number of SMs", sightline::analysis::Run,
+SIGHTLINE_RULE(small_grid,
+               sightline::analysis::kRuleKernel | sightline::analysis::kRuleIdleSmKernel,
+               "Grid smaller than the number of SMs", sightline::analysis::Run,
                {"min_share_pct", 0.5, "ignore kernels under this share of kernel time"},
                {"max_kernels", 5.0, "at most this many findings"},
                {"min_idle_sm_pct", 10,

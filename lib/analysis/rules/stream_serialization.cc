@@ -206,6 +206,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace sightline::analysis
 
 SIGHTLINE_RULE(stream_serialization,
+               sightline::analysis::kRuleTimeline | sightline::analysis::kRuleScheduling,
                "Streams used but never overlapping; independent small kernels serialised",
                sightline::analysis::Run,
                {"min_stream_share_pct", 5, "streams under this share of kernel busy are ignored"},

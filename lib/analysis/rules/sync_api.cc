@@ -72,6 +72,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(sync_api, "Synchronizing API calls that idle the GPU (nsys cuda_api_sync)",
+SIGHTLINE_RULE(sync_api, sightline::analysis::kRuleTimeline,
+               "Synchronizing API calls that idle the GPU (nsys cuda_api_sync)",
                sightline::analysis::Run,
                {"min_idle_pct", 1, "fire when the GPU idle they cause reaches this % of window"});

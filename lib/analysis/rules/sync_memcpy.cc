@@ -77,6 +77,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(sync_memcpy, "Synchronous memcpy/memset calls (nsys cuda_memcpy_sync)",
+SIGHTLINE_RULE(sync_memcpy, sightline::analysis::kRuleTimeline,
+               "Synchronous memcpy/memset calls (nsys cuda_memcpy_sync)",
                sightline::analysis::Run,
                {"min_saving_pct", 1, "fire when the estimated saving reaches this % of window"});

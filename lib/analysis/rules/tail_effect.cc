@@ -54,7 +54,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(tail_effect, "Partial last wave of blocks (tail effect)", sightline::analysis::Run,
+SIGHTLINE_RULE(tail_effect, sightline::analysis::kRuleKernel,
+               "Partial last wave of blocks (tail effect)", sightline::analysis::Run,
                {"min_tail_pct", 20.0, "report when the tail idles at least this share of the GPU"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},
                {"max_kernels", 5.0, "at most this many findings"});

@@ -53,7 +53,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(tensor_core_idle, "Tensor cores idle in a GEMM-like kernel", sightline::analysis::Run,
+SIGHTLINE_RULE(tensor_core_idle, sightline::analysis::kRuleKernel,
+               "Tensor cores idle in a GEMM-like kernel", sightline::analysis::Run,
                {"max_tensor_pct", 5.0, "report below this tensor-pipe activity"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},
                {"max_kernels", 5.0, "at most this many findings"});

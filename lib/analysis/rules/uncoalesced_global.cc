@@ -64,7 +64,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 }  // namespace
 }  // namespace sightline::analysis
 
-SIGHTLINE_RULE(uncoalesced_global, "Uncoalesced global memory accesses", sightline::analysis::Run,
+SIGHTLINE_RULE(uncoalesced_global, sightline::analysis::kRuleKernel,
+               "Uncoalesced global memory accesses", sightline::analysis::Run,
                {"max_sectors_per_request", 8.0, "report above this many sectors per request"},
                {"ideal_sectors_per_request", 4.0, "sectors a coalesced 4-byte warp access needs"},
                {"min_share_pct", 1.0, "ignore kernels under this share of kernel time"},
