@@ -21,12 +21,14 @@ class FakeSequenceTarget : public SequenceTarget {
   explicit FakeSequenceTarget(uint32_t passes) : passes_(passes) {}
   bool InitSequenceImage(void*, size_t max_ranges) override {
     log.push_back("init " + std::to_string(max_ranges));
+    if (fail_init) return false;
     ranges_ = 0;
     pass_ranges_.clear();
     return true;
   }
   bool BeginSequencePass(void* context) override {
     log.push_back("begin p" + std::to_string(counters_[context]));
+    if (fail_begin_after >= 0 && begins_++ >= fail_begin_after) return false;
     in_pass_ = 0;
     return true;
   }
@@ -34,6 +36,7 @@ class FakeSequenceTarget : public SequenceTarget {
   void Launched(int n = 1) { in_pass_ += n; }
   bool EndSequencePass(void* context, SpreadPassResult* r) override {
     uint32_t& counter_ = counters_[context];
+    if (fail_end) return false;
     log.push_back("end");
     in_pass_ += extra_kernels_next_pass;
     extra_kernels_next_pass = 0;
@@ -47,6 +50,7 @@ class FakeSequenceTarget : public SequenceTarget {
     return true;
   }
   bool EvaluateSequenceRange(void*, size_t index, std::vector<double>* values) override {
+    if (fail_evaluate) return false;
     values->assign(1, static_cast<double>(index));
     return true;
   }
@@ -58,10 +62,13 @@ class FakeSequenceTarget : public SequenceTarget {
   void SetCounter(void* context, uint32_t pass) { counters_[context] = pass; }
   std::vector<std::string> log;
   uint64_t extra_kernels_next_pass = 0;
+  bool fail_init = false, fail_end = false, fail_evaluate = false;
+  int fail_begin_after = -1;  // BeginSequencePass fails from this call on (-1: never)
 
  private:
   uint32_t passes_;
   std::map<void*, uint32_t> counters_;  // CUPTI: one pass counter per object (context)
+  int begins_ = 0;
   uint64_t in_pass_ = 0, ranges_ = 0;
   std::vector<uint64_t> pass_ranges_;
 };
@@ -286,6 +293,51 @@ TEST(SequenceSpread, EarlyAllSubmittedRestarts) {
   std::vector<SpreadCollection> done = s.TakeCompleted();
   ASSERT_EQ(done.size(), 3u);
   EXPECT_EQ(done[0].passes_done, 3u);
+}
+
+
+// Every CUPTI failure ends the mode with a message naming the step (the
+// range profiler then switches metrics off with one warning).
+TEST(SequenceSpread, TargetFailuresEndTheModeWithAReason) {
+  struct Case {
+    const char* what;
+    void (*arm)(FakeSequenceTarget*);
+  };
+  const Case cases[] = {
+      {"image initialisation", [](FakeSequenceTarget* t) { t->fail_init = true; }},
+      {"starting pass 0", [](FakeSequenceTarget* t) { t->fail_begin_after = 0; }},
+      {"starting pass 1", [](FakeSequenceTarget* t) { t->fail_begin_after = 1; }},
+      {"ending pass 0", [](FakeSequenceTarget* t) { t->fail_end = true; }},
+      {"evaluating range 0", [](FakeSequenceTarget* t) { t->fail_evaluate = true; }},
+  };
+  for (const Case& c : cases) {
+    FakeSequenceTarget t(2);
+    c.arm(&t);
+    SequenceSpread s(&t, 2, 16);
+    uint32_t corr = 0;
+    Steps(&s, &t, 4, &corr);
+    EXPECT_TRUE(s.failed()) << c.what;
+    EXPECT_NE(s.error().find(c.what), std::string::npos) << c.what << ": " << s.error();
+    EXPECT_FALSE(s.collecting()) << c.what;
+    EXPECT_TRUE(s.TakeCompleted().empty()) << c.what;
+    // Failed: later launches do nothing.
+    const size_t calls = t.log.size();
+    Steps(&s, &t, 2, &corr);
+    EXPECT_EQ(t.log.size(), calls) << c.what;
+  }
+}
+
+// A CUPTI pass index that is neither this pass nor the next one: the
+// counter is not ours to follow; the mode stops.
+TEST(SequenceSpread, UnexpectedPassIndexFails) {
+  FakeSequenceTarget t(4);
+  SequenceSpread s(&t, 4, 16);
+  uint32_t corr = 0;
+  Steps(&s, &t, 1, &corr);
+  t.SetCounter(&g_ctx, 2);  // something else advanced it during pass 0
+  Steps(&s, &t, 1, &corr);
+  EXPECT_TRUE(s.failed());
+  EXPECT_NE(s.error().find("CUPTI reported pass 3 after pass 0"), std::string::npos) << s.error();
 }
 
 }  // namespace
