@@ -38,6 +38,20 @@ void SpreadScheduler::Fail(const std::string& why) {
   failed_ = true;
 }
 
+SpreadCollection SpreadScheduler::Collection(uint64_t key, const Active& a) const {
+  SpreadCollection c;
+  c.key = key;
+  c.context = a.context;
+  c.name = a.name;
+  c.device_id = a.device_id;
+  c.first_correlation_id = a.first_correlation_id;
+  c.last_correlation_id = a.last_correlation_id;
+  c.launches = a.launches;
+  c.passes_done = a.next_pass;
+  c.passes_needed = num_passes_;
+  return c;  // no values yet
+}
+
 void SpreadScheduler::Release(uint64_t key) {
   auto it = active_.find(key);
   if (it == active_.end()) return;
@@ -148,16 +162,7 @@ bool SpreadScheduler::Exit() {
     }
     return true;
   }
-  SpreadCollection c;
-  c.key = open_key_;
-  c.context = a.context;
-  c.name = a.name;
-  c.device_id = a.device_id;
-  c.first_correlation_id = a.first_correlation_id;
-  c.last_correlation_id = a.last_correlation_id;
-  c.launches = a.launches;
-  c.passes_done = a.next_pass;
-  c.passes_needed = num_passes_;
+  SpreadCollection c = Collection(open_key_, a);
   if (!target_->Evaluate(a.context, a.slot, &c.values)) {
     Release(open_key_);
     Fail("spread: evaluating the collected passes failed");
@@ -184,16 +189,7 @@ void SpreadScheduler::NoteWaiting(uint64_t key) {
   for (uint64_t k : keys) {
     Active& a = active_[k];
     if (a.launches > 0) {
-      SpreadCollection c;
-      c.key = k;
-      c.context = a.context;
-      c.name = a.name;
-      c.device_id = a.device_id;
-      c.first_correlation_id = a.first_correlation_id;
-      c.last_correlation_id = a.last_correlation_id;
-      c.launches = a.launches;
-      c.passes_done = a.next_pass;
-      c.passes_needed = num_passes_;
+      SpreadCollection c = Collection(k, a);
       completed_.push_back(std::move(c));  // no values: incomplete
       ++stats_.incomplete;
       dirty_.insert(a.context);
@@ -213,16 +209,7 @@ std::vector<SpreadCollection> SpreadScheduler::FinishIncomplete(void* context) {
     keys.push_back(key);
     if (a.launches == 0) continue;  // restarted after a discard, nothing collected
     if (context == nullptr) dirty_.insert(a.context);  // reset before its next set
-    SpreadCollection c;
-    c.key = key;
-    c.context = a.context;
-    c.name = a.name;
-    c.device_id = a.device_id;
-    c.first_correlation_id = a.first_correlation_id;
-    c.last_correlation_id = a.last_correlation_id;
-    c.launches = a.launches;
-    c.passes_done = a.next_pass;
-    c.passes_needed = num_passes_;
+    SpreadCollection c = Collection(key, a);
     out.push_back(std::move(c));
     ++stats_.incomplete;
   }

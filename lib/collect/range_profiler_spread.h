@@ -205,6 +205,7 @@ class SpreadScheduler {
   };
   void Fail(const std::string& why);
   void Release(uint64_t key);
+  SpreadCollection Collection(uint64_t key, const Active& a) const;  // without values
 
   SpreadTarget* target_;
   uint32_t num_passes_;
