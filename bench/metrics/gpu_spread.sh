@@ -35,31 +35,31 @@ t0=$(now); timeout 30 "$bin/metrics_workload_plain" --repeat "$reps" > "$work/pl
 plain_rc=$?; plain_s=$(secs $t0 $(now))
 status "plain x$reps rc=$plain_rc wall=${plain_s}s"
 
-# 1. Spread replay, in-process harness (values + wall time).
-t0=$(now)
-timeout 60 "$bin/metrics_harness" --metrics full --repeat "$reps" --launches 1 --replay spread \
-  --json "$work/spread.jsonl" --trace "$work/spread.sltrace" > "$work/spread.log" 2>&1
-spread_rc=$?; spread_s=$(secs $t0 $(now))
-status "spread (application replay) rc=$spread_rc wall=${spread_s}s :: $(grep -hE 'spread|warning|range profiler' "$work/spread.log" | tr '\n' ' ' | cut -c1-900)"
-t0=$(now)
-SIGHTLINE_METRICS_SPREAD_REPLAY=user timeout 60 "$bin/metrics_harness" --metrics full --repeat "$reps" \
-  --launches 1 --replay spread --json "$work/spread_user.jsonl" > "$work/spread_user.log" 2>&1
-spreadu_rc=$?; spreadu_s=$(secs $t0 $(now))
-status "spread (user replay) rc=$spreadu_rc wall=${spreadu_s}s :: $(grep -hE 'spread|warning' "$work/spread_user.log" | tr '\n' ' ' | cut -c1-600)"
+# In-process harness runs: NAME LABEL [ENV=VALUE...] -- HARNESS ARGS; sets
+# NAME_rc and NAME_s and prints a status line.
+harness() {
+  local name=$1 label=$2; shift 2
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local t0; t0=$(now)
+  env ${envs[@]+"${envs[@]}"} timeout 60 "$bin/metrics_harness" --metrics full --repeat "$reps" --launches 1 "$@" \
+    > "$work/$name.log" 2>&1
+  local rc=$? s; s=$(secs $t0 $(now))
+  eval "${name}_rc=$rc; ${name}_s=$s"
+  status "$label rc=$rc wall=${s}s :: $(grep -hE 'spread|sequence|warning|range profiler' "$work/$name.log" | tr '\n' ' ' | cut -c1-900)"
+}
 
-# 1b. Sequence replay (one pass per repetition of the launch sequence).
-t0=$(now)
-timeout 60 "$bin/metrics_harness" --metrics full --repeat "$reps" --launches 1 --replay sequence \
-  --json "$work/sequence.jsonl" --trace "$work/sequence.sltrace" > "$work/sequence.log" 2>&1
-seq_rc=$?; seq_s=$(secs $t0 $(now))
-status "sequence rc=$seq_rc wall=${seq_s}s :: $(grep -hE 'sequence|warning|range profiler' "$work/sequence.log" | tr '\n' ' ' | cut -c1-900)"
-
-# 2. Kernel replay, one launch per configuration.
-t0=$(now)
-timeout 60 "$bin/metrics_harness" --metrics full --repeat "$reps" --launches 1 --replay kernel \
-  --json "$work/kernel.jsonl" > "$work/kernel.log" 2>&1
-kernel_rc=$?; kernel_s=$(secs $t0 $(now))
-status "kernel replay rc=$kernel_rc wall=${kernel_s}s"
+# 1. Spread replay (application / user replay), sequence replay, kernel
+# replay; one set per configuration; values + wall time.
+harness spread "spread (application replay)" -- --replay spread --json "$work/spread.jsonl" \
+  --trace "$work/spread.sltrace"
+harness spread_user "spread (user replay)" SIGHTLINE_METRICS_SPREAD_REPLAY=user -- --replay spread \
+  --json "$work/spread_user.jsonl"
+harness sequence "sequence" -- --replay sequence --json "$work/sequence.jsonl" \
+  --trace "$work/sequence.sltrace"
+harness kernel "kernel replay" -- --replay kernel --json "$work/kernel.jsonl"
+spreadu_s=$spread_user_s; seq_s=$sequence_s
 
 # The metric list (as our profiler resolved `full` on this chip).
 list=$(python3 -c "

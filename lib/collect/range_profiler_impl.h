@@ -130,6 +130,9 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   ContextState* StateFor(CUcontext context, uint32_t device_id);  // mu_ held
   bool EnableOn(ContextState* state);                              // mu_ held
   void DisableObject(ContextState* state);                         // mu_ held
+  // Every context: an open application-replay pass stopped, the object
+  // disabled (spread/sequence giving up; mu_ held).
+  void StopPassesAndDisable();
   bool PrepareImage(ContextState* state);                          // mu_ held
   bool Ready(ContextState* state);                                 // mu_ held
   void Flush(ContextState* state);                                 // mu_ held: stop + decode

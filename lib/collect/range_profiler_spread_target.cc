@@ -105,13 +105,7 @@ void RangeProfiler::CollectSpread(std::vector<SpreadCollection> sets) {
   }
 }
 
-void RangeProfiler::SpreadFallback(const std::string& why) {
-  if (!spread_on_) return;
-  spread_on_ = false;
-  active_spread_ = false;
-  // Configurations half-way through get one kernel-replayed launch each.
-  for (uint64_t key : spread_->InProgressKeys()) rescue_keys_.insert(key);
-  spread_->DropAll();
+void RangeProfiler::StopPassesAndDisable() {
   for (auto& s : contexts_) {
     if (s->object == nullptr) continue;
     if (s->spread_started) {
@@ -125,8 +119,17 @@ void RangeProfiler::SpreadFallback(const std::string& why) {
     // F2/F3); after Disable + Enable it works (variant F). EnableOn enables
     // a fresh object at the next profiled launch.
     DisableObject(s.get());
-    s->configured = false;  // kernel replay sets its own config again
   }
+}
+
+void RangeProfiler::SpreadFallback(const std::string& why) {
+  if (!spread_on_) return;
+  spread_on_ = false;
+  active_spread_ = false;
+  // Configurations half-way through get one kernel-replayed launch each.
+  for (uint64_t key : spread_->InProgressKeys()) rescue_keys_.insert(key);
+  spread_->DropAll();
+  StopPassesAndDisable();
   {
     std::lock_guard<std::mutex> lock(error_mu_);
     last_error_ = why;
@@ -303,16 +306,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
   if (sequence_->failed()) {
     sequence_final_ = sequence_->stats();
     const std::string why = sequence_->error() + " (" + last_error() + ")";
-    for (auto& s : contexts_) {
-      if (s->object == nullptr) continue;
-      if (s->spread_started) {
-        auto sp = MakeParams<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-        sp.pRangeProfilerObject = s->object;
-        cuptiRangeProfilerStop(&sp);  // best effort
-        s->spread_started = false;
-      }
-      DisableObject(s.get());
-    }
+    StopPassesAndDisable();
     sequence_failed_ = why;
     sequence_.reset();
     // Not kernel replay of every later launch: that is what the user chose

@@ -18,6 +18,14 @@ one_warning() {  # FILE: exactly one sightline warning, naming the other client
   grep -q 'another CUPTI client' "$1" || { echo "FAIL: the warning does not name the other client"; fail=1; }
 }
 
+subscriber_unharmed() {  # RC NAME: exit 0, the app's subscriber and result intact, one warning
+  cat "$WORK/$2.out"; tail -4 "$WORK/$2.err"
+  [ "$1" -eq 0 ] || { echo "FAIL: exit $1"; fail=1; }
+  grep -q 'subscribed=1 callbacks=[1-9][0-9]* result=ok' "$WORK/$2.out" ||
+    { echo "FAIL: the app's own subscriber or result was harmed"; fail=1; }
+  one_warning "$WORK/$2.err"
+}
+
 note "reference: the app alone"
 "$OS" >"$WORK/os_plain.out" 2>&1
 cat "$WORK/os_plain.out"
@@ -25,23 +33,13 @@ grep -q 'subscribed=1 .*result=ok' "$WORK/os_plain.out" || { echo "FAIL: app alo
 
 note "1. app subscribes first, sightline injected (CUDA_INJECTION64_PATH)"
 "$SL" profile -o "$WORK/os_inject.sltrace" -- "$OS" >"$WORK/os_inject.out" 2>"$WORK/os_inject.err"
-rc=$?
-cat "$WORK/os_inject.out"; tail -4 "$WORK/os_inject.err"
-[ $rc -eq 0 ] || { echo "FAIL: exit $rc"; fail=1; }
-grep -q 'subscribed=1 callbacks=[1-9][0-9]* result=ok' "$WORK/os_inject.out" ||
-  { echo "FAIL: the app's own subscriber or result was harmed"; fail=1; }
-one_warning "$WORK/os_inject.err"
+subscriber_unharmed $? os_inject
 [ ! -e "$WORK/os_inject.sltrace" ] || { echo "FAIL: a trace was left behind"; fail=1; }
 
 note "2. app subscribes first, sightline LD_PRELOADed"
 ( cd "$WORK" && LD_PRELOAD="$B/injection/libsightline_inject.so" \
   SIGHTLINE_OUTPUT="$WORK/os_preload.sltrace" "$OS" >"$WORK/os_preload.out" 2>"$WORK/os_preload.err" )
-rc=$?
-cat "$WORK/os_preload.out"; tail -4 "$WORK/os_preload.err"
-[ $rc -eq 0 ] || { echo "FAIL: exit $rc"; fail=1; }
-grep -q 'subscribed=1 callbacks=[1-9][0-9]* result=ok' "$WORK/os_preload.out" ||
-  { echo "FAIL: the app's own subscriber or result was harmed"; fail=1; }
-one_warning "$WORK/os_preload.err"
+subscriber_unharmed $? os_preload
 
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 if [ -x "$NCU" ]; then

@@ -20,7 +20,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_ncu import UNJUDGED, agrees, parse_ncu_csv  # noqa: E402
+from compare_ncu import UNJUDGED, agrees, parse_ncu_csv, parse_ours  # noqa: E402
 
 
 def base_name(name):
@@ -45,17 +45,7 @@ def main():
     ap.add_argument("--label", default="ours")
     args = ap.parse_args()
 
-    sets, summary = [], {}
-    with open(args.ours) as f:
-        for line in f:
-            line = line.strip()
-            if not line:
-                continue
-            o = json.loads(line)
-            if "summary" in o:
-                summary = o["summary"]
-            else:
-                sets.append(o)
+    sets, summary = parse_ours(args.ours)
     with open(args.ncu_csv) as f:
         theirs = parse_ncu_csv(f.read())
     ncu_by_name = {}

@@ -16,35 +16,30 @@
 #include "gtest/gtest.h"
 #include "lib/collect/metric_sets.h"
 #include "lib/collect/range_profiler.h"
+#include "lib/collect/range_profiler_impl.h"
 
 namespace sightline::collect {
 namespace {
 
-template <typename Params>
-Params Zeroed(size_t size) {
-  Params p;
-  std::memset(&p, 0, sizeof(p));
-  p.structSize = size;
-  return p;
-}
+using internal::MakeParams;
 
 class CuptiHost {
  public:
   explicit CuptiHost(const char* chip) {
-    auto p = Zeroed<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+    auto p = MakeParams<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
     p.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
     p.pChipName = chip;
     if (cuptiProfilerHostInitialize(&p) == CUPTI_SUCCESS) host_ = p.pHostObject;
   }
   ~CuptiHost() {
     if (host_ == nullptr) return;
-    auto p = Zeroed<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
+    auto p = MakeParams<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
     p.pHostObject = host_;
     cuptiProfilerHostDeinitialize(&p);
   }
   bool ok() const { return host_ != nullptr; }
   bool Exists(const std::string& metric) {
-    auto p = Zeroed<CUpti_Profiler_Host_GetMetricProperties_Params>(
+    auto p = MakeParams<CUpti_Profiler_Host_GetMetricProperties_Params>(
         CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
     p.pHostObject = host_;
     p.pMetricName = metric.c_str();
@@ -56,22 +51,22 @@ class CuptiHost {
     if (!h.ok()) return 0;
     std::vector<const char*> names;
     for (const auto& m : metrics) names.push_back(m.c_str());
-    auto a = Zeroed<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+    auto a = MakeParams<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
     a.pHostObject = h.host_;
     a.ppMetricNames = names.data();
     a.numMetrics = names.size();
     if (cuptiProfilerHostConfigAddMetrics(&a) != CUPTI_SUCCESS) return 0;
-    auto s = Zeroed<CUpti_Profiler_Host_GetConfigImageSize_Params>(
+    auto s = MakeParams<CUpti_Profiler_Host_GetConfigImageSize_Params>(
         CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
     s.pHostObject = h.host_;
     if (cuptiProfilerHostGetConfigImageSize(&s) != CUPTI_SUCCESS) return 0;
     std::vector<uint8_t> image(s.configImageSize);
-    auto g = Zeroed<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+    auto g = MakeParams<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
     g.pHostObject = h.host_;
     g.configImageSize = image.size();
     g.pConfigImage = image.data();
     if (cuptiProfilerHostGetConfigImage(&g) != CUPTI_SUCCESS) return 0;
-    auto n = Zeroed<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+    auto n = MakeParams<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
     n.configImageSize = image.size();
     n.pConfigImage = image.data();
     if (cuptiProfilerHostGetNumOfPasses(&n) != CUPTI_SUCCESS) return 0;
