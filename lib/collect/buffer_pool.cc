@@ -1,7 +1,9 @@
 // lib/collect/buffer_pool.cc — see buffer_pool.h.
 #include "lib/collect/buffer_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 namespace sightline::collect {
@@ -32,7 +34,7 @@ ActivityBufferPool::~ActivityBufferPool() {
 
 uint8_t* ActivityBufferPool::AllocateLocked() {
   if (all_.size() >= max_buffers_) return nullptr;
-  void* p = std::aligned_alloc(8, buffer_bytes_);
+  void* p = std::calloc(1, buffer_bytes_);  // zeroed (fresh pages for large sizes); 16-aligned
   if (p == nullptr) return nullptr;
   auto* b = static_cast<uint8_t*>(p);
   all_.insert(b);
@@ -86,9 +88,14 @@ size_t ActivityBufferPool::TakeCompleted(std::vector<CompletedBuffer>* out) {
   return n;
 }
 
-void ActivityBufferPool::Release(uint8_t* data) {
+void ActivityBufferPool::Release(uint8_t* data, size_t used_bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (all_.count(data) == 0) return;
+  }
+  // Outside the lock: the buffer is neither free nor handed out, so it is ours.
+  std::memset(data, 0, std::min(used_bytes, buffer_bytes_));
   std::lock_guard<std::mutex> lock(mu_);
-  if (all_.count(data) == 0) return;
   free_.push_back(data);
 }
 

@@ -13,6 +13,11 @@
 // Buffers are never freed while the process runs (another CUPTI client that
 // took over the callbacks may still hold one), only reused.
 //
+// Every buffer handed out is all zeroes (allocated zeroed, and Release clears
+// the bytes CUPTI wrote, on the writer thread), so the collector can set
+// CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER and CUPTI does not clear a
+// whole buffer on the application thread that asked for it.
+//
 // Lock order: the pool's mutex is a leaf; nothing is called while holding it
 // except the notify function, which must be async-signal-safe-ish (a write()).
 #ifndef SIGHTLINE_LIB_COLLECT_BUFFER_POOL_H_
@@ -63,8 +68,10 @@ class ActivityBufferPool {
   bool Complete(uint8_t* data, size_t valid_bytes, uint32_t stream_id = 0);
   // Writer path: moves every queued buffer into *out (appends). Returns count.
   size_t TakeCompleted(std::vector<CompletedBuffer>* out);
-  // Writer path: the buffer's records were consumed; it becomes free.
-  void Release(uint8_t* data);
+  // Writer path: the buffer's records were consumed; its first `used_bytes`
+  // (what CUPTI wrote: CompletedBuffer::valid_bytes) are cleared and it
+  // becomes free.
+  void Release(uint8_t* data, size_t used_bytes);
   // Writer path: allocate so that at least `spare` buffers are free (bounded
   // by max_buffers). Returns the number allocated.
   uint32_t Replenish(uint32_t spare);

@@ -151,8 +151,9 @@ bool CollectorImpl::Initialize(InitSource source) {
   owner_pid_ = getpid();
   config_ = ConfigFromEnvironment(nullptr, &config_problems_);
   for (const std::string& p : config_problems_) Warn(p);
-  if (const char* d = std::getenv("SIGHTLINE_DETACH"); d != nullptr && std::strcmp(d, "1") == 0) {
-    detach_ = true;
+  if (const char* d = std::getenv("SIGHTLINE_DETACH"); d != nullptr) {
+    if (std::strcmp(d, "1") == 0) detach_ = true;
+    if (std::strcmp(d, "keep") == 0) unsubscribe_after_ = false;
   }
   if (source == InitSource::kLinkIn && std::getenv("SIGHTLINE_CAPTURE") == nullptr &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
@@ -235,6 +236,15 @@ bool CollectorImpl::SetUpCupti() {
   Check(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &attr_size,
                                   &device_buffer),
         "set device buffer size");
+  // Our pool hands out buffers already zeroed (cleared by the writer thread
+  // after their records were read), so CUPTI need not clear 8 MiB on the
+  // application thread each time one fills (cupti_activity.h,
+  // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER).
+  uint8_t zeroed = 1;
+  attr_size = sizeof(zeroed);
+  Check(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &attr_size,
+                                  &zeroed),
+        "set zeroed activity buffers");
   if (!Check(cuptiActivityRegisterCallbacks(&BufferRequestedTrampoline,
                                             &BufferCompletedTrampoline),
              "cuptiActivityRegisterCallbacks")) {
@@ -339,8 +349,8 @@ void CollectorImpl::SetActivities(bool enable) {
     kinds.insert(kinds.end(),
                  {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
-                  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_RUNTIME,
-                  CUPTI_ACTIVITY_KIND_OVERHEAD});
+                  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD});
+    if (!config_.runtime_records_per_api) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
     if (!config_.trace_graph_nodes) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   }
   if (config_.trace_driver_api) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
@@ -354,45 +364,58 @@ void CollectorImpl::SetActivities(bool enable) {
       Check(r, enable ? "cuptiActivityEnable" : "cuptiActivityDisable");
     }
   }
-  if (enable) DisableSkippedApiRecords();
+  SelectApiRecords(enable);
   activities_on_ = enable;
   sightline_internal_capturing = enable ? 1 : 0;
 }
 
-void CollectorImpl::DisableSkippedApiRecords() {
-  // The skip list is applied at the source (CUPTI 12.6+ per-API control), so
-  // high-frequency no-op queries (cudaGetDevice, cudaStreamIsCapturing, ...
-  // that PyTorch calls around every op) cost no record at all. The converter
-  // applies the same list again for older CUPTIs.
-  if (config_.api_skip.empty()) return;
-  auto skipped = [&](const char* name) {
-    if (name == nullptr) return false;
-    std::string text = name;
-    size_t v = text.rfind("_v");
-    if (v != std::string::npos && v + 2 < text.size() &&
-        text.find_first_not_of("0123456789", v + 2) == std::string::npos) {
-      text.resize(v);
-    }
-    for (const std::string& s : config_.api_skip) {
-      if (s == text || s == name) return true;
-    }
-    return false;
-  };
-  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) == CUPTI_SUCCESS &&
-        skipped(name)) {
-      cuptiActivityEnableRuntimeApi(cbid, 0);
-    }
+bool CollectorImpl::ApiSkipped(const char* name) const {
+  if (name == nullptr) return false;
+  std::string text = name;
+  size_t v = text.rfind("_v");
+  if (v != std::string::npos && v + 2 < text.size() &&
+      text.find_first_not_of("0123456789", v + 2) == std::string::npos) {
+    text.resize(v);
   }
-  if (config_.trace_driver_api) {
-    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+  for (const std::string& s : config_.api_skip) {
+    if (s == text || s == name) return true;
+  }
+  return false;
+}
+
+void CollectorImpl::SelectApiRecords(bool enable) {
+  // The skip list is applied at the source, so high-frequency no-op queries
+  // (cudaGetDevice, cudaStreamIsCapturing, ... that PyTorch calls around
+  // every op) cost no record; the converter applies the same list again.
+  // Runtime records are enabled API by API (all but the skip list), the
+  // RUNTIME kind never: with the kind on and the skipped APIs switched off
+  // afterwards, the skipped calls still cost — a PyTorch op (a launch and a
+  // few cudaGetDevice-style queries) paid +6.5 µs under sightline that way
+  // and +2.1 µs this way, with the same records (H200, bench/overhead run
+  // H, 4 of 4 rounds cheaper). SIGHTLINE_RUNTIME_PER_API=0 restores the
+  // kind. The driver kind (-t cuda-driver) is still enabled whole.
+  auto each = [](CUpti_CallbackDomain domain, CUpti_CallbackId end, auto fn) {
+    for (CUpti_CallbackId cbid = 1; cbid < end; ++cbid) {
       const char* name = nullptr;
-      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) == CUPTI_SUCCESS &&
-          skipped(name)) {
-        cuptiActivityEnableDriverApi(cbid, 0);
-      }
+      if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS) fn(cbid, name);
     }
+  };
+  if (config_.trace_cuda && config_.runtime_records_per_api) {
+    each(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
+         [&](CUpti_CallbackId cbid, const char* name) {
+           if (!ApiSkipped(name)) cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0);
+         });
+  } else if (config_.trace_cuda && enable && !config_.api_skip.empty()) {
+    each(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
+         [&](CUpti_CallbackId cbid, const char* name) {
+           if (ApiSkipped(name)) cuptiActivityEnableRuntimeApi(cbid, 0);
+         });
+  }
+  if (config_.trace_driver_api && enable && !config_.api_skip.empty()) {
+    each(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
+         [&](CUpti_CallbackId cbid, const char* name) {
+           if (ApiSkipped(name)) cuptiActivityEnableDriverApi(cbid, 0);
+         });
   }
 }
 
@@ -517,14 +540,18 @@ bool CollectorImpl::SynchronizeContexts() {
 void CollectorImpl::Quiesce() {
   // Activity recording is already off (the last window closed); here the
   // API and NVTX callbacks go too, so nothing of ours runs on the app's
-  // calls any more (no backtraces, no NVTX bookkeeping). A flag flip in
-  // CUPTI, safe while app threads are inside a callback (they finish
-  // normally), unlike cuptiFinalize. It does NOT bring the app back to full
-  // speed: on the H200 a launch loop still ran +34..+45 % slower after the
-  // capture with this than without a profiler (bench/overhead AFTER lines,
-  // 2026-11-30); only cuptiFinalize (SIGHTLINE_DETACH=1) did. The resource
-  // domain stays on: context destruction still reports CUPTI's dropped
-  // counts and releases the metrics hook's per-context state.
+  // calls any more (no backtraces, no NVTX bookkeeping), and then the
+  // subscriber itself. Both are safe while app threads are inside a
+  // callback (the domains are off first; those finish normally), unlike
+  // cuptiFinalize. Measured on the H200 (bench/overhead/README.md, runs
+  // E-G, launch loop after the capture vs no profiler, medians of 3-6 runs):
+  // callbacks off but subscribed +54, +67 %; unsubscribed +22, +62, +29 %;
+  // CUPTI alone with its kinds disabled +2..+16 % when they were enabled
+  // before the context existed, +19 % when enabled after it (as a capture
+  // start does) — that part is CUPTI's. Only cuptiFinalize
+  // (SIGHTLINE_DETACH=1, crashes on CUDA 13.0) gets within noise. With the
+  // metrics hook the subscriber stays (context destruction releases the
+  // hook's per-context state); SIGHTLINE_DETACH=keep keeps it too.
   if (quiesced_ || subscriber_ == nullptr) return;
   quiesced_ = true;
   if (!EnterCupti()) return;
@@ -543,9 +570,25 @@ void CollectorImpl::Quiesce() {
   }
   LeaveCupti();
   sightline_internal_capturing = 0;
+  bool unsubscribed = false;
+  if (unsubscribe_after_ && hook_ == nullptr) {
+    // The resource callbacks go with the subscriber, so CUPTI's dropped
+    // counts are read now and the context list is forgotten (a context
+    // destroyed later would not be removed from it any more).
+    CollectDroppedRecords();
+    {
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      contexts_.clear();
+    }
+    if (EnterCupti()) {
+      unsubscribed = Check(cuptiUnsubscribe(subscriber_), "cuptiUnsubscribe");
+      if (unsubscribed) subscriber_ = nullptr;
+      LeaveCupti();
+    }
+  }
   if (!config_.quiet) {
     std::fprintf(stderr, "sightline: capture finished; recording and API callbacks are off for the "
-                         "rest of the run\n");
+                         "rest of the run%s\n", unsubscribed ? " (CUPTI subscriber removed)" : "");
   }
 }
 

@@ -79,7 +79,10 @@ class CollectorImpl final : public Collector {
   void Warn(const std::string& message);
   bool SetUpCupti();
   void SetActivities(bool enable);
-  void DisableSkippedApiRecords();
+  // Runtime API records on/off API by API (or the skip list switched off
+  // under the whole kind); the driver kind's skip list.
+  void SelectApiRecords(bool enable);
+  bool ApiSkipped(const char* name) const;  // config_.api_skip, CUPTI's _vN suffix ignored
   // Applies a state-machine answer; returns true when a window just closed.
   // Caller holds control_mu_.
   bool ApplyLocked(CaptureAction action, uint64_t now_ns);
@@ -117,6 +120,8 @@ class CollectorImpl final : public Collector {
   // SIGHTLINE_DETACH=1, read at initialisation; cleared when a teardown is
   // abandoned (the writer then quiesces instead).
   std::atomic<bool> detach_{false};
+  // Quiesce also removes the subscriber (not with SIGHTLINE_DETACH=keep).
+  bool unsubscribe_after_ = true;
   // The window that just closed was the last one: teardown_pending_ is set
   // once the metrics hook has finished it (AfterWindowClosed), not before —
   // a quiesce while a profiled launch holds the hook would lose its exit.

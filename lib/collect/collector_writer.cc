@@ -156,7 +156,7 @@ void CollectorImpl::WriterMain() {
       } else if (b.valid_bytes > 0) {
         ++broken_buffers_;  // after a teardown that gave up: its records are lost, counted
       }
-      pool_->Release(b.data);
+      pool_->Release(b.data, b.valid_bytes);
     }
     pool_->Replenish(2);
     nccl_join_stats_ = converter.stats().nccl;

@@ -222,6 +222,13 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_BACKTRACE_US", v, "is not a number of microseconds");
     }
   }
+  if (const char* v = getenv_fn("SIGHTLINE_RUNTIME_PER_API"); v != nullptr && *v != '\0') {
+    if (std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0) {
+      c.runtime_records_per_api = *v == '1';
+    } else {
+      problem("SIGHTLINE_RUNTIME_PER_API", v, "is not 0 or 1");
+    }
+  }
   if (const char* v = getenv_fn("SIGHTLINE_QUIET"); v != nullptr) {
     c.quiet = *v != '\0' && std::strcmp(v, "0") != 0;
   }

@@ -23,10 +23,12 @@
 //                        recording is switched off for good)
 //   SIGHTLINE_DETACH     once no window can open any more (end=stop, or a
 //                        --duration of a whole-run capture) the collector always
-//                        switches recording and its API/NVTX callbacks off;
-//                        1 = also detach CUPTI with cuptiFinalize from an
-//                        API-exit callback (off by default: crashed the app on
-//                        CUDA 13.0, see MaybeTearDown)
+//                        switches recording and its API/NVTX callbacks off and
+//                        removes its CUPTI subscriber (Quiesce; not with
+//                        metrics); "keep" = keep the subscriber; 1 = also
+//                        detach CUPTI with cuptiFinalize from an API-exit
+//                        callback (off by default: crashed the app on CUDA
+//                        13.0, see MaybeTearDown)
 //   SIGHTLINE_DELAY      seconds after start-up before capturing
 //   SIGHTLINE_DURATION   seconds a capture window lasts at most
 //   SIGHTLINE_METRICS    metric set for per-kernel hardware metrics ("" none)
@@ -39,11 +41,15 @@
 //   SIGHTLINE_METRICS_REPLAY  kernel (default) | spread | sequence: how multi-pass
 //                        metric sets are collected (lib/collect/range_profiler_spread.h,
 //                        range_profiler_sequence.h; auto is refused)
-//   SIGHTLINE_BUFFER_KB  size of one activity buffer (default 4096)
+//   SIGHTLINE_BUFFER_KB  size of one activity buffer (default 8192)
 //   SIGHTLINE_BUFFERS    most buffers alive at once (default 64; 4 preallocated)
 //   SIGHTLINE_FLUSH_MS   period of the writer's CUPTI flush (default 500)
 //   SIGHTLINE_API_SKIP   extra API names not to record ("none" clears the default
 //                        list of high-frequency no-op queries)
+//   SIGHTLINE_RUNTIME_PER_API  1 (default) = runtime API records enabled API by
+//                        API, all but the skip list; 0 = the whole RUNTIME
+//                        kind with the skipped APIs switched off (3x the cost
+//                        per PyTorch op on the H200: bench/overhead/README.md)
 //   SIGHTLINE_BACKTRACE_US  also capture stacks of any runtime API call longer than
 //                        this (µs); unset = synchronizing calls only
 //   SIGHTLINE_QUIET      1 = no banner on stderr (warnings are still printed)
@@ -103,6 +109,7 @@ struct CollectorConfig {
   uint32_t initial_buffers = 4;
   uint32_t flush_period_ms = 500;
   std::vector<std::string> api_skip;  // API names (e.g. "cudaGetDevice") not recorded
+  bool runtime_records_per_api = true;  // SIGHTLINE_RUNTIME_PER_API
   bool quiet = false;
 
   // The list written into TraceHeader.enabled ("cuda", "nvtx", ...).

@@ -1,6 +1,8 @@
 // Buffer pool: bounded, counted, recycled; and the buffer drain + loss report.
 #include "lib/collect/buffer_pool.h"
 
+#include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "gtest/gtest.h"
@@ -30,8 +32,11 @@ TEST(BufferPoolTest, HandsOutCompletesAndRecycles) {
   EXPECT_EQ(done[0].data, a);
   EXPECT_EQ(done[0].valid_bytes, 640u);
   EXPECT_EQ(done[0].stream_id, 3u);
-  pool.Release(a);
+  std::memset(a, 0xab, 640);  // what CUPTI wrote
+  pool.Release(a, 640);
   EXPECT_EQ(pool.Acquire(), a);  // reused, not reallocated
+  // Handed out all zeroes again (CUPTI is told the buffers come zeroed).
+  EXPECT_TRUE(std::all_of(a, a + pool.buffer_bytes(), [](uint8_t v) { return v == 0; }));
   BufferPoolStats s = pool.stats();
   EXPECT_EQ(s.allocated, 2u);
   EXPECT_EQ(s.completed_bytes, 640u);
@@ -85,7 +90,7 @@ TEST(BufferPoolTest, ConcurrentProducersAndOneConsumer) {
   while (consumed < 8000) {
     done.clear();
     pool.TakeCompleted(&done);
-    for (const auto& d : done) pool.Release(d.data);
+    for (const auto& d : done) pool.Release(d.data, d.valid_bytes);
     consumed += static_cast<int>(done.size());
     BufferPoolStats s = pool.stats();
     if (consumed + static_cast<int>(s.dropped_requests) >= 8000 && s.outstanding == 0 &&

@@ -55,6 +55,7 @@ TEST_F(ConfigTest, EveryVariable) {
           {"SIGHTLINE_FLUSH_MS", "250"},
           {"SIGHTLINE_API_SKIP", "none,cudaFoo"},
           {"SIGHTLINE_BACKTRACE_US", "50"},
+          {"SIGHTLINE_RUNTIME_PER_API", "0"},
           {"SIGHTLINE_QUIET", "1"}};
   CollectorConfig c = Parse();
   EXPECT_TRUE(problems_.empty()) << problems_[0];
@@ -75,6 +76,7 @@ TEST_F(ConfigTest, EveryVariable) {
   EXPECT_EQ(c.flush_period_ms, 250u);
   EXPECT_EQ(c.api_skip, std::vector<std::string>{"cudaFoo"});
   EXPECT_DOUBLE_EQ(c.backtrace_threshold_us, 50);
+  EXPECT_FALSE(c.runtime_records_per_api);
   EXPECT_TRUE(c.quiet);
   EXPECT_EQ(c.CaptureDescription(), "nvtx:train step delay=1.5s duration=10s end=stop");
   std::vector<std::string> enabled = c.EnabledList();
@@ -86,14 +88,16 @@ TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
           {"SIGHTLINE_CAPTURE", "nvtx:"},
           {"SIGHTLINE_TRACE", "cuda,gpu-metrics"},
           {"SIGHTLINE_BUFFER_KB", "1"},
-          {"SIGHTLINE_FLUSH_MS", "-5"}};
+          {"SIGHTLINE_FLUSH_MS", "-5"},
+          {"SIGHTLINE_RUNTIME_PER_API", "yes"}};
   CollectorConfig c = Parse();
-  ASSERT_EQ(problems_.size(), 5u);
+  ASSERT_EQ(problems_.size(), 6u);
   EXPECT_NE(problems_[0].find("gpu-metrics"), std::string::npos);
   EXPECT_EQ(c.delay_s, 0);
   EXPECT_EQ(c.capture, CaptureMode::kWholeRun);
   EXPECT_EQ(c.buffer_bytes, 8u << 20);
   EXPECT_EQ(c.flush_period_ms, 500u);
+  EXPECT_TRUE(c.runtime_records_per_api);
   EXPECT_TRUE(c.trace_cuda);
 }
 
