@@ -11,7 +11,7 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 [ -x "$ncu" ] || { echo "SKIPPED: no ncu at $ncu"; exit 77; }
 out="${OUT:-$(mktemp -d)}/spread_vs_ncu"; mkdir -p "$out"
-reps=12
+reps=100  # spread collects one configuration at a time: 9 configurations x 11 passes
 "$harness" --metrics full --repeat $reps --launches 1 --replay spread --json "$out/spread.jsonl" \
   > "$out/harness.log" 2>&1 || { cat "$out/harness.log"; echo "FAIL: harness"; exit 1; }
 cat "$out/harness.log"
