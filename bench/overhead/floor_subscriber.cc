@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -39,16 +40,27 @@ void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
 }  // namespace
 
 namespace {
-const CUpti_ActivityKind kKinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_RUNTIME,
-    CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_MARKER,
-    CUPTI_ACTIVITY_KIND_MARKER_DATA};
+const std::vector<CUpti_ActivityKind>& Kinds() {
+  // SIGHTLINE_FLOOR_KINDS=kernel: kernel records only — what any tracer that
+  // times every kernel pays at least (the PyTorch comparison's lower bound).
+  static const std::vector<CUpti_ActivityKind> kinds = [] {
+    const char* k = std::getenv("SIGHTLINE_FLOOR_KINDS");
+    if (k != nullptr && std::strcmp(k, "kernel") == 0) {
+      return std::vector<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+    }
+    return std::vector<CUpti_ActivityKind>{
+        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+        CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_RUNTIME,
+        CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_MARKER,
+        CUPTI_ACTIVITY_KIND_MARKER_DATA};
+  }();
+  return kinds;
+}
 }  // namespace
 
 void StopFloorSubscriber(bool finalize) {
-  for (CUpti_ActivityKind k : kKinds) cuptiActivityDisable(k);
+  for (CUpti_ActivityKind k : Kinds()) cuptiActivityDisable(k);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (finalize && cuptiFinalize() != CUPTI_SUCCESS) std::fprintf(stderr, "cuptiFinalize failed\n");
 }
@@ -61,7 +73,7 @@ void StartFloorSubscriber() {
     }
   }
   cuptiActivityRegisterCallbacks(&Requested, &Completed);
-  for (CUpti_ActivityKind k : kKinds) {
+  for (CUpti_ActivityKind k : Kinds()) {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
   }
 }

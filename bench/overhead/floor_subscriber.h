@@ -3,7 +3,8 @@
 // fixed pool of 8 MiB buffers whose records are counted and discarded. What
 // any CUPTI activity tracer pays at least; linked into launch_overhead
 // (--mode floor) and built as libfloor_inject.so for CUDA_INJECTION64_PATH
-// (the PyTorch floor in run_overhead.sh).
+// (the PyTorch floor in run_overhead.sh). SIGHTLINE_FLOOR_KINDS=kernel
+// enables kernel records only.
 #ifndef SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 #define SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 

@@ -8,13 +8,21 @@
 #   after:    what the app pays once a capture is over (capture = first rep);
 #   torch:    PyTorch x.add_(1) loop plain / torch.profiler (CUDA) / the floor
 #             subscriber injected (libfloor_inject.so) / sightline.
+# Every launch/torch run gives two numbers: wall time and the CPU time of the
+# launching (Python) thread (LAUNCHCPU/TORCHCPU lines: no VM steal time).
 # Targets: sightline added cost <= 1.1x the floor's, <= 0.5x torch.profiler's,
 # zero dropped records at 200k launches with default settings.
-# Env: OVERHEAD_ROUNDS (9), OVERHEAD_TORCH_ROUNDS (5), OVERHEAD_PIN (e.g.
+# Env: OVERHEAD_ROUNDS (9), OVERHEAD_TORCH_ROUNDS (5), OVERHEAD_SECONDS (no
+# new launch/torch round starts after this many seconds of that part; 0 = no
+# limit), OVERHEAD_AFTER_MODES ("plain sightline detach"; more: sightline-keep
+# (subscriber kept), sightline-noflush, sightline-cuda, floor-disable,
+# floor-late-disable, floor-finalize), OVERHEAD_AFTER_ROUNDS (3), OVERHEAD_PIN (e.g.
 # "taskset -c 2-7"), OVERHEAD_PARTS ("launch after torch"),
 # OVERHEAD_LAUNCH_MODES ("plain floor sightline"), OVERHEAD_TORCH_MODES
 # ("plain torch.profiler floor sightline"); more modes: sightline-nobt (no
-# sync-call backtraces), sightline-nolaunchapi (no cudaLaunchKernel records).
+# sync-call backtraces), sightline-nolaunchapi (no cudaLaunchKernel records),
+# sightline-kind (runtime records as the whole kind: the default before run G),
+# floor-kernel (CUPTI kernel records only: the least any kernel tracer pays).
 set -uo pipefail
 B=${1:-${SIGHTLINE_BINARY_DIR:-build-gpu}}
 SL=$B/tools/sightline/sightline
@@ -28,6 +36,8 @@ ROUNDS=${OVERHEAD_ROUNDS:-9}
 TROUNDS=${OVERHEAD_TORCH_ROUNDS:-5}
 PIN=${OVERHEAD_PIN:-}
 PARTS=${OVERHEAD_PARTS:-launch after torch}
+SECONDS_PER_PART=${OVERHEAD_SECONDS:-0}
+AMODES=${OVERHEAD_AFTER_MODES:-plain sightline detach}
 LMODES=${OVERHEAD_LAUNCH_MODES:-plain floor sightline}
 TMODES=${OVERHEAD_TORCH_MODES:-plain torch.profiler floor sightline}
 FLOOR=$B/bench/overhead/libfloor_inject.so
@@ -46,51 +56,53 @@ sl_env() {
     sightline) echo "SIGHTLINE_QUIET=1" ;;
     sightline-nobt) echo "SIGHTLINE_TRACE=cuda,nvtx,nccl" ;;  # no sync-call backtraces
     sightline-nolaunchapi) echo "SIGHTLINE_API_SKIP=cudaLaunchKernel" ;;  # no launch API records
+    sightline-kind) echo "SIGHTLINE_RUNTIME_PER_API=0" ;;  # the whole RUNTIME kind, skips switched off
     *) echo "unknown mode $1" >&2; echo "SIGHTLINE_QUIET=1" ;;
   esac
 }
 
-launch_one() {  # MODE ROUND
-  local v
+launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
+  local o=$W/ov_l.out
   case $1 in
-    plain) v=$($PIN "$LO" --mode plain --reps=3 | val median_us_per_launch) ;;
-    floor) v=$($PIN "$LO" --mode floor --reps=3 | val median_us_per_launch) ;;
+    plain) $PIN "$LO" --mode plain --reps=3 >"$o" ;;
+    floor) $PIN "$LO" --mode floor --reps=3 >"$o" ;;
+    floor-kernel) SIGHTLINE_FLOOR_KINDS=kernel $PIN "$LO" --mode floor --reps=3 >"$o" ;;
     sightline*)
       env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_sl.sltrace" -- "$LO" --mode plain --reps=3 \
-        >"$W/ov_sl.out" 2>"$W/ov_sl.err"
-      v=$(val median_us_per_launch <"$W/ov_sl.out")
+        >"$o" 2>"$W/ov_sl.err"
       # Zero loss at 600k launches, every round (checker: counts + losses).
       if [ "$1" != sightline-nolaunchapi ]; then
-        "$CHECK" "$W/ov_sl.sltrace" --stdout "$W/ov_sl.out" >"$W/ov_sl.check" 2>&1 ||
+        "$CHECK" "$W/ov_sl.sltrace" --stdout "$o" >"$W/ov_sl.check" 2>&1 ||
           { echo "FAIL: round $2 $1 trace"; cat "$W/ov_sl.check"; fail=1; }
         [ "$2" = 1 ] && { cat "$W/ov_sl.check"; echo "trace size: $(du -h "$W/ov_sl.sltrace" | cut -f1)"; }
       fi
       rm -f "$W/ov_sl.sltrace" ;;
   esac
-  echo "launch $2 $1 ${v:-nan}" | tee -a "$R"
+  echo "launch $2 $1 $(val median_us_per_launch <"$o" || true)" | tee -a "$R"
+  echo "launchcpu $2 $1 $(val median_cpu_us_per_launch <"$o" || true)" >>"$R"
 }
 
-torch_one() {  # MODE ROUND
-  local v
+torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
+  local o=$W/ov_t.out
   local args=(--ops 50000 --reps 3)
   case $1 in
-    plain) v=$($PIN python3 "$TO" --mode plain "${args[@]}" 2>&1 | val median_us_per_op) ;;
-    torch.profiler) v=$($PIN python3 "$TO" --mode torch-profiler "${args[@]}" 2>&1 | val median_us_per_op) ;;
-    floor)
-      CUDA_INJECTION64_PATH=$FLOOR $PIN python3 "$TO" --mode plain "${args[@]}" >"$W/ov_f.out" 2>&1
-      grep -q 'floor subscriber: [1-9]' "$W/ov_f.out" || { echo "FAIL: floor injection did not record"; tail -3 "$W/ov_f.out"; fail=1; }
-      v=$(val median_us_per_op <"$W/ov_f.out") ;;
+    plain) $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ;;
+    torch.profiler) $PIN python3 "$TO" --mode torch-profiler "${args[@]}" >"$o" 2>&1 ;;
+    floor | floor-kernel)  # floor-kernel: CUPTI kernel records only
+      env $([ "$1" = floor-kernel ] && echo SIGHTLINE_FLOOR_KINDS=kernel) CUDA_INJECTION64_PATH=$FLOOR \
+        $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1
+      grep -q 'floor subscriber: [1-9]' "$o" || { echo "FAIL: floor injection did not record"; tail -3 "$o"; fail=1; } ;;
     sightline*)
       env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_t.sltrace" -- python3 "$TO" --mode plain "${args[@]}" \
-        >"$W/ov_t.out" 2>&1
-      v=$(val median_us_per_op <"$W/ov_t.out")
+        >"$o" 2>&1
       if [ "$2" = 1 ] && [ -x "$SLCLI" ]; then  # what one op records
         echo "$1 round 1 trace: $(du -h "$W/ov_t.sltrace" | cut -f1)"
         "$SL" info "$W/ov_t.sltrace" 2>&1 | head -40
       fi
       rm -f "$W/ov_t.sltrace" ;;
   esac
-  echo "torch $2 $1 ${v:-nan}" | tee -a "$R"
+  echo "torch $2 $1 $(val median_us_per_op <"$o" || true)" | tee -a "$R"
+  echo "torchcpu $2 $1 $(val median_cpu_us_per_op <"$o" || true)" >>"$R"
 }
 
 rotate() {  # ROUND MODES... -> the modes in an order that rotates with the round
@@ -100,47 +112,66 @@ rotate() {  # ROUND MODES... -> the modes in an order that rotates with the roun
   echo "${out[@]}"
 }
 
+in_time() {  # PART_START_EPOCH -> false once the part's time is spent
+  [ "$SECONDS_PER_PART" = 0 ] || [ $(($(date +%s) - $1)) -lt "$SECONDS_PER_PART" ]
+}
+
 if [[ " $PARTS " == *" launch "* ]]; then
+  t0=$(date +%s)
   for r in $(seq 1 "$ROUNDS"); do
+    in_time "$t0" || { echo "launch: stopped after $((r - 1)) rounds (OVERHEAD_SECONDS)"; break; }
     for m in $(rotate "$r" $LMODES); do launch_one "$m" "$r"; done
   done
 fi
 
+after_one() {  # MODE ROUND: repetition 0 captured, 1..4 after the capture closed
+  local lo=("$LO" --launches=100000 --reps=5 --capture-first-rep) v rc=0 env=()
+  case $1 in
+    plain) v=$($PIN "${lo[@]}" --mode plain | val after_median_us_per_launch) ;;
+    floor-disable | floor-finalize)  # CUPTI alone: kinds off (and cuptiFinalize) after rep 0
+      v=$($PIN "${lo[@]}" --mode floor --after="${1#floor-}" | val after_median_us_per_launch) ;;
+    floor-late-disable)  # the same, kinds enabled only after the context and module exist
+      v=$($PIN "${lo[@]}" --mode floor --floor-late --after=disable | val after_median_us_per_launch) ;;
+    sightline | sightline-keep | sightline-noflush | sightline-cuda | detach)
+      case $1 in
+        sightline-keep) env=(SIGHTLINE_DETACH=keep) ;;
+        sightline-noflush) env=(SIGHTLINE_FLUSH_MS=600000) ;;  # no periodic CUPTI flush
+        sightline-cuda) env=(SIGHTLINE_TRACE=cuda) ;;  # no NVTX, no backtrace callbacks
+        detach) env=(SIGHTLINE_DETACH=1) ;;
+      esac
+      env "${env[@]}" $PIN "$SL" profile -o "$W/ov_a.sltrace" --capture-range cudaProfilerApi \
+        --capture-range-end stop -- "${lo[@]}" --mode plain >"$W/ov_a.out" 2>"$W/ov_a.err"
+      rc=$?
+      v=$(val after_median_us_per_launch <"$W/ov_a.out")
+      [ $rc -eq 0 ] || { echo "$1 run exited $rc"; tail -5 "$W/ov_a.err"; }
+      [ "$2" = 1 ] && grep -h 'sightline: ' "$W/ov_a.err" | grep -v 'profiling pid' | head -3
+      "$CHECK" "$W/ov_a.sltrace" --stdout "$W/ov_a.out" >"$W/ov_a.check" 2>&1 ||
+        { echo "FAIL: after-capture trace ($1, round $2)"; cat "$W/ov_a.check"; fail=1; }
+      rm -f "$W/ov_a.sltrace" ;;
+  esac
+  echo "after $2 $1 ${v:-nan} rc=$rc" | tee -a "$R"
+}
+
 if [[ " $PARTS " == *" after "* ]]; then
-  # Capture = repetition 0; repetitions 1..4 run after the capture closed.
-  for r in 1 2 3; do
-    v=$($PIN "$LO" --mode plain --launches=100000 --reps=5 --capture-first-rep | val after_median_us_per_launch)
-    echo "after $r plain $v" | tee -a "$R"
-    $PIN "$SL" profile -q -o "$W/ov_a.sltrace" --capture-range cudaProfilerApi --capture-range-end stop -- \
-      "$LO" --mode plain --launches=100000 --reps=5 --capture-first-rep >"$W/ov_a.out" 2>"$W/ov_a.err"
-    rc=$?
-    echo "after $r sightline $(val after_median_us_per_launch <"$W/ov_a.out") rc=$rc" | tee -a "$R"
-    "$CHECK" "$W/ov_a.sltrace" --stdout "$W/ov_a.out" >"$W/ov_a.check" 2>&1 ||
-      { echo "FAIL: after-capture trace"; cat "$W/ov_a.check"; fail=1; }
-    rm -f "$W/ov_a.sltrace"
-    SIGHTLINE_DETACH=1 $PIN "$SL" profile -o "$W/ov_d.sltrace" --capture-range cudaProfilerApi \
-      --capture-range-end stop -- "$LO" --mode plain --launches=100000 --reps=5 --capture-first-rep \
-      >"$W/ov_d.out" 2>"$W/ov_d.err"
-    rc=$?
-    echo "after $r detach $(val after_median_us_per_launch <"$W/ov_d.out") rc=$rc" | tee -a "$R"
-    [ $rc -eq 0 ] || { echo "detach run exited $rc"; tail -5 "$W/ov_d.err"; }
-    grep -h 'sightline: ' "$W/ov_d.err" | grep -v 'profiling pid' | head -3
-    rm -f "$W/ov_d.sltrace"
+  for r in $(seq 1 "${OVERHEAD_AFTER_ROUNDS:-3}"); do
+    for m in $(rotate "$r" $AMODES); do after_one "$m" "$r"; done
   done
 fi
 
 if [[ " $PARTS " == *" torch "* ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  t0=$(date +%s)
   for r in $(seq 1 "$TROUNDS"); do
+    in_time "$t0" || { echo "torch: stopped after $((r - 1)) rounds (OVERHEAD_SECONDS)"; break; }
     for m in $(rotate "$r" $TMODES); do torch_one "$m" "$r"; done
   done
 fi
 
 python3 - "$R" <<'PY'
-import statistics as st, sys, collections
+import statistics as st, sys, collections, random
 rows = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
     f = line.split()
-    if len(f) >= 4 and f[3] != "nan":
+    if len(f) >= 4 and f[3] not in ("nan", ""):
         rows[(f[0], int(f[1]))][f[2]] = float(f[3])
 def q(xs, p):
     xs = sorted(xs); i = (len(xs) - 1) * p; lo = int(i); hi = min(lo + 1, len(xs) - 1)
@@ -159,11 +190,24 @@ def report(part, base, ref, unit, target):
               f"{(med[m]-med[base])/(med[ref]-med[base]):.2f}x; per-round median {st.median(ratios):.2f}x "
               f"(quartiles {q(ratios,.25):.2f}..{q(ratios,.75):.2f}, n={len(ratios)})"
               + (f" target <= {target}" if m == "sightline" else ""))
+        # The target, paired per round and without a division by a noisy
+        # difference: excess = (m - base) - target * (ref - base); the target
+        # holds where the median excess is <= 0. 95 % bootstrap interval of
+        # that median over the rounds (resampled 4000 times, fixed seed).
+        ex = [(r[m] - r[base]) - target * (r[ref] - r[base]) for r in rounds]
+        rng = random.Random(1)
+        boot = sorted(st.median(rng.choices(ex, k=len(ex))) for _ in range(4000))
+        lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+        verdict = "met" if hi <= 0 else "missed" if lo > 0 else "inconclusive"
+        print(f"{part.upper()} {m} excess over {target}x {ref}'s added cost, per round: median "
+              f"{st.median(ex):+.3f} {unit} (95% CI {lo:+.3f}..{hi:+.3f}, n={len(ex)}): {verdict}")
 report("launch", "plain", "floor", "us/launch", 1.1)
+report("launchcpu", "plain", "floor", "cpu-us/launch", 1.1)
 report("torch", "plain", "torch.profiler", "us/op", 0.5)
+report("torchcpu", "plain", "torch.profiler", "cpu-us/op", 0.5)
 after = [v for (p, _), v in sorted(rows.items()) if p == "after"]
 if after:
-    for m in ("sightline", "detach"):
+    for m in sorted({m for r in after for m in r} - {"plain"}):
         xs = [(r[m] - r["plain"]) / r["plain"] * 100 for r in after if m in r and "plain" in r]
         if xs:
             print(f"AFTER capture closed, {m}: app slower than plain by median {st.median(xs):+.1f} % "
