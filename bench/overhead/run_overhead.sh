@@ -9,7 +9,8 @@
 #   torch:    PyTorch x.add_(1) loop plain / torch.profiler (CUDA) / the floor
 #             subscriber injected (libfloor_inject.so) / sightline.
 # Every launch/torch run gives two numbers: wall time and the CPU time of the
-# launching (Python) thread (LAUNCHCPU/TORCHCPU lines: no VM steal time).
+# launching (Python) thread (LAUNCHCPU/TORCHCPU lines: without VM steal time;
+# on the H200 VM they matched wall time, run F).
 # Targets: sightline added cost <= 1.1x the floor's, <= 0.5x torch.profiler's,
 # zero dropped records at 200k launches with default settings.
 # Env: OVERHEAD_ROUNDS (9), OVERHEAD_TORCH_ROUNDS (5), OVERHEAD_SECONDS (no
@@ -21,7 +22,7 @@
 # OVERHEAD_LAUNCH_MODES ("plain floor sightline"), OVERHEAD_TORCH_MODES
 # ("plain torch.profiler floor sightline"); more modes: sightline-nobt (no
 # sync-call backtraces), sightline-nolaunchapi (no cudaLaunchKernel records),
-# sightline-kind (runtime records as the whole kind: the default before run G),
+# sightline-kind (runtime records as the whole kind: the default before run H),
 # floor-kernel (CUPTI kernel records only: the least any kernel tracer pays).
 set -uo pipefail
 B=${1:-${SIGHTLINE_BINARY_DIR:-build-gpu}}
