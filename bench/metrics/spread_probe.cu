@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "lib/collect/cupti_params.h"
+
 namespace {
 
 // sightline's `full` set (lib/collect/metric_sets.cc); the gmma one is GH100 only.
@@ -67,14 +69,7 @@ __global__ void Work(float* x, int n) {
   }
 }
 
-template <typename P>
-P Params(size_t size) {
-  P p;
-  std::memset(&p, 0, sizeof(p));
-  p.structSize = size;
-  return p;
-}
-#define PARAMS(T) Params<T>(T##_STRUCT_SIZE)
+#define PARAMS(T) sightline::collect::MakeParams<T>(T##_STRUCT_SIZE)
 
 // Prints " what=OK" or " what=ERR(code text)"; true on success.
 bool Ok(const char* what, CUptiResult r) {

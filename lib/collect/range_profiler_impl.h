@@ -21,6 +21,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "lib/collect/cupti_params.h"
 #include "lib/collect/kernel_launch_hook.h"
 #include "lib/collect/range_profiler.h"
 #include "lib/collect/range_profiler_sequence.h"
@@ -38,15 +39,6 @@ constexpr size_t kBatchLimit = 64;
 // Ranges a spread configuration's image holds: one expected, room for a
 // second so a foreign kernel inside a pass shows as a range (not a drop).
 constexpr size_t kRangesPerSpreadImage = 2;
-
-// A zeroed CUPTI parameter struct with its structSize set.
-template <typename Params>
-Params MakeParams(size_t struct_size) {
-  Params p;
-  std::memset(&p, 0, sizeof(p));
-  p.structSize = struct_size;
-  return p;
-}
 
 // Wall time per profiler stage, printed at capture end when
 // SIGHTLINE_METRICS_DEBUG is set (how the in-process cost splits up).

@@ -15,13 +15,11 @@
 
 #include "gtest/gtest.h"
 #include "lib/collect/metric_sets.h"
+#include "lib/collect/cupti_params.h"
 #include "lib/collect/range_profiler.h"
-#include "lib/collect/range_profiler_impl.h"
 
 namespace sightline::collect {
 namespace {
-
-using internal::MakeParams;
 
 class CuptiHost {
  public:
