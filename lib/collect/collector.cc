@@ -144,6 +144,54 @@ void CollectorImpl::Wake() {
   }
 }
 
+std::unique_ptr<trace::Sink> CollectorImpl::OpenOutput(const std::string& host) {
+  const uint32_t pid = static_cast<uint32_t>(owner_pid_);
+  OutputChoice choice = ChooseOutputPath(config_, pid, host, nullptr);
+  output_path_ = choice.path;
+  std::string error;
+  trace::FileSinkOptions options;
+  options.overwrite = true;
+  options.lock = true;  // a live writer's file is never replaced
+  bool in_use = false;
+  std::unique_ptr<trace::Sink> sink = trace::OpenSink(output_path_, options, &error, &in_use);
+  if (sink == nullptr && in_use) {
+    // Another process of this run (one that did not know it was not the
+    // first, e.g. started without `sightline profile`) writes the name.
+    output_path_ = PerProcessPath(output_path_, pid);
+    sink = trace::OpenSink(output_path_, options, &error, &in_use);
+  }
+  if (sink == nullptr) {
+    SetError(error);
+    return nullptr;
+  }
+  owns_output_file_ = output_path_.rfind("unix:", 0) != 0;
+  if (config_.session_pid == 0) {
+    // This is the run's first traced process: its descendants (fork+exec'd
+    // workers inherit the environment) write per-process files. The same
+    // start-up point already sets NVTX_INJECTION64_PATH (injection.cc).
+    setenv("SIGHTLINE_SESSION_PID", std::to_string(pid).c_str(), 0);
+  }
+  AppendManifest("start", 0, 0);
+  return sink;
+}
+
+void CollectorImpl::AppendManifest(const char* what, uint64_t gpu_records, uint64_t events) {
+  if (config_.manifest_path.empty()) return;
+  // One short line per write(2) with O_APPEND: lines of concurrent
+  // processes never interleave. Never follows a symlink, never creates.
+  int fd = open(config_.manifest_path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  char line[4352];
+  int n = std::snprintf(line, sizeof(line), "%s\t%d\t%llu\t%llu\t%s\n", what, owner_pid_,
+                        static_cast<unsigned long long>(gpu_records),
+                        static_cast<unsigned long long>(events), output_path_.c_str());
+  if (n > 0 && static_cast<size_t>(n) < sizeof(line)) {
+    ssize_t w = write(fd, line, static_cast<size_t>(n));
+    (void)w;
+  }
+  close(fd);
+}
+
 bool CollectorImpl::Initialize(InitSource source) {
   if (initialized_.load()) return !tracing_off_.load();
   if (initializing_.exchange(true)) return false;  // concurrent or re-entrant call
@@ -164,14 +212,9 @@ bool CollectorImpl::Initialize(InitSource source) {
                                                    config_.capture_repeat);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  output_path_ = ResolveOutputPath(config_.output_pattern, static_cast<uint32_t>(owner_pid_),
-                                   host, nullptr);
-  std::string error;
-  trace::FileSinkOptions sink_options;
-  sink_options.overwrite = true;
-  std::unique_ptr<trace::Sink> sink = trace::OpenSink(output_path_, sink_options, &error);
+  std::unique_ptr<trace::Sink> sink = OpenOutput(host);
   if (sink == nullptr) {
-    Warn("cannot open the trace output: " + error + "; tracing is off");
+    Warn("cannot open the trace output: " + last_error() + "; tracing is off");
     tracing_off_ = true;
     initialized_ = true;
     return false;
@@ -193,7 +236,8 @@ bool CollectorImpl::Initialize(InitSource source) {
     tracing_off_ = true;
     initialized_ = true;
     writer_.reset();
-    unlink(output_path_.c_str());
+    if (owns_output_file_) unlink(output_path_.c_str());
+    AppendManifest("off", 0, 0);
     return false;
   }
   if (config_.trace_backtrace) StackCollector::WarmUp();

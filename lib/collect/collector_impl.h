@@ -24,6 +24,7 @@
 #include "lib/collect/kernel_launch_hook.h"
 #include "lib/collect/nccl_payload.h"
 #include "lib/collect/record_converter.h"
+#include "lib/trace/sink.h"
 #include "lib/trace/writer.h"
 
 namespace sightline::collect {
@@ -78,6 +79,12 @@ class CollectorImpl final : public Collector {
   void SetError(const std::string& message);
   void Warn(const std::string& message);
   bool SetUpCupti();
+  // Chooses this process's trace path (ChooseOutputPath; a name held by a
+  // live writer of the same run falls back to the per-process name) and
+  // opens it; nullptr (last_error() says why) when it cannot.
+  std::unique_ptr<trace::Sink> OpenOutput(const std::string& host);
+  // One line "WHAT\tPID\tGPU_RECORDS\tEVENTS\tPATH" to SIGHTLINE_MANIFEST.
+  void AppendManifest(const char* what, uint64_t gpu_records, uint64_t events);
   void SetActivities(bool enable);
   // Runtime API records on/off API by API (or the skip list switched off
   // under the whole kind); the driver kind's skip list.
@@ -132,6 +139,7 @@ class CollectorImpl final : public Collector {
   CollectorConfig config_;
   std::vector<std::string> config_problems_;
   std::string output_path_;
+  bool owns_output_file_ = false;  // a file of ours (not a socket): removable
   InitSource source_ = InitSource::kInjection;
   std::atomic<bool> initialized_{false};
   std::atomic<bool> initializing_{false};

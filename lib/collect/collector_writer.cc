@@ -326,6 +326,32 @@ void CollectorImpl::WriterMain() {
 void CollectorImpl::FinishTrace(const std::string& reason) {
   EnsureHeader();
   if (!writer_->Finish(reason)) Warn("trace write error: " + writer_->error());
+  const FooterData& t = writer_->totals();
+  auto count = [&](EventKind k) { return t.counts[static_cast<int>(k)]; };
+  const uint64_t gpu_records = count(EventKind::kKernel) + count(EventKind::kMemcpy) +
+                               count(EventKind::kMemset) + count(EventKind::kSync) +
+                               count(EventKind::kNccl) + count(EventKind::kMetricRange);
+  const bool no_gpu_work = gpu_records == 0 && count(EventKind::kApi) == 0;
+  bool no_window = false;
+  if (config_.capture != CaptureMode::kWholeRun) {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    no_window = capture_->window_index() == 0;
+  }
+  if (no_gpu_work && owns_output_file_ && unlink(output_path_.c_str()) == 0) {
+    // A process of the run that initialised CUDA but recorded no GPU work
+    // and no CUDA call (a compile worker, a launcher, a DataLoader worker):
+    // its trace would only hide the ones that matter.
+    AppendManifest("empty", 0, t.events);
+    if (!config_.quiet) {
+      std::fprintf(stderr,
+                   "sightline: pid %d recorded no GPU work and no CUDA call%s; no trace kept "
+                   "(%s removed)\n",
+                   owner_pid_, no_window ? " (no capture window opened)" : "",
+                   output_path_.c_str());
+    }
+    return;
+  }
+  AppendManifest("done", gpu_records, t.events);
   PrintSummary();
 }
 

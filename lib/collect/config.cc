@@ -2,6 +2,7 @@
 #include "lib/collect/config.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
@@ -95,6 +96,15 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   if (const char* v = getenv_fn("SIGHTLINE_OUTPUT"); v != nullptr && *v != '\0') {
     c.output_pattern = v;
   }
+  uint64_t n = 0;
+  if (const char* v = getenv_fn("SIGHTLINE_SESSION_PID"); v != nullptr && *v != '\0') {
+    if (ParseUint(v, 1, UINT32_MAX, &n)) {
+      c.session_pid = static_cast<uint32_t>(n);
+    } else {
+      problem("SIGHTLINE_SESSION_PID", v, "is not a process id");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_MANIFEST"); v != nullptr) c.manifest_path = v;
   if (const char* v = getenv_fn("SIGHTLINE_TRACE"); v != nullptr && *v != '\0') {
     c.trace_cuda = c.trace_driver_api = c.trace_nvtx = c.trace_nccl = c.trace_backtrace = false;
     for (const std::string& item : SplitList(v)) {
@@ -143,7 +153,6 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_KERNELS"); v != nullptr) {
     c.metric_kernel_filter = v;
   }
-  uint64_t n = 0;
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_MAX_RANGES"); v != nullptr && *v != '\0') {
     if (ParseUint(v, 1, 1u << 24, &n)) {
       c.metric_max_ranges = static_cast<uint32_t>(n);
@@ -293,6 +302,36 @@ std::string ResolveOutputPath(const std::string& pattern, uint32_t pid, const st
     path += ".sltrace";
   }
   return path;
+}
+
+std::string PerProcessPath(const std::string& path, uint32_t pid) {
+  if (path.rfind("unix:", 0) == 0) return path;
+  size_t slash = path.rfind('/');
+  size_t dot = path.rfind('.');
+  size_t base = slash == std::string::npos ? 0 : slash + 1;
+  std::string tag = "." + std::to_string(pid);
+  if (dot == std::string::npos || dot <= base) return path + tag;  // no extension (or ".name")
+  return path.substr(0, dot) + tag + path.substr(dot);
+}
+
+OutputChoice ChooseOutputPath(const CollectorConfig& config, uint32_t pid,
+                              const std::string& host, const char* (*getenv_fn)(const char*)) {
+  OutputChoice out;
+  out.path = ResolveOutputPath(config.output_pattern, pid, host, getenv_fn);
+  if (out.path.rfind("unix:", 0) == 0) return out;
+  // %p makes every process's name its own ("%%p" is a literal "%p").
+  const std::string& p = config.output_pattern;
+  for (size_t i = 0; i + 1 < p.size(); ++i) {
+    if (p[i] != '%') continue;
+    if (p[i + 1] == 'p') return out;
+    ++i;  // skip the escaped character ("%%", "%r", ...)
+  }
+  if (config.session_pid != 0 && config.session_pid != pid) {
+    out.path = PerProcessPath(out.path, pid);
+    return out;
+  }
+  out.shared_name = true;
+  return out;
 }
 
 }  // namespace sightline::collect

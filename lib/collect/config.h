@@ -4,7 +4,16 @@
 // profiled by setting the variables by hand (CUDA_INJECTION64_PATH + these):
 //
 //   SIGHTLINE_OUTPUT     output path pattern or "unix:PATH"
-//                        (default "sightline-%p.sltrace"; %p %h %r %q{VAR} %%)
+//                        (default "sightline-%p.sltrace"; %p %h %r %q{VAR} %%).
+//                        Without %p, processes of one run never share a file:
+//                        see ChooseOutputPath
+//   SIGHTLINE_SESSION_PID  pid of the run's first process (set by `sightline
+//                        profile` in its child, else by the first traced
+//                        process for its descendants); other processes write
+//                        per-process files
+//   SIGHTLINE_MANIFEST   file each traced process appends one line to when it
+//                        starts and when its trace is finished (set by
+//                        `sightline profile`, which lists the traces from it)
 //   SIGHTLINE_TRACE      comma list of what to record (default "cuda,nvtx,nccl,backtrace"):
 //                        cuda        kernels, memcpy, memset, sync, overhead, runtime API
 //                        cuda-driver driver API records too, and the driver-level
@@ -83,6 +92,8 @@ const char* MetricsReplayName(MetricsReplay mode);
 
 struct CollectorConfig {
   std::string output_pattern = "sightline-%p.sltrace";
+  uint32_t session_pid = 0;    // SIGHTLINE_SESSION_PID; 0 = unset
+  std::string manifest_path;   // SIGHTLINE_MANIFEST; "" = none
   CaptureMode capture = CaptureMode::kWholeRun;
   std::string capture_nvtx_name;  // for kNvtx
   bool capture_repeat = true;     // SIGHTLINE_CAPTURE_END=repeat
@@ -135,6 +146,25 @@ bool ParseCaptureRange(const std::string& value, CollectorConfig* config);
 // appends ".sltrace" when a file path has no extension.
 std::string ResolveOutputPath(const std::string& pattern, uint32_t pid, const std::string& host,
                               const char* (*getenv_fn)(const char*));
+
+// "run.sltrace" → "run.<pid>.sltrace" ("dir/run" → "dir/run.<pid>"); a
+// "unix:" destination is returned unchanged (the server keeps streams apart).
+std::string PerProcessPath(const std::string& path, uint32_t pid);
+
+// Where this process writes. Several processes of one run inherit one
+// SIGHTLINE_OUTPUT (a launcher and its workers, DataLoader or torch.compile
+// worker pools, fork+exec'd tools); no process may replace another's trace.
+//   * a pattern with %p, or a unix socket: the expanded pattern;
+//   * else the run's first process (session_pid unset or equal to pid) gets
+//     the expanded path itself (`shared_name`: it must still check that no
+//     live writer holds it, FileSinkOptions::lock), every other process
+//     PerProcessPath(path, pid).
+struct OutputChoice {
+  std::string path;
+  bool shared_name = false;  // the pattern's own name, claimed under a lock
+};
+OutputChoice ChooseOutputPath(const CollectorConfig& config, uint32_t pid,
+                              const std::string& host, const char* (*getenv_fn)(const char*));
 
 }  // namespace sightline::collect
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -113,10 +114,27 @@ const char* DefaultGetenv(const char* name) { return std::getenv(name); }
 
 }  // namespace
 
+bool FileLockedByWriter(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool locked = false;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    int rc;
+    do {
+      rc = ::flock(fd, LOCK_EX | LOCK_NB);
+    } while (rc != 0 && errno == EINTR);
+    locked = rc != 0 && errno == EWOULDBLOCK;
+  }
+  ::close(fd);  // releases the probe's own lock, if it got one
+  return locked;
+}
+
 std::unique_ptr<Sink> OpenFileSink(const std::string& path, const FileSinkOptions& options,
-                                   std::string* error) {
+                                   std::string* error, bool* in_use) {
   std::string ignored;
   if (error == nullptr) error = &ignored;
+  if (in_use != nullptr) *in_use = false;
   if (path.empty()) {
     *error = "empty output path";
     return nullptr;
@@ -129,6 +147,11 @@ std::unique_ptr<Sink> OpenFileSink(const std::string& path, const FileSinkOption
     }
     if (!S_ISREG(st.st_mode)) {
       *error = path + ": exists and is not a regular file";
+      return nullptr;
+    }
+    if (options.lock && FileLockedByWriter(path)) {
+      *error = path + ": is being written by another process";
+      if (in_use != nullptr) *in_use = true;
       return nullptr;
     }
     if (!options.overwrite) {
@@ -147,6 +170,8 @@ std::unique_ptr<Sink> OpenFileSink(const std::string& path, const FileSinkOption
     int err = errno;
     if (err == EEXIST) {
       *error = path + ": already exists (created concurrently?)";
+      // Another process of the run claimed it between our check and create.
+      if (in_use != nullptr && options.lock) *in_use = true;
     } else if (err == ELOOP) {
       *error = path + ": is a symbolic link; refusing to write through it";
     } else {
@@ -161,6 +186,10 @@ std::unique_ptr<Sink> OpenFileSink(const std::string& path, const FileSinkOption
     ::unlink(path.c_str());
     return nullptr;
   }
+  // Held until the descriptor's last copy closes; a fresh O_EXCL file cannot
+  // be locked by anyone else yet, so this only fails on filesystems without
+  // flock (then the file is written unlocked).
+  if (options.lock) ::flock(fd, LOCK_EX | LOCK_NB);
   return std::make_unique<FdSink>(fd, false, "file " + path);
 }
 
@@ -196,7 +225,8 @@ std::unique_ptr<Sink> OpenUnixSocketSink(const std::string& path, std::string* e
 std::unique_ptr<Sink> OpenMemorySink(std::string* out) { return std::make_unique<MemorySink>(out); }
 
 std::unique_ptr<Sink> OpenSink(const std::string& spec, const FileSinkOptions& options,
-                               std::string* error) {
+                               std::string* error, bool* in_use) {
+  if (in_use != nullptr) *in_use = false;
   constexpr std::string_view kUnix = "unix:";
   constexpr std::string_view kFile = "file:";
   std::string_view s(spec);
@@ -204,9 +234,9 @@ std::unique_ptr<Sink> OpenSink(const std::string& spec, const FileSinkOptions& o
     return OpenUnixSocketSink(std::string(s.substr(kUnix.size())), error);
   }
   if (s.substr(0, kFile.size()) == kFile) {
-    return OpenFileSink(std::string(s.substr(kFile.size())), options, error);
+    return OpenFileSink(std::string(s.substr(kFile.size())), options, error, in_use);
   }
-  return OpenFileSink(spec, options, error);
+  return OpenFileSink(spec, options, error, in_use);
 }
 
 int32_t RankFromEnvironment(const char* (*getenv_fn)(const char*)) {

@@ -34,13 +34,25 @@ struct FileSinkOptions {
   // Replace an existing regular file at the path (it is unlinked first; a
   // symlink at the path is never followed either way).
   bool overwrite = false;
+  // Ownership between processes of one run: the new file is held with an
+  // exclusive flock(2) for as long as the sink (or a forked copy of its
+  // descriptor) is open, and an existing file that another process holds
+  // that way is never replaced, even with `overwrite` (the open fails with
+  // *in_use set). A file nobody holds is a finished trace of an earlier run.
+  bool lock = false;
 };
 
 // Creates `path` with O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600. Frames are
 // appended as they come, so a crash leaves a readable prefix. On failure
-// returns nullptr and sets *error to a message naming the path and the cause.
+// returns nullptr and sets *error to a message naming the path and the cause;
+// *in_use (when given) says whether the cause was a live writer's lock.
 std::unique_ptr<Sink> OpenFileSink(const std::string& path, const FileSinkOptions& options,
-                                   std::string* error);
+                                   std::string* error, bool* in_use = nullptr);
+
+// True when another open file description holds an exclusive flock(2) on the
+// regular file at `path` (a live sightline writer). Never follows a symlink;
+// false when the path is missing or not a regular file.
+bool FileLockedByWriter(const std::string& path);
 
 // Connects to a `sightline serve` unix-domain stream socket at `path` and
 // sends the same framing as a file.
@@ -51,7 +63,7 @@ std::unique_ptr<Sink> OpenMemorySink(std::string* out);
 
 // Opens a destination spec: "unix:PATH" → socket sink, anything else → file.
 std::unique_ptr<Sink> OpenSink(const std::string& spec, const FileSinkOptions& options,
-                               std::string* error);
+                               std::string* error, bool* in_use = nullptr);
 
 // Values substituted into output path patterns.
 struct PatternContext {

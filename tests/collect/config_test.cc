@@ -188,3 +188,67 @@ TEST_F(ConfigTest, OutputPathPatterns) {
 
 }  // namespace
 }  // namespace sightline::collect
+
+namespace sightline::collect {
+namespace {
+
+// Several processes of one run share SIGHTLINE_OUTPUT: none may replace
+// another's trace (issue: a torch.compile worker's 3-event trace replaced
+// the training process's).
+TEST_F(ConfigTest, PerProcessPathKeepsTheExtension) {
+  EXPECT_EQ(PerProcessPath("run.sltrace", 42), "run.42.sltrace");
+  EXPECT_EQ(PerProcessPath("/tmp/a.b/run.sltrace", 42), "/tmp/a.b/run.42.sltrace");
+  EXPECT_EQ(PerProcessPath("/tmp/a.b/run", 42), "/tmp/a.b/run.42");
+  EXPECT_EQ(PerProcessPath("/tmp/.hidden", 42), "/tmp/.hidden.42");
+  EXPECT_EQ(PerProcessPath("unix:/tmp/s.sock", 42), "unix:/tmp/s.sock");
+}
+
+TEST_F(ConfigTest, OnlyTheRunsFirstProcessWritesTheSharedName) {
+  env_ = {{"SIGHTLINE_OUTPUT", "/tmp/run.sltrace"}};
+  CollectorConfig c = Parse();
+  OutputChoice first = ChooseOutputPath(c, 100, "h", &FakeGetenv);
+  EXPECT_EQ(first.path, "/tmp/run.sltrace");
+  EXPECT_TRUE(first.shared_name);
+
+  env_["SIGHTLINE_SESSION_PID"] = "100";
+  c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_EQ(c.session_pid, 100u);
+  OutputChoice leader = ChooseOutputPath(c, 100, "h", &FakeGetenv);
+  EXPECT_EQ(leader.path, "/tmp/run.sltrace");
+  EXPECT_TRUE(leader.shared_name);
+  OutputChoice worker = ChooseOutputPath(c, 230, "h", &FakeGetenv);
+  EXPECT_EQ(worker.path, "/tmp/run.230.sltrace");
+  EXPECT_FALSE(worker.shared_name);
+}
+
+TEST_F(ConfigTest, PatternsWithPidOrSocketsAreLeftAlone) {
+  env_ = {{"SIGHTLINE_OUTPUT", "/tmp/run-%p"}, {"SIGHTLINE_SESSION_PID", "1"}};
+  OutputChoice a = ChooseOutputPath(Parse(), 77, "h", &FakeGetenv);
+  EXPECT_EQ(a.path, "/tmp/run-77.sltrace");
+  EXPECT_FALSE(a.shared_name);
+  env_["SIGHTLINE_OUTPUT"] = "unix:/tmp/s";
+  OutputChoice b = ChooseOutputPath(Parse(), 77, "h", &FakeGetenv);
+  EXPECT_EQ(b.path, "unix:/tmp/s");
+  EXPECT_FALSE(b.shared_name);
+  // "%%p" is a literal "%p", not the pid: still one shared name.
+  env_["SIGHTLINE_OUTPUT"] = "/tmp/x%%p";
+  OutputChoice c = ChooseOutputPath(Parse(), 77, "h", &FakeGetenv);
+  EXPECT_EQ(c.path, "/tmp/x%p.77.sltrace");
+  env_.erase("SIGHTLINE_SESSION_PID");
+  OutputChoice d = ChooseOutputPath(Parse(), 77, "h", &FakeGetenv);
+  EXPECT_EQ(d.path, "/tmp/x%p.sltrace");
+  EXPECT_TRUE(d.shared_name);
+}
+
+TEST_F(ConfigTest, BadSessionPidIsReported) {
+  env_ = {{"SIGHTLINE_SESSION_PID", "abc"}, {"SIGHTLINE_MANIFEST", "/tmp/m"}};
+  CollectorConfig c = Parse();
+  EXPECT_EQ(c.session_pid, 0u);
+  EXPECT_EQ(c.manifest_path, "/tmp/m");
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("SIGHTLINE_SESSION_PID"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sightline::collect

@@ -2,6 +2,7 @@
 // path patterns and rank detection.
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -99,6 +100,59 @@ TEST_F(SinkTest, ExistingFileRefusedUnlessOverwrite) {
   EXPECT_EQ(OpenFileSink(Path("no/such/dir/x.sltrace"), {}, &error), nullptr);
   EXPECT_THAT(error, HasSubstr("cannot create"));
   EXPECT_EQ(OpenFileSink("", {}, &error), nullptr);
+}
+
+// A trace a live writer holds is never replaced, even with `overwrite`: the
+// second process of a run (a torch.compile worker, a DataLoader worker) is
+// told the name is in use and writes its own file. Once the writer (and any
+// forked copy of its descriptor) is gone, the file is an earlier run's and
+// may be replaced.
+TEST_F(SinkTest, LockedFileOfALiveWriterIsNeverReplaced) {
+  std::string path = Path("run.sltrace");
+  FileSinkOptions options;
+  options.overwrite = true;
+  options.lock = true;
+  std::string error;
+  bool in_use = true;
+  auto first = OpenFileSink(path, options, &error, &in_use);
+  ASSERT_NE(first, nullptr) << error;
+  EXPECT_FALSE(in_use);
+  EXPECT_TRUE(first->Write("first", 5));
+  EXPECT_TRUE(FileLockedByWriter(path));
+
+  auto second = OpenFileSink(path, options, &error, &in_use);
+  EXPECT_EQ(second, nullptr);
+  EXPECT_TRUE(in_use);
+  EXPECT_THAT(error, HasSubstr("being written by another process"));
+  EXPECT_EQ(ReadFile(path), "first");
+
+  // A forked child inherits the descriptor: the lock holds while it lives.
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char b;
+    close(go[1]);
+    (void)!read(go[0], &b, 1);  // until the parent closed its copy
+    _exit(0);
+  }
+  close(go[0]);
+  EXPECT_TRUE(first->Close());
+  EXPECT_TRUE(FileLockedByWriter(path));  // the child's copy
+  close(go[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_FALSE(FileLockedByWriter(path));
+
+  auto third = OpenFileSink(path, options, &error, &in_use);
+  ASSERT_NE(third, nullptr) << error;
+  EXPECT_FALSE(in_use);
+  EXPECT_TRUE(third->Write("third", 5));
+  EXPECT_TRUE(third->Close());
+  EXPECT_EQ(ReadFile(path), "third");
+  EXPECT_FALSE(FileLockedByWriter(Path("missing.sltrace")));
+  EXPECT_FALSE(FileLockedByWriter(dir_));
 }
 
 TEST_F(SinkTest, WholeTraceThroughAFileSinkReadsBack) {

@@ -2,8 +2,9 @@
 //                  [--set KEY=VALUE]... [--step-range NAME] [--rules A,B]
 //                  [--fail-on high|medium|low]
 //
-// Reads one or more traces (several ranks of one run are merged on the
-// wall clock), runs every rule and prints the findings ranked by estimated
+// Reads one or more traces (several ranks or processes of one run are merged
+// on the wall clock; a directory or a quoted glob names a set, see
+// trace_inputs.h), runs every rule and prints the findings ranked by estimated
 // saving: a one-screen text report or JSON ("schema": "sightline.report.v1").
 // Progress goes to stderr when reading takes more than a second.
 // Exit: 0 ok; 1 when --fail-on is given and a finding at that severity or
@@ -20,6 +21,7 @@
 #include "lib/export/cli_support.h"
 #include "lib/export/progress.h"
 #include "lib/export/report_render.h"
+#include "tools/sightline/trace_inputs.h"
 #endif
 
 namespace sightline::cli {
@@ -72,6 +74,9 @@ int RunAnalyze(const std::vector<std::string>& args) {
   if (!fail_on.empty() && SeverityRank(fail_on) < 0) {
     return UsageError("analyze: --fail-on expects high, medium, low or info (got '" + fail_on + "')");
   }
+  absl::StatusOr<std::vector<std::string>> expanded = ExpandTraceArguments(traces);
+  if (!expanded.ok()) return UsageError("analyze: " + std::string(expanded.status().message()));
+  traces = *std::move(expanded);
   for (const std::string& t : traces) {
     absl::Status s = exporter::CheckInputFile(t);
     if (!s.ok()) return UsageError(std::string(s.message()));

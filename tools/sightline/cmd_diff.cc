@@ -20,6 +20,7 @@
 #include "lib/export/progress.h"
 #include "lib/export/report_json_read.h"
 #include "lib/export/report_render.h"
+#include "tools/sightline/trace_inputs.h"
 #endif
 
 namespace sightline::cli {
@@ -63,16 +64,25 @@ int RunDiff(const std::vector<std::string>& args) {
     diff_options.fail_on_regression_pct = v;
   }
   if (!min_share.empty()) diff_options.min_kernel_share_pct = std::strtod(min_share.c_str(), nullptr);
+  // BASE and NEW may each be a set (a directory or a quoted glob).
+  std::vector<std::vector<std::string>> sides;
   for (const std::string& t : traces) {
-    absl::Status s = exporter::CheckInputFile(t);
-    if (!s.ok()) return UsageError(std::string(s.message()));
+    absl::StatusOr<std::vector<std::string>> set = ExpandTraceArguments({t});
+    if (!set.ok()) return UsageError("diff: " + std::string(set.status().message()));
+    for (const std::string& path : *set) {
+      absl::Status s = exporter::CheckInputFile(path);
+      if (!s.ok()) return UsageError(std::string(s.message()));
+    }
+    sides.push_back(*std::move(set));
   }
   exporter::ProgressLine progress;
   options.progress = [&](const analysis::ReadProgress& p) {
     progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
   };
   // A saved `analyze --format json` report is read back; a trace is analyzed.
-  auto load = [&](const std::string& path) -> absl::StatusOr<analysis::Report> {
+  auto load = [&](const std::vector<std::string>& set) -> absl::StatusOr<analysis::Report> {
+    if (set.size() > 1) return analysis::Analyze(set, options);
+    const std::string& path = set.front();
     char head[64] = {0};
     if (FILE* f = std::fopen(path.c_str(), "rb")) {
       size_t n = std::fread(head, 1, sizeof(head), f);
@@ -81,9 +91,9 @@ int RunDiff(const std::vector<std::string>& args) {
     }
     return analysis::Analyze({path}, options);
   };
-  absl::StatusOr<analysis::Report> base = load(traces[0]);
+  absl::StatusOr<analysis::Report> base = load(sides[0]);
   if (!base.ok()) return UsageError(std::string(base.status().message()));
-  absl::StatusOr<analysis::Report> now = load(traces[1]);
+  absl::StatusOr<analysis::Report> now = load(sides[1]);
   if (!now.ok()) return UsageError(std::string(now.status().message()));
   progress.Finish();
   exporter::DiffResult diff = exporter::DiffReports(*base, *now, diff_options);

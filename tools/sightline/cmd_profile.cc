@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -243,6 +244,149 @@ void PrintSummary(const std::string& path) {
   std::fprintf(stderr, "  next: sightline analyze %s\n", path.c_str());
 }
 
+// What the traced processes of this run appended to SIGHTLINE_MANIFEST
+// (collector.cc AppendManifest): one entry per process, the last line wins.
+struct TracedProcess {
+  pid_t pid = 0;
+  std::string state;  // start, done, empty, off
+  uint64_t gpu_records = 0, events = 0;
+  std::string path;
+};
+
+std::vector<TracedProcess> ReadManifest(const std::string& path) {
+  std::vector<TracedProcess> out;
+  FILE* f = path.empty() ? nullptr : std::fopen(path.c_str(), "re");
+  if (f == nullptr) return out;
+  char line[4608];
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    std::string l(line);
+    if (!l.empty() && l.back() == '\n') l.pop_back();
+    std::vector<std::string> fields;
+    size_t begin = 0;
+    for (int i = 0; i < 4; ++i) {
+      size_t tab = l.find('\t', begin);
+      if (tab == std::string::npos) break;
+      fields.push_back(l.substr(begin, tab - begin));
+      begin = tab + 1;
+    }
+    if (fields.size() != 4) continue;
+    TracedProcess p;
+    p.state = fields[0];
+    p.pid = static_cast<pid_t>(std::strtol(fields[1].c_str(), nullptr, 10));
+    p.gpu_records = std::strtoull(fields[2].c_str(), nullptr, 10);
+    p.events = std::strtoull(fields[3].c_str(), nullptr, 10);
+    p.path = l.substr(begin);
+    bool merged = false;
+    for (TracedProcess& q : out) {
+      if (q.pid == p.pid) {
+        q = p;
+        merged = true;
+      }
+    }
+    if (!merged) out.push_back(p);
+  }
+  std::fclose(f);
+  return out;
+}
+
+// A private directory holding the manifest, removed at the end.
+struct Manifest {
+  std::string dir, path;
+  ~Manifest() {
+    if (!path.empty()) unlink(path.c_str());
+    if (!dir.empty()) rmdir(dir.c_str());
+  }
+  bool Create() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/sightline-run.XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()) == nullptr) return false;  // mode 0700
+    dir = buf.data();
+    std::string file = dir + "/manifest";
+    int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    close(fd);
+    path = file;
+    return true;
+  }
+};
+
+bool Alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM); }
+
+// Traced processes that outlive the command (compile workers, daemons) are
+// waited for up to SIGHTLINE_PROFILE_WAIT seconds (default 15) so their
+// traces are listed complete.
+void WaitForStragglers(const std::string& manifest, bool quiet) {
+  double wait_s = 15;
+  if (const char* w = std::getenv("SIGHTLINE_PROFILE_WAIT"); w != nullptr && *w != '\0') {
+    char* end = nullptr;
+    double v = std::strtod(w, &end);
+    if (end != w && *end == '\0' && v >= 0 && v <= 3600) wait_s = v;
+  }
+  bool announced = false;
+  for (int tick = 0; tick <= static_cast<int>(wait_s * 10); ++tick) {
+    std::vector<pid_t> running;
+    for (const TracedProcess& p : ReadManifest(manifest)) {
+      if (p.state == "start" && Alive(p.pid)) running.push_back(p.pid);
+    }
+    if (running.empty()) return;
+    if (!announced && !quiet) {
+      std::string pids;
+      for (pid_t p : running) pids += " " + std::to_string(p);
+      std::fprintf(stderr, "sightline: waiting up to %gs for %zu traced process(es) still running:%s\n",
+                   wait_s, running.size(), pids.c_str());
+      announced = true;
+    }
+    usleep(100000);
+  }
+}
+
+// "sightline: 2 traced processes wrote traces: ..." then a summary of each
+// (the command's own first, then by GPU records), and the processes that
+// recorded no GPU work (their traces were removed).
+void ListTraces(std::vector<TracedProcess> processes, pid_t child) {
+  std::vector<TracedProcess> kept, empty;
+  for (const TracedProcess& p : processes) {
+    if (p.state == "done" || p.state == "start") kept.push_back(p);
+    if (p.state == "empty") empty.push_back(p);
+  }
+  std::stable_sort(kept.begin(), kept.end(), [&](const TracedProcess& a, const TracedProcess& b) {
+    if ((a.pid == child) != (b.pid == child)) return a.pid == child;
+    return a.gpu_records > b.gpu_records;
+  });
+  if (kept.empty()) {
+    std::fprintf(stderr, "sightline: no traced process recorded GPU work; no trace kept\n");
+  } else if (kept.size() > 1) {
+    std::fprintf(stderr, "sightline: %zu traced processes wrote traces (analyze them together "
+                 "with `sightline analyze FILE...` or pick one):\n", kept.size());
+    for (const TracedProcess& p : kept) {
+      std::fprintf(stderr, "  pid %d%s: %s (%llu GPU records)%s\n", static_cast<int>(p.pid),
+                   p.pid == child ? " (the command)" : "", p.path.c_str(),
+                   static_cast<unsigned long long>(p.gpu_records),
+                   p.state == "start" ? (Alive(p.pid) ? " still running" : " ended without "
+                                         "finishing its trace")
+                                      : "");
+    }
+  }
+  if (!empty.empty()) {
+    std::string pids;
+    for (size_t i = 0; i < empty.size() && i < 12; ++i) pids += " " + std::to_string(empty[i].pid);
+    if (empty.size() > 12) pids += " ...";
+    std::fprintf(stderr, "sightline: %zu process(es) initialised CUDA but recorded no GPU work; "
+                 "no trace kept for them (pid%s)\n", empty.size(), pids.c_str());
+  }
+  size_t shown = 0;
+  for (const TracedProcess& p : kept) {
+    if (++shown > 8) {
+      std::fprintf(stderr, "sightline: ... and %zu more traces\n", kept.size() - 8);
+      break;
+    }
+    if (p.state == "start" && Alive(p.pid)) continue;  // being written
+    PrintSummary(p.path);
+  }
+}
+
 int RunProfile(const std::vector<std::string>& args) {
   ProfileOptions o;
   std::string problem = ParseArgs(args, &o);
@@ -269,9 +413,26 @@ int RunProfile(const std::vector<std::string>& args) {
     o.output = out;
   }
 
+  // Every traced process of the run reports its trace here (collector.cc).
+  Manifest manifest;
+  if (manifest.Create()) {
+    setenv("SIGHTLINE_MANIFEST", manifest.path.c_str(), 1);
+  } else {
+    unsetenv("SIGHTLINE_MANIFEST");
+  }
+
   std::vector<char*> argv;
   for (std::string& a : o.command) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The child's environment: ours plus SIGHTLINE_SESSION_PID=<its pid>,
+  // written into a reserved slot after fork (no allocation there).
+  unsetenv("SIGHTLINE_SESSION_PID");
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  char session_var[64] = "SIGHTLINE_SESSION_PID=";
+  const size_t session_prefix = std::strlen(session_var);
+  envp.push_back(session_var);
+  envp.push_back(nullptr);
   int err_pipe[2];
   if (pipe(err_pipe) != 0) return UsageError("profile: pipe failed");
   fcntl(err_pipe[1], F_SETFD, FD_CLOEXEC);
@@ -279,7 +440,18 @@ int RunProfile(const std::vector<std::string>& args) {
   if (child < 0) return UsageError(std::string("profile: fork failed: ") + std::strerror(errno));
   if (child == 0) {
     close(err_pipe[0]);
-    execvp(argv[0], argv.data());
+    // The command is the run's first process; every other traced process
+    // (its workers, tools it execs) writes a per-process file instead of
+    // replacing the command's trace (config.h ChooseOutputPath). Computed
+    // before fork: only async-signal-safe calls between fork and exec.
+    char digits[24];
+    int nd = 0;
+    for (unsigned long v = static_cast<unsigned long>(getpid()); v != 0 || nd == 0; v /= 10) {
+      digits[nd++] = static_cast<char>('0' + v % 10);
+    }
+    for (int k = 0; k < nd; ++k) session_var[session_prefix + k] = digits[nd - 1 - k];
+    session_var[session_prefix + nd] = '\0';
+    execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     ssize_t n = write(err_pipe[1], &e, sizeof(e));
     (void)n;
@@ -304,25 +476,33 @@ int RunProfile(const std::vector<std::string>& args) {
   }
   int code = WIFEXITED(status) ? WEXITSTATUS(status)
                                : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+  WaitForStragglers(manifest.path, o.quiet);
   if (!o.quiet) {
     if (WIFSIGNALED(status)) {
       std::fprintf(stderr, "sightline: '%s' was killed by signal %d\n", o.command[0].c_str(),
                    WTERMSIG(status));
     }
-    std::vector<std::string> traces = TracesWritten(o.output, child);
-    if (traces.empty()) {
-      std::fprintf(stderr,
-                   "sightline: no trace was written for pattern '%s' (did the program use "
-                   "CUDA?)\n",
-                   o.output.c_str());
-    }
-    size_t shown = 0;
-    for (const std::string& t : traces) {
-      if (++shown > 8) {
-        std::fprintf(stderr, "sightline: ... and %zu more traces\n", traces.size() - 8);
-        break;
+    std::vector<TracedProcess> processes = ReadManifest(manifest.path);
+    if (processes.empty()) {
+      // No manifest lines (the environment was scrubbed on the way, or an
+      // older library): look for files matching the pattern.
+      std::vector<std::string> traces = TracesWritten(o.output, child);
+      if (traces.empty()) {
+        std::fprintf(stderr,
+                     "sightline: no trace was written for pattern '%s' (did the program use "
+                     "CUDA?)\n",
+                     o.output.c_str());
       }
-      PrintSummary(t);
+      size_t shown = 0;
+      for (const std::string& t : traces) {
+        if (++shown > 8) {
+          std::fprintf(stderr, "sightline: ... and %zu more traces\n", traces.size() - 8);
+          break;
+        }
+        PrintSummary(t);
+      }
+    } else {
+      ListTraces(processes, child);
     }
   }
   return code;

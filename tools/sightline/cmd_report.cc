@@ -18,6 +18,7 @@
 #include "lib/export/output_file.h"
 #include "lib/export/progress.h"
 #include "lib/export/report_html.h"
+#include "tools/sightline/trace_inputs.h"
 #endif
 
 namespace sightline::cli {
@@ -54,9 +55,17 @@ int RunReport(const std::vector<std::string>& args) {
     if (v < 1000) return UsageError("report: --max-events expects a number >= 1000");
     html_options.max_events = static_cast<size_t>(v);
   }
+  // Each argument may be a set (a directory or a quoted glob): two
+  // arguments are before/after, each side its own set.
+  std::vector<std::vector<std::string>> sets;
   for (const std::string& t : traces) {
-    absl::Status s = exporter::CheckInputFile(t);
-    if (!s.ok()) return UsageError(std::string(s.message()));
+    absl::StatusOr<std::vector<std::string>> set = ExpandTraceArguments({t});
+    if (!set.ok()) return UsageError("report: " + std::string(set.status().message()));
+    for (const std::string& path : *set) {
+      absl::Status s = exporter::CheckInputFile(path);
+      if (!s.ok()) return UsageError(std::string(s.message()));
+    }
+    sets.push_back(*std::move(set));
   }
   // Fail on an unwritable destination before the (possibly long) analysis.
   {
@@ -64,10 +73,11 @@ int RunReport(const std::vector<std::string>& args) {
     if (!probe.ok()) return UsageError(std::string(probe.status().message()));
   }
   std::vector<std::vector<std::string>> groups;
-  if (traces.size() == 2 && !merge) {
-    groups = {{traces[0]}, {traces[1]}};
+  if (sets.size() == 2 && !merge) {
+    groups = sets;
   } else {
-    groups = {traces};
+    groups.emplace_back();
+    for (const auto& set : sets) groups.back().insert(groups.back().end(), set.begin(), set.end());
   }
   exporter::ProgressLine progress;
   analysis::ProgressCallback on_progress = [&](const analysis::ReadProgress& p) {
