@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# scripts/gpu/record-corpus.sh BUILD_DIR OUT_DIR [NAME...] — records the real
+# PyTorch corpus (examples/pytorch/*.py, slow/fixed pairs) on the GPU
+# machine: for each variant, ROUNDS (default 2) interleaved rounds of a plain
+# run (no profiler) and a `sightline profile` run, each printing its
+# steady-state step time (SIGHTLINE_STEPS, CUDA events). Writes
+#   OUT_DIR/NAME.sltrace       the last profiled run's trace
+#   OUT_DIR/NAME.out.txt       its stdout
+#   OUT_DIR/NAME.plain.txt     every plain run's SIGHTLINE_STEPS line
+#   OUT_DIR/NAME.profiled.txt  every profiled run's SIGHTLINE_STEPS line
+# PROFILE_ARGS adds options to `sightline profile` (e.g. "--python-backtrace").
+set -u
+B=$(cd "${1:?usage: record-corpus.sh BUILD_DIR OUT_DIR [NAME...]}" && pwd)
+O=${2:?usage: record-corpus.sh BUILD_DIR OUT_DIR [NAME...]}
+shift 2
+mkdir -p "$O"
+SL=$B/tools/sightline/sightline
+export LD_LIBRARY_PATH="$B/deps:$B/injection:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
+E=$(cd "$(dirname "$0")/../../examples/pytorch" && pwd)
+ROUNDS=${ROUNDS:-2}
+# name script variant
+ALL="lm_eager:lm_train.py:eager lm_graph:lm_train.py:graph
+sync_slow:sync_copy.py:slow sync_fixed:sync_copy.py:fixed
+loader_slow:dataloader.py:slow loader_fixed:dataloader.py:fixed
+decode_eager:decode.py:eager decode_graph:decode.py:graph
+cnn_slow:cnn_train.py:slow cnn_fixed:cnn_train.py:fixed"
+want=" $* "
+for r in $(seq 1 "$ROUNDS"); do
+  for entry in $ALL; do
+    IFS=: read -r name script variant <<<"$entry"
+    [ $# -gt 0 ] && [[ "$want" != *" $name "* ]] && continue
+    ( cd "$E" && timeout 120 python3 "$script" --variant "$variant" ) >"$O/$name.plain.log" 2>&1
+    grep '^SIGHTLINE_STEPS' "$O/$name.plain.log" >>"$O/$name.plain.txt" || echo "FAIL plain $name: $(tail -3 "$O/$name.plain.log")"
+    rm -f "$O/$name.sltrace" "$O"/"$name".*.sltrace
+    ( cd "$E" && timeout 150 "$SL" profile ${PROFILE_ARGS:-} -o "$O/$name.sltrace" -- \
+        python3 "$script" --variant "$variant" ) >"$O/$name.out.txt" 2>"$O/$name.err"
+    grep '^SIGHTLINE_STEPS' "$O/$name.out.txt" >>"$O/$name.profiled.txt" || echo "FAIL profiled $name: $(tail -3 "$O/$name.err")"
+    printf '%-14s round %s plain %s | profiled %s\n' "$name" "$r" \
+      "$(tail -1 "$O/$name.plain.txt" 2>/dev/null | grep -o 'median_ms=[0-9.]*')" \
+      "$(tail -1 "$O/$name.profiled.txt" 2>/dev/null | grep -o 'median_ms=[0-9.]*')"
+  done
+done
