@@ -7,10 +7,12 @@
 //                              its own process) and wait for it, N more
 //   multiproc_app late N M     N memsets, then fork+exec `child-late M`, which
 //                              starts CUDA only after this process has exited
-//   multiproc_app idle N       N memsets and fork+exec `child-idle` (cuInit, no
-//                              work: its trace is not kept)
-// Uses memsets (no nvcc needed). Each process prints "SIGHTLINE_PROC pid=P
-// memset=K" to stdout, once done.
+//   multiproc_app idle N       N memsets and fork+exec `child-idle` (cuInit
+//                              only, like a torch.compile worker: its trace
+//                              is not kept)
+// Uses memsets (no nvcc needed). Each process prints "SIGHTLINE_PROC
+// role=parent|child pid=P memset=K" to stdout, once done.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,8 +33,9 @@ int Memsets(int n) {
   return n;
 }
 
-void Report(int memsets) {
-  std::printf("SIGHTLINE_PROC pid=%d memset=%d\n", static_cast<int>(getpid()), memsets);
+void Report(const char* role, int memsets) {
+  std::printf("SIGHTLINE_PROC role=%s pid=%d memset=%d\n", role, static_cast<int>(getpid()),
+              memsets);
   std::fflush(stdout);
 }
 
@@ -55,7 +58,7 @@ int main(int argc, char** argv) {
   std::string mode = argv[1];
   int n = std::atoi(argv[2]);
   if (mode == "child") {
-    Report(Memsets(n));
+    Report("child", Memsets(n));
     return 0;
   }
   if (mode == "child-late") {
@@ -64,11 +67,11 @@ int main(int argc, char** argv) {
     pid_t parent = getppid();
     for (int i = 0; i < 100 && getppid() == parent; ++i) usleep(50000);
     usleep(200000);
-    Report(Memsets(n));
+    Report("child", Memsets(n));
     return 0;
   }
   if (mode == "child-idle") {
-    cudaFree(nullptr);  // initialises CUDA (and the injected collector)
+    cuInit(0);  // initialises CUDA (and the injected collector), no CUDA call recorded
     return 0;
   }
   int done = Memsets(n);
@@ -93,6 +96,6 @@ int main(int argc, char** argv) {
   } else {
     return 2;
   }
-  Report(done);
+  Report("parent", done);
   return 0;
 }

@@ -17,7 +17,8 @@ field() { INFO "$1" | python3 -c "import json,sys; d=json.load(sys.stdin); print
 is() {  # is "what" GOT WANT
   if [ "$2" = "$3" ]; then echo "PASS $1 ($2)"; else echo "FAIL $1: got '$2', want '$3'"; fail=1; fi
 }
-procs() { sed -n 's/^SIGHTLINE_PROC pid=\([0-9]*\) memset=\([0-9]*\)$/\1 \2/p' "$1"; }
+procs() {  # procs OUT ROLE → "pid memsets"
+  sed -n "s/^SIGHTLINE_PROC role=$2 pid=\([0-9]*\) memset=\([0-9]*\)$/\1 \2/p" "$1"; }
 
 for mode in fork exec late idle; do
   note "multiproc_app $mode"
@@ -26,7 +27,7 @@ for mode in fork exec late idle; do
   rc=$?; is "$mode: exit" $rc 0
   [ $mode = late ] && sleep 4  # the late child outlives the command
   cat "$WORK/mp_$mode.err" | grep -v '^  ' | head -12
-  read -r parent parent_n < <(procs "$WORK/mp_$mode.out" | head -1)
+  read -r parent parent_n < <(procs "$WORK/mp_$mode.out" parent)
   is "$mode: the command's trace holds its own memsets" "$(count "$WORK/mp_$mode.sltrace" memset)" "$parent_n"
   is "$mode: the command's trace is the command's" "$(field "$WORK/mp_$mode.sltrace" "d['process']['pid']")" "$parent"
   is "$mode: complete" "$(field "$WORK/mp_$mode.sltrace" "d['complete']")" True
@@ -35,7 +36,7 @@ for mode in fork exec late idle; do
     fork|idle)
       is "$mode: no other trace" "$others" 0 ;;
     exec|late)
-      read -r child child_n < <(procs "$WORK/mp_$mode.out" | sed -n 2p)
+      read -r child child_n < <(procs "$WORK/mp_$mode.out" child)
       is "$mode: the child's own trace" "$(count "$WORK/mp_$mode.$child.sltrace" memset)" "$child_n" ;;
   esac
   [ $mode = idle ] && { grep -q "recorded no GPU work" "$WORK/mp_$mode.err"; is "idle: listed as without GPU work" $? 0; }
@@ -46,8 +47,8 @@ note "plain injection (no CLI): the first traced process sets the session"
 rm -f "$WORK"/mp_plain*.sltrace
 CUDA_INJECTION64_PATH=$B/injection/libsightline_inject.so SIGHTLINE_OUTPUT=$WORK/mp_plain.sltrace \
   SIGHTLINE_QUIET=1 "$APP" exec 12 4 >"$WORK/mp_plain.out" 2>&1
-read -r parent parent_n < <(procs "$WORK/mp_plain.out" | tail -1)
-read -r child child_n < <(procs "$WORK/mp_plain.out" | head -1)
+read -r parent parent_n < <(procs "$WORK/mp_plain.out" parent)
+read -r child child_n < <(procs "$WORK/mp_plain.out" child)
 is "plain: parent trace" "$(count "$WORK/mp_plain.sltrace" memset)" "$parent_n"
 is "plain: child trace" "$(count "$WORK/mp_plain.$child.sltrace" memset)" "$child_n"
 
