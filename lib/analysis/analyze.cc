@@ -93,10 +93,18 @@ TimelineOptions TimelineOptionsFrom(const AnalysisOptions& options) {
 Report BuildSummaryReport(const TimelineModel& model, const DerivedTimeline& timeline,
                           const AnalysisOptions& options) {
   Report report;
+  StepDetection steps = DetectSteps(model, options.step_range_name, &report.notes);
+  FillSummaryTables(model, timeline, steps, ScopeChoice{}, &report);
+  return report;
+}
+
+void FillSummaryTables(const TimelineModel& model, const DerivedTimeline& timeline,
+                       const StepDetection& steps, const ScopeChoice& scope, Report* out) {
+  Report& report = *out;
   FillTraces(model, &report);
   FillDevices(model, timeline, &report);
   FillTables(model, &report);
-  FillSteps(model, timeline, options.step_range_name, &report);
+  FillSteps(model, timeline, steps, scope, &report);
   FillNvtx(model, &report);
   if (model.activities.empty()) {
     report.notes.push_back(model.api_calls.empty()
@@ -104,7 +112,6 @@ Report BuildSummaryReport(const TimelineModel& model, const DerivedTimeline& tim
                                : "no GPU activity in the trace(s): GPU utilization and GPU "
                                  "findings are not available");
   }
-  return report;
 }
 
 void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
@@ -149,6 +156,10 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
                                   [&](const Finding& f) { return f.est_saving_pct < min_pct; }),
                    findings.end());
   }
+  // Not on traces whose timing replay distorted: the what-if replays timing.
+  if (options.Global("root_causes", 1) != 0 && !skip_timeline) {
+    ApplyRootCauses(model, options, report->summary.window_ns, &findings);
+  }
   // Overview findings say where the GPU idles, not why: they rank below any
   // cause finding that explains at least a quarter of their saving.
   struct Rank {
@@ -161,6 +172,18 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
     rank[i] = {IsOverviewRule(f.rule) ? double(f.est_saving_ns) * kOverviewRankWeight
                                       : double(f.est_saving_ns),
                false};
+  }
+  // Host waits inside the step (synchronizations, blocking copies) rank
+  // before launch_bound when they save at least 5 %: a step that waits
+  // cannot be captured in a CUDA graph (root_cause.cc).
+  double graph_key = -1;
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (findings[i].rule == "launch_bound") graph_key = std::max(graph_key, rank[i].key);
+  }
+  for (size_t i = 0; i < findings.size() && graph_key >= 0; ++i) {
+    if (!EvidenceText(findings[i], "fix_order").empty() && findings[i].est_saving_pct >= 5) {
+      rank[i].key = std::max(rank[i].key, graph_key + 1);
+    }
   }
   for (size_t i = 0; i < findings.size(); ++i) {
     if (!IsIdleSmKernelRule(findings[i].rule)) continue;
@@ -185,12 +208,35 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
     return a.rule < b.rule;
   });
   for (size_t i : order) report->findings.push_back(std::move(findings[i]));
+  // Every rule's own saving (root_causes=0) stays as the rule computed it.
+  if (options.Global("root_causes", 1) != 0) CapSavingsAndChooseFirst(report);
 }
 
-Report AnalyzeModel(const TimelineModel& model, const AnalysisOptions& options) {
-  DerivedTimeline timeline = BuildDerivedTimeline(model, TimelineOptionsFrom(options));
-  Report report = BuildSummaryReport(model, timeline, options);
-  RunRules(model, timeline, options, &report);
+Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) {
+  Report report;
+  StepDetection steps = DetectSteps(whole, options.step_range_name, &report.notes);
+  absl::StatusOr<WindowSpec> spec = ParseWindowSpec(options.window);
+  if (!spec.ok()) {
+    report.notes.push_back(std::string(spec.status().message()) + "; analysing the whole trace");
+    spec = WindowSpec{WindowSpec::kAll};
+  }
+  ScopeChoice scope = ChooseScope(whole, steps, *spec, &report.notes);
+  TimelineModel scoped;
+  const TimelineModel* model = &whole;
+  if (scope.kind != "whole") {
+    scoped = ScopeModel(whole, scope.start_ns, scope.end_ns);
+    model = &scoped;
+  }
+  DerivedTimeline timeline = BuildDerivedTimeline(*model, TimelineOptionsFrom(options));
+  FillSummaryTables(*model, timeline, steps, scope, &report);
+  Summary& s = report.summary;
+  s.scope = scope.kind;
+  s.scope_start_ns = scope.start_ns;
+  s.scope_end_ns = scope.end_ns;
+  s.steady_first_step = scope.first_step;
+  FillStartup(whole, steps, scope, &report);
+  s.startup_ns = s.startup.duration_ns;
+  RunRules(*model, timeline, options, &report);
   return report;
 }
 

@@ -22,6 +22,7 @@
 #include "lib/analysis/model.h"
 #include "lib/analysis/report.h"
 #include "lib/analysis/rule.h"
+#include "lib/analysis/steps.h"
 #include "lib/trace/reader.h"
 
 namespace sightline::analysis {
@@ -42,9 +43,23 @@ Report AnalyzeModel(const TimelineModel& model, const AnalysisOptions& options);
 Report BuildSummaryReport(const TimelineModel& model, const DerivedTimeline& timeline,
                           const AnalysisOptions& options);
 
+// The summary and tables of `model` (already restricted to `scope`) with the
+// given steps (used by AnalyzeModel).
+void FillSummaryTables(const TimelineModel& model, const DerivedTimeline& timeline,
+                       const StepDetection& steps, const ScopeChoice& scope, Report* report);
+
 // Runs the rules on a report whose summary is filled; appends and ranks findings.
 void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
               const AnalysisOptions& options, Report* report);
+
+// One finding per root cause (root_cause.cc): what-if savings for the cause
+// findings, symptoms folded into their cause, marginal savings whose sum
+// never exceeds the window, and summary.first_action.
+// Runs on the rules' findings before ranking.
+void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options, uint64_t window_ns,
+                     std::vector<Finding>* findings);
+// After ranking: savings capped in rank order (sum ≤ window), first action.
+void CapSavingsAndChooseFirst(Report* report);
 
 }  // namespace sightline::analysis
 

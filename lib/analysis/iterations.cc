@@ -8,15 +8,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "lib/analysis/text_util.h"
 #include "lib/analysis/report_builder.h"
+#include "lib/analysis/steps.h"
 
 namespace sightline::analysis {
 
 namespace {
-
-struct StepSpan {
-  uint64_t start_ns, end_ns;
-  uint16_t trace;
-};
 
 // Busy union of all devices of each trace (per-step utilization of a rank).
 std::vector<IntervalSet> BusyPerTrace(const TimelineModel& model,
@@ -29,145 +25,44 @@ std::vector<IntervalSet> BusyPerTrace(const TimelineModel& model,
   return out;
 }
 
-std::vector<StepSpan> StepsFromMarkers(const TimelineModel& model, std::string* name) {
-  // Group markers by (trace, thread, name); take the largest group of each
-  // trace's most used group key... simply: consecutive markers of one group.
-  std::map<std::tuple<uint16_t, uint32_t, uint32_t>, std::vector<uint64_t>> groups;
-  for (const StepMarker& m : model.step_markers) {
-    groups[{m.trace, m.thread, m.name}].push_back(m.timestamp_ns);
-  }
-  // Per trace, the group with the most markers.
-  std::map<uint16_t, const std::vector<uint64_t>*> best;
-  std::map<uint16_t, uint32_t> best_name;
-  for (const auto& [key, times] : groups) {
-    uint16_t trace = std::get<0>(key);
-    auto it = best.find(trace);
-    if (it == best.end() || times.size() > it->second->size()) {
-      best[trace] = &times;
-      best_name[trace] = std::get<2>(key);
-    }
-  }
-  std::vector<StepSpan> steps;
-  for (const auto& [trace, times] : best) {
-    *name = std::string(model.String(best_name[trace]));
-    for (size_t i = 1; i < times->size(); ++i) {
-      if ((*times)[i] > (*times)[i - 1]) steps.push_back({(*times)[i - 1], (*times)[i], trace});
-    }
-  }
-  return steps;
-}
-
-std::vector<StepSpan> StepsFromNvtx(const TimelineModel& model, uint32_t name,
-                                    bool top_level_only) {
-  std::vector<StepSpan> steps;
-  for (const NvtxRange& r : model.nvtx_ranges) {
-    if (r.name != name || (top_level_only && r.depth != 0)) continue;
-    steps.push_back({r.start_ns, r.end_ns, r.trace});
-  }
-  return steps;
-}
-
-// Libraries that wrap each of their API calls in an NVTX range of their own
-// domain: one range per call, never the application's step.
-bool IsLibraryDomain(std::string_view domain) {
-  for (std::string_view lib : {"NCCL", "cuBLAS", "cuDNN", "cuFFT", "cuSPARSE", "NVSHMEM"}) {
-    if (domain == lib) return true;
-  }
-  return false;
-}
-
-// The most frequent top-level range name (names mentioning "step" or "iter"
-// first), with at least two occurrences, outside library domains; 0 when
-// none.
-uint32_t AutoDetectStepRange(const TimelineModel& model) {
-  absl::flat_hash_map<uint32_t, std::pair<uint64_t, uint64_t>> counts;  // name → (n, total)
-  for (const NvtxRange& r : model.nvtx_ranges) {
-    if (r.depth != 0 || r.name == 0) continue;
-    if (r.domain != 0 && IsLibraryDomain(model.String(r.domain))) continue;
-    auto& c = counts[r.name];
-    c.first++;
-    c.second += r.end_ns - r.start_ns;
-  }
-  uint32_t best = 0;
-  std::tuple<bool, uint64_t, uint64_t> best_key{false, 0, 0};
-  for (const auto& [name, c] : counts) {
-    if (c.first < 2) continue;
-    std::string_view text = model.String(name);
-    bool stepish = ContainsIgnoreCase(text, "step") ||
-                   ContainsIgnoreCase(text, "iter");
-    std::tuple<bool, uint64_t, uint64_t> key{stepish, c.first, c.second};
-    if (best == 0 || key > best_key || (key == best_key && text < model.String(best))) {
-      best = name;
-      best_key = key;
-    }
-  }
-  return best;
-}
-
-uint32_t FindString(const TimelineModel& model, std::string_view s) {
-  for (size_t i = 1; i < model.strings.size(); ++i) {
-    if (model.strings[i] == s) return static_cast<uint32_t>(i);
-  }
-  return 0;
-}
-
 }  // namespace
 
 void FillSteps(const TimelineModel& model, const DerivedTimeline& timeline,
-               const std::string& step_range_name, Report* report) {
+               const StepDetection& detection, const ScopeChoice& scope, Report* report) {
   StepSummary& out = report->summary.steps;
-  std::vector<StepSpan> steps;
-  if (!step_range_name.empty()) {
-    uint32_t name = FindString(model, step_range_name);
-    if (name != 0) steps = StepsFromNvtx(model, name, /*top_level_only=*/false);
-    out.source = "nvtx";
-    out.name = step_range_name;
-    if (steps.empty()) {
-      report->notes.push_back("no NVTX range named '" + step_range_name +
-                              "' found; no iterations reported");
+  out.source = detection.source;
+  out.name = detection.name;
+  out.detected = detection.steps.size();
+  out.warmup_steps = detection.warmup;
+  out.period = detection.period;
+  out.match_pct = detection.match_pct;
+  // Rows: the steps inside the analysed scope (all of them for a whole-trace
+  // analysis), with their index among all detected steps.
+  struct Indexed {
+    DetectedStep step;
+    uint32_t index;
+  };
+  std::vector<Indexed> steps;
+  for (size_t i = 0; i < detection.steps.size(); ++i) {
+    const DetectedStep& s = detection.steps[i];
+    if (scope.first_step >= 0 && (int64_t(i) < scope.first_step || int64_t(i) > scope.last_step)) {
+      continue;
     }
-  } else if (!model.step_markers.empty()) {
-    steps = StepsFromMarkers(model, &out.name);
-    out.source = "step_marker";
+    if (scope.kind == "time" && (s.start_ns < scope.start_ns || s.end_ns > scope.end_ns)) continue;
+    steps.push_back({s, static_cast<uint32_t>(i)});
   }
-  if (steps.empty() && step_range_name.empty()) {
-    uint32_t name = AutoDetectStepRange(model);
-    if (name != 0) {
-      steps = StepsFromNvtx(model, name, /*top_level_only=*/true);
-      out.source = "nvtx";
-      out.name = std::string(model.String(name));
-    }
-  }
-  if (steps.empty() && step_range_name.empty()) {
-    for (const CaptureWindow& w : model.capture_windows) {
-      if (w.trigger == CaptureTrigger::kWholeRun) continue;
-      steps.push_back({w.start_ns, w.end_ns, w.trace});
-    }
-    if (!steps.empty()) {
-      out.source = "capture_window";
-      out.name = "";
-    }
-  }
-  if (steps.empty()) {
-    if (step_range_name.empty()) {
-      out.source.clear();
-      out.name.clear();
-    }
-    return;
-  }
-  std::sort(steps.begin(), steps.end(), [](const StepSpan& a, const StepSpan& b) {
-    return std::tie(a.start_ns, a.trace) < std::tie(b.start_ns, b.trace);
-  });
+  if (steps.empty()) return;
   std::vector<IntervalSet> busy = BusyPerTrace(model, timeline);
   std::vector<uint64_t> durations;
   double sum = 0, sum_sq = 0, util_sum = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     StepRow row;
-    row.index = static_cast<uint32_t>(i);
-    row.start_ns = steps[i].start_ns;
-    row.end_ns = steps[i].end_ns;
-    row.duration_ns = steps[i].end_ns - steps[i].start_ns;
-    uint64_t gpu = busy[steps[i].trace].OverlapWith(row.start_ns, row.end_ns);
+    const DetectedStep& step = steps[i].step;
+    row.index = steps[i].index;
+    row.start_ns = step.start_ns;
+    row.end_ns = step.end_ns;
+    row.duration_ns = step.end_ns - step.start_ns;
+    uint64_t gpu = busy[step.trace].OverlapWith(row.start_ns, row.end_ns);
     row.gpu_utilization_pct = row.duration_ns ? 100.0 * double(gpu) / double(row.duration_ns) : 0;
     durations.push_back(row.duration_ns);
     sum += double(row.duration_ns);
@@ -190,6 +85,64 @@ void FillSteps(const TimelineModel& model, const DerivedTimeline& timeline,
   out.min_ns = durations.front();
   out.max_ns = durations.back();
   out.mean_gpu_utilization_pct = util_sum / double(n);
+}
+
+void FillStartup(const TimelineModel& whole, const StepDetection& detection,
+                 const ScopeChoice& scope, Report* report) {
+  if (scope.kind != "steady_state") return;
+  StartupSummary& s = report->summary.startup;
+  const uint64_t end = scope.start_ns;
+  const uint64_t begin = end - std::min(end, scope.startup_ns);
+  s.duration_ns = end - begin;
+  for (size_t i = 0; i < detection.warmup && i < detection.steps.size(); ++i) {
+    s.warmup_ns += detection.steps[i].end_ns - detection.steps[i].start_ns;
+  }
+  auto clip = [&](uint64_t a, uint64_t b, std::vector<Interval>* set) {
+    a = std::max(a, begin);
+    b = std::min(b, end);
+    if (a < b) set->push_back({a, b});
+  };
+  std::vector<Interval> api, module, alloc, sync, gpu, lazy, compile;
+  for (const ApiCall& c : whole.api_calls) {
+    if (c.start_ns >= end || c.end_ns <= begin) continue;
+    clip(c.start_ns, c.end_ns, &api);
+    std::string_view name = whole.String(c.name);
+    if (name.find("Module") != std::string_view::npos ||
+        name.find("Library") != std::string_view::npos ||
+        name.find("FuncGetAttributes") != std::string_view::npos ||
+        name.find("GetFunction") != std::string_view::npos ||
+        name.find("FuncSetAttribute") != std::string_view::npos) {
+      clip(c.start_ns, c.end_ns, &module);
+    } else if (name.find("Malloc") != std::string_view::npos ||
+               name.find("MemAlloc") != std::string_view::npos ||
+               name.find("HostAlloc") != std::string_view::npos ||
+               name.find("HostRegister") != std::string_view::npos ||
+               name.find("MemCreate") != std::string_view::npos) {
+      clip(c.start_ns, c.end_ns, &alloc);
+    } else if (c.flags & (kApiSync | kApiMemcpySync)) {
+      clip(c.start_ns, c.end_ns, &sync);
+    }
+  }
+  for (const GpuActivity& a : whole.activities) {
+    if (a.start_ns < end && a.end_ns > begin) clip(a.start_ns, a.end_ns, &gpu);
+  }
+  for (const OverheadSpan& o : whole.overheads) {
+    if (o.start_ns >= end || o.end_ns <= begin) continue;
+    if (o.kind == (4u << 16) || o.kind == (5u << 16)) clip(o.start_ns, o.end_ns, &lazy);
+    if (o.kind == 1u) clip(o.start_ns, o.end_ns, &compile);
+  }
+  auto total = [](std::vector<Interval> v) { return IntervalSet::FromUnsorted(std::move(v)).total(); };
+  s.cuda_api_ns = total(api);
+  s.module_loading_ns = total(module);
+  s.memory_alloc_ns = total(alloc);
+  s.sync_ns = total(sync);
+  s.gpu_busy_ns = total(gpu);
+  s.lazy_loading_ns = total(lazy);
+  s.compilation_ns = total(compile);
+  std::vector<Interval> both = api;
+  both.insert(both.end(), gpu.begin(), gpu.end());
+  uint64_t covered = total(std::move(both));
+  s.host_other_ns = s.duration_ns > covered ? s.duration_ns - covered : 0;
 }
 
 void FillNvtx(const TimelineModel& model, Report* report) {

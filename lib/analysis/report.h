@@ -52,6 +52,9 @@ struct Finding {
   uint64_t est_saving_ns = 0;
   double est_saving_pct = 0;  // of the analysed window
   std::string recommendation;
+  // Rules whose findings restate this one's cause (idle time, short kernels,
+  // launch latency, pageable copies...): folded into it, not listed apart.
+  std::vector<std::string> symptoms;
 
   // Builders (keep rule code short).
   Finding& Number(std::string key, double value, std::string unit = "");
@@ -122,17 +125,55 @@ struct StepRow {
 };
 
 struct StepSummary {
-  std::string source;  // "step_marker", "nvtx", "capture_window", "" (none)
-  std::string name;    // NVTX range name / marker name
-  uint64_t count = 0;
+  // "step_marker", "nvtx", "capture_window", "launch_pattern", "" (none)
+  std::string source;
+  std::string name;    // NVTX range / marker name; launch_pattern: the step's first operation
+  uint64_t detected = 0;      // steps found in the whole trace
+  uint64_t warmup_steps = 0;  // of which leading warm-up steps
+  uint32_t period = 0;        // launch_pattern: GPU operations per step
+  double match_pct = 0;       // launch_pattern: share of the loop that repeats exactly
+  uint64_t count = 0;  // steps in the analysed scope (rows below)
   double mean_ns = 0, stddev_ns = 0;
   uint64_t p50_ns = 0, p99_ns = 0, min_ns = 0, max_ns = 0;
   double mean_gpu_utilization_pct = 0;
-  std::vector<StepRow> steps;
+  std::vector<StepRow> steps;  // index = position among all detected steps
+};
+
+// What came before the analysed steady state (scope "steady_state").
+struct StartupSummary {
+  uint64_t duration_ns = 0;       // trace start .. first steady step
+  uint64_t warmup_ns = 0;         // warm-up steps inside it
+  uint64_t cuda_api_ns = 0;       // union of CUDA API calls (all threads)
+  uint64_t module_loading_ns = 0; // module / function loading calls
+  uint64_t memory_alloc_ns = 0;   // cudaMalloc*/cuMemAlloc*/host allocation calls
+  uint64_t sync_ns = 0;           // synchronizing calls
+  uint64_t gpu_busy_ns = 0;       // union of GPU activity
+  uint64_t host_other_ns = 0;     // neither CUDA calls nor GPU: imports, data loading, Python
+  uint64_t lazy_loading_ns = 0;   // CUPTI overhead records: lazy function / module loading
+  uint64_t compilation_ns = 0;    // CUPTI overhead records: driver JIT compilation
+};
+
+// The report's first line of advice: the top root-cause finding and the step
+// time expected once it is fixed.
+struct FirstAction {
+  std::string rule;        // "" when no finding saves anything
+  std::string title;
+  double saving_pct = 0;   // of the analysed window
+  uint64_t step_ns = 0;    // median steady step period, start to next start (0 without steps)
+  uint64_t expected_step_ns = 0;
 };
 
 struct Summary {
   uint64_t window_start_ns = 0, window_end_ns = 0, window_ns = 0;
+  FirstAction first_action;
+  // What was analysed: "steady_state" (default when steps are found),
+  // "whole", "steps" or "time" (--window). scope_*: host time range chosen
+  // (0 for whole); the GPU window above follows the work launched in it.
+  std::string scope = "whole";
+  uint64_t scope_start_ns = 0, scope_end_ns = 0;
+  int64_t steady_first_step = -1;  // index of the first analysed step
+  uint64_t startup_ns = 0;         // == startup.duration_ns
+  StartupSummary startup;
   std::vector<DeviceSummary> devices;
   StepSummary steps;
   uint64_t gpu_activities = 0, api_calls = 0, nvtx_ranges = 0;
@@ -156,7 +197,8 @@ struct KernelRow {
 };
 
 struct ApiRow {
-  std::string name;
+  std::string name;      // without CUPTI's version suffix: "cudaLaunchKernel"
+  std::string raw_name;  // as recorded: "cudaLaunchKernel_v7000"
   uint64_t count = 0, total_ns = 0, min_ns = 0, max_ns = 0;
   double mean_ns = 0, stddev_ns = 0, share_pct = 0;  // share of all API time
 };

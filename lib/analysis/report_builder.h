@@ -7,6 +7,7 @@
 
 #include "lib/analysis/model.h"
 #include "lib/analysis/report.h"
+#include "lib/analysis/steps.h"
 #include "lib/analysis/timeline.h"
 
 namespace sightline::analysis {
@@ -17,10 +18,12 @@ void FillTables(const TimelineModel& model, Report* report);
 // Theoretical occupancy + limiter of a launch configuration (occupancy.h);
 // leaves the row's defaults when the device's properties are unknown.
 void FillOccupancy(const TimelineModel& model, const LaunchConfig& config, KernelRow* row);
-// Iterations: explicit NVTX name > step markers > auto-detected NVTX range >
-// profiler-API capture windows.
+// Iterations (steps.h): the detected steps inside the analysed scope.
 void FillSteps(const TimelineModel& model, const DerivedTimeline& timeline,
-               const std::string& step_range_name, Report* report);
+               const StepDetection& detection, const ScopeChoice& scope, Report* report);
+// What filled the time before the steady state, from the whole-trace model.
+void FillStartup(const TimelineModel& whole, const StepDetection& detection,
+                 const ScopeChoice& scope, Report* report);
 // NVTX ranges projected onto the GPU.
 void FillNvtx(const TimelineModel& model, Report* report);
 

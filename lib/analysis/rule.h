@@ -81,12 +81,20 @@ struct AnalysisOptions {
   //   "kernel_wait_ns"    idle gaps at most this long are kernel-wait (10000)
   //   "min_saving_pct"    findings below this saving are dropped, unless
   //                       severity info is requested (default 0: keep all)
+  //   "root_causes"       0 = list every rule's finding with its own saving
+  //                       (default 1: one finding per root cause, what-if
+  //                       savings, symptoms folded; root_cause.cc)
+  //   "host_gap_ns"       host pauses at least this long are work (data
+  //                       loading...), shorter ones launch overhead (200000)
   //   "timeline_rules_with_replay"  1 = run the timeline rules even when
   //                       kernels were replayed for metrics (default 0: they
   //                       are skipped, with a note, since replay distorts timing)
   absl::flat_hash_map<std::string, double> params;
   // NVTX range name that marks one iteration; "" = auto-detect.
   std::string step_range_name;
+  // What to analyse (steps.h, ParseWindowSpec): "steady" (default), "all",
+  // "steps:A-B", "T0..T1".
+  std::string window = "steady";
   // When non-empty, only these rule ids run.
   std::vector<std::string> only_rules;
   std::vector<std::string> disabled_rules;

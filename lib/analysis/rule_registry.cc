@@ -121,7 +121,8 @@ absl::Status AnalysisOptions::SetFromString(std::string_view assignment_view) {
           absl::StrCat("bad parameter '", key, "': rule '", rule_id, "' has no '", param, "'"));
     }
   } else if (key != "kernel_wait_ns" && key != "min_saving_pct" &&
-             key != "timeline_rules_with_replay") {
+             key != "timeline_rules_with_replay" && key != "root_causes" &&
+             key != "host_gap_ns") {
     return absl::InvalidArgumentError(absl::StrCat("bad parameter '", key, "': unknown key"));
   }
   params[key] = value * scale;

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/analysis/api_names.h"
 #include "lib/analysis/report_builder.h"
 
 namespace sightline::analysis {
@@ -338,7 +339,8 @@ void FillTables(const TimelineModel& model, Report* report) {
     const RunningStats& st = apis[name];
     if (st.count == 0) continue;
     ApiRow row;
-    row.name = std::string(model.String(name));
+    row.raw_name = std::string(model.String(name));
+    row.name = std::string(StripApiVersionSuffix(row.raw_name));
     row.count = st.count;
     row.total_ns = st.total;
     row.min_ns = st.min;

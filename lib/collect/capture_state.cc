@@ -9,12 +9,15 @@ uint64_t SecondsToNs(double s) { return s > 0 ? static_cast<uint64_t>(s * 1e9) :
 }  // namespace
 
 CaptureStateMachine::CaptureStateMachine(CaptureMode mode, std::string nvtx_name, double delay_s,
-                                         double duration_s, bool repeat)
+                                         double duration_s, bool repeat, uint32_t skip,
+                                         uint32_t count)
     : mode_(mode),
       nvtx_name_(std::move(nvtx_name)),
       delay_ns_(SecondsToNs(delay_s)),
       duration_ns_(SecondsToNs(duration_s)),
-      repeat_(repeat) {}
+      repeat_(repeat),
+      skip_(mode == CaptureMode::kWholeRun ? 0 : skip),
+      count_(mode == CaptureMode::kWholeRun ? 0 : count) {}
 
 CaptureTrigger CaptureStateMachine::trigger() const {
   switch (mode_) {
@@ -38,6 +41,7 @@ CaptureAction CaptureStateMachine::Begin(uint64_t now_ns) {
 
 CaptureAction CaptureStateMachine::SetWanted(uint64_t now_ns, bool wanted) {
   if (wanted_ == wanted) return CaptureAction::kNone;
+  if (wanted && ++triggers_ <= skip_) return CaptureAction::kNone;  // skipped trigger
   wanted_ = wanted;
   if (!wanted) expired_ = false;  // the next trigger may open a fresh window
   return Reconcile(now_ns);
@@ -51,7 +55,10 @@ CaptureAction CaptureStateMachine::Reconcile(uint64_t now_ns) {
     if (!wanted_ || too_long) {
       capturing_ = false;
       if (too_long && wanted_) expired_ = true;
-      if (!repeat_ || mode_ == CaptureMode::kWholeRun) finished_ = true;
+      if (!repeat_ || mode_ == CaptureMode::kWholeRun ||
+          (count_ > 0 && window_index_ >= count_)) {
+        finished_ = true;
+      }
       return CaptureAction::kStop;
     }
     return CaptureAction::kNone;

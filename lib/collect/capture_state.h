@@ -19,6 +19,8 @@
 //  * duration: a window is closed at most `duration` after it opened.
 //  * repeat=false: after the first window closes, the capture is over for good
 //    (the collector then tears CUPTI down).
+//  * skip N / count K (torch.profiler's wait and active): the first N
+//    triggers open no window; after K windows the capture is over for good.
 // Thread-safety: none; the collector serialises calls with its own mutex.
 #ifndef SIGHTLINE_LIB_COLLECT_CAPTURE_STATE_H_
 #define SIGHTLINE_LIB_COLLECT_CAPTURE_STATE_H_
@@ -40,8 +42,10 @@ enum class CaptureAction : uint8_t {
 
 class CaptureStateMachine {
  public:
+  // skip: triggers (ranges, start/stop pairs) ignored before the first
+  // window; count: windows after which the capture is over (0 = no limit).
   CaptureStateMachine(CaptureMode mode, std::string nvtx_name, double delay_s, double duration_s,
-                      bool repeat);
+                      bool repeat, uint32_t skip = 0, uint32_t count = 0);
 
   // Process start-up (the collector's initialisation) at time `now_ns`.
   CaptureAction Begin(uint64_t now_ns);
@@ -83,6 +87,8 @@ class CaptureStateMachine {
   uint64_t delay_ns_;
   uint64_t duration_ns_;
   bool repeat_;
+  uint32_t skip_ = 0, count_ = 0;
+  uint32_t triggers_ = 0;  // triggers seen (skip counts them)
 
   uint64_t begin_ns_ = 0;
   bool begun_ = false;

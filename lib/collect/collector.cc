@@ -209,7 +209,8 @@ bool CollectorImpl::Initialize(InitSource source) {
   }
   capture_ = std::make_unique<CaptureStateMachine>(config_.capture, config_.capture_nvtx_name,
                                                    config_.delay_s, config_.duration_s,
-                                                   config_.capture_repeat);
+                                                   config_.capture_repeat, config_.capture_skip,
+                                                   config_.capture_count);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   std::unique_ptr<trace::Sink> sink = OpenOutput(host);
@@ -479,6 +480,18 @@ bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
     w.name = capture_->label();
     w.trigger = capture_->trigger();
     PushHostEvent(std::move(w));
+    if (capture_->trigger() == CaptureTrigger::kNvtx && config_.trace_nvtx) {
+      // The range that opened the window was pushed before recording started,
+      // so CUPTI has no record of it: write it from the callbacks' times.
+      HostEvent r;
+      r.kind = HostEvent::kRange;
+      r.app_range = true;
+      r.start_ns = capture_->window_start_ns();
+      r.end_ns = now_ns;
+      r.name = config_.capture_nvtx_name;
+      r.thread_id = ThreadId();
+      PushHostEvent(std::move(r));
+    }
     if (capture_->finished() && !shut_down_) last_window_closed_ = true;
     return true;
   }

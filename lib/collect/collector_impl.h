@@ -40,6 +40,9 @@ struct HostEvent {
   uint32_t index = 0;
   CaptureTrigger trigger = CaptureTrigger::kWholeRun;
   std::string name;  // range name / window label
+  // kRange: the application's own range (default NVTX domain), not one of
+  // sightline's C API ranges (domain "sightline").
+  bool app_range = false;
   std::shared_ptr<MetricCaptureResult> metrics;
   // kNcclPayload: decoded at an nvtxDomainRangePushEx in domain NCCL; start_ns
   // = CUPTI timestamp of the callback, thread_id = CUPTI's thread id.

@@ -167,7 +167,7 @@ void CollectorImpl::WriterMain() {
           NvtxRangeEvent r;
           r.start_ns = e.start_ns;
           r.end_ns = e.end_ns;
-          r.domain_id = sightline_domain;
+          r.domain_id = e.app_range ? 0 : sightline_domain;
           r.name_id = sink.Intern(e.name);
           r.thread_id = r.end_thread_id = e.thread_id;
           r.push_pop = true;

@@ -30,6 +30,10 @@
 //   SIGHTLINE_CAPTURE_END  "repeat" (default: every start/stop pair is a window)
 //                        | "stop" (the first window ends tracing: activity
 //                        recording is switched off for good)
+//   SIGHTLINE_CAPTURE_SKIP N   the first N ranges / start-stop pairs open no
+//                        window (torch.profiler's wait + warmup)
+//   SIGHTLINE_CAPTURE_COUNT K  after K windows the capture ends for good, as
+//                        with end=stop (torch.profiler's active)
 //   SIGHTLINE_DETACH     once no window can open any more (end=stop, or a
 //                        --duration of a whole-run capture) the collector always
 //                        switches recording and its API/NVTX callbacks off and
@@ -97,6 +101,8 @@ struct CollectorConfig {
   CaptureMode capture = CaptureMode::kWholeRun;
   std::string capture_nvtx_name;  // for kNvtx
   bool capture_repeat = true;     // SIGHTLINE_CAPTURE_END=repeat
+  uint32_t capture_skip = 0;      // SIGHTLINE_CAPTURE_SKIP: triggers skipped first
+  uint32_t capture_count = 0;     // SIGHTLINE_CAPTURE_COUNT: windows, then stop (0 = no limit)
   double delay_s = 0;
   double duration_s = 0;  // 0 = unlimited
 

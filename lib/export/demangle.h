@@ -17,6 +17,15 @@ namespace sightline::exporter {
 // returned as they are.
 std::string Demangle(std::string_view name);
 
+// A kernel name a person can read in `max_chars`: demangled, without the
+// return type and the parameter list, template arguments collapsed to "<…>"
+// (innermost first... outermost when still too long), then leading
+// namespaces dropped ("…::kernel"), and only as a last resort cut at a
+// token boundary ('_', ':', '<', ',', ' ') with "…" — never mid-word.
+// `at::native::vectorized_elementwise_kernel<4, at::native::...>(int, ...)`
+// → `at::native::vectorized_elementwise_kernel<…>`.
+std::string DisplayKernelName(std::string_view name, size_t max_chars = 60);
+
 }  // namespace sightline::exporter
 
 #endif  // SIGHTLINE_LIB_EXPORT_DEMANGLE_H_

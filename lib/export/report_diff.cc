@@ -137,7 +137,7 @@ DiffResult DiffReports(const Report& base, const Report& now, const DiffOptions&
       k.regression = gate && significant && k.base_total_ns > 0 && k.total_change_pct > pct;
       if (k.regression) {
         d.regressions.push_back(absl::StrFormat(
-            "kernel %s: total time grew %.1f%% (%s -> %s, %d -> %d calls)", Ellipsize(Demangle(name), 60),
+            "kernel %s: total time grew %.1f%% (%s -> %s, %d -> %d calls)", DisplayKernelName(name, 60),
             k.total_change_pct, FormatDuration(k.base_total_ns), FormatDuration(k.now_total_ns),
             k.base_count, k.now_count));
       }
@@ -212,7 +212,7 @@ std::string RenderDiffText(const DiffResult& d, int width_in) {
                                                  : absl::StrFormat("%+.1f%%", k.total_change_pct);
       absl::StrAppend(&out, absl::StrFormat(
                                 "  %-*s %15s %21s %9s%s\n", static_cast<int>(name_w),
-                                Ellipsize(Demangle(k.name), name_w),
+                                DisplayKernelName(k.name, name_w),
                                 absl::StrCat(k.base_count, "->", k.now_count),
                                 absl::StrCat(FormatDuration(k.base_total_ns), "->",
                                              FormatDuration(k.now_total_ns)),

@@ -90,10 +90,15 @@ void Findings(std::string* out, const Report& r) {
       absl::StrAppend(out, "<div class=\"ev\">top: ");
       for (size_t i = 0; i < f.offenders.size() && i < 3; ++i) {
         const analysis::Offender& o = f.offenders[i];
-        absl::StrAppend(out, i ? "; " : "", HtmlEscape(Ellipsize(Demangle(o.name), 80)), " (", o.count, "x, ",
+        absl::StrAppend(out, i ? "; " : "", HtmlEscape(DisplayKernelName(o.name, 80)), " (", o.count, "x, ",
                         FormatDuration(o.total_ns), ")");
       }
       absl::StrAppend(out, "</div>");
+    }
+    if (!f.symptoms.empty()) {
+      std::string list;
+      for (const std::string& s : f.symptoms) absl::StrAppend(&list, list.empty() ? "" : ", ", s);
+      absl::StrAppend(out, "<div class=\"ev\">also explains: ", HtmlEscape(list), "</div>");
     }
     if (!f.recommendation.empty()) {
       absl::StrAppend(out, "<div class=\"rec\">&rarr; ", HtmlEscape(f.recommendation), "</div>");

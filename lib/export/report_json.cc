@@ -83,6 +83,10 @@ void WriteSteps(JsonWriter& w, const analysis::StepSummary& s) {
   w.Key("steps").BeginObject();
   w.Key("source").String(s.source);
   w.Key("name").String(s.name);
+  w.Key("detected").Uint(s.detected);
+  w.Key("warmup_steps").Uint(s.warmup_steps);
+  w.Key("period").Uint(s.period);
+  w.Key("match_pct").Double(s.match_pct);
   w.Key("count").Uint(s.count);
   w.Key("mean_ns").Double(s.mean_ns);
   w.Key("stddev_ns").Double(s.stddev_ns);
@@ -110,6 +114,7 @@ void WriteKernels(JsonWriter& w, const Report& r) {
     w.BeginObject();
     w.Key("name").String(k.name);
     w.Key("display_name").String(Demangle(k.name));
+    w.Key("short_name").String(DisplayKernelName(k.name));
     w.Key("class").String(k.klass);
     w.Key("count").Uint(k.count);
     w.Key("replayed_count").Uint(k.replayed_count);
@@ -137,6 +142,7 @@ void WriteTables(JsonWriter& w, const Report& r) {
   for (const analysis::ApiRow& a : r.apis) {
     w.BeginObject();
     w.Key("name").String(a.name);
+    w.Key("raw_name").String(a.raw_name);
     w.Key("count").Uint(a.count);
     w.Key("total_ns").Uint(a.total_ns);
     w.Key("mean_ns").Double(a.mean_ns);
@@ -260,6 +266,9 @@ void WriteFindings(JsonWriter& w, const Report& r) {
     }
     w.EndArray();
     w.Key("recommendation").String(f.recommendation);
+    w.Key("symptoms").BeginArray();
+    for (const std::string& s : f.symptoms) w.String(s);
+    w.EndArray();
     w.EndObject();
   }
   w.EndArray();
@@ -277,6 +286,36 @@ std::string RenderReportJson(const Report& r) {
   w.Key("window_start_ns").Uint(r.summary.window_start_ns);
   w.Key("window_end_ns").Uint(r.summary.window_end_ns);
   w.Key("window_ns").Uint(r.summary.window_ns);
+  {
+    const analysis::FirstAction& a = r.summary.first_action;
+    w.Key("first_action").BeginObject();
+    w.Key("rule").String(a.rule);
+    w.Key("title").String(a.title);
+    w.Key("saving_pct").Double(a.saving_pct);
+    w.Key("step_ns").Uint(a.step_ns);
+    w.Key("expected_step_ns").Uint(a.expected_step_ns);
+    w.EndObject();
+  }
+  w.Key("scope").String(r.summary.scope);
+  w.Key("scope_start_ns").Uint(r.summary.scope_start_ns);
+  w.Key("scope_end_ns").Uint(r.summary.scope_end_ns);
+  w.Key("steady_first_step").Int(r.summary.steady_first_step);
+  w.Key("startup_ns").Uint(r.summary.startup_ns);
+  {
+    const analysis::StartupSummary& u = r.summary.startup;
+    w.Key("startup").BeginObject();
+    w.Key("duration_ns").Uint(u.duration_ns);
+    w.Key("warmup_ns").Uint(u.warmup_ns);
+    w.Key("cuda_api_ns").Uint(u.cuda_api_ns);
+    w.Key("module_loading_ns").Uint(u.module_loading_ns);
+    w.Key("memory_alloc_ns").Uint(u.memory_alloc_ns);
+    w.Key("sync_ns").Uint(u.sync_ns);
+    w.Key("gpu_busy_ns").Uint(u.gpu_busy_ns);
+    w.Key("host_other_ns").Uint(u.host_other_ns);
+    w.Key("lazy_loading_ns").Uint(u.lazy_loading_ns);
+    w.Key("compilation_ns").Uint(u.compilation_ns);
+    w.EndObject();
+  }
   w.Key("gpu_activities").Uint(r.summary.gpu_activities);
   w.Key("api_calls").Uint(r.summary.api_calls);
   w.Key("nvtx_ranges").Uint(r.summary.nvtx_ranges);

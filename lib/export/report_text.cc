@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
@@ -197,6 +198,39 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     absl::StrAppend(&out, "\nSteps: none detected (mark iterations with an NVTX range or "
                           "sightline step markers)\n");
   }
+  if (s.scope == "steady_state") {
+    const analysis::StartupSummary& u = s.startup;
+    std::string line = absl::StrCat(
+        "Scope: steady state from step ", s.steady_first_step, " (", st.warmup_steps,
+        st.warmup_steps == 1 ? " warm-up step" : " warm-up steps", " skipped",
+        st.source == "launch_pattern"
+            ? absl::StrCat("; steps found from the repeating launch sequence, ", st.period,
+                           " GPU operations each")
+            : "",
+        "). Start-up before it: ", Keep(FormatDuration(double(u.duration_ns))));
+    std::vector<std::string> parts;
+    if (u.warmup_ns) parts.push_back(absl::StrCat("warm-up steps ", Keep(FormatDuration(double(u.warmup_ns)))));
+    if (u.cuda_api_ns) {
+      std::vector<std::string> sub;
+      if (u.module_loading_ns) sub.push_back(absl::StrCat("module loading ", Keep(FormatDuration(double(u.module_loading_ns)))));
+      if (u.memory_alloc_ns) sub.push_back(absl::StrCat("allocation ", Keep(FormatDuration(double(u.memory_alloc_ns)))));
+      if (u.sync_ns) sub.push_back(absl::StrCat("synchronization ", Keep(FormatDuration(double(u.sync_ns)))));
+      parts.push_back(absl::StrCat("CUDA calls ", Keep(FormatDuration(double(u.cuda_api_ns))),
+                                   sub.empty() ? "" : absl::StrCat(" (", absl::StrJoin(sub, ", "), ")")));
+    }
+    if (u.lazy_loading_ns) parts.push_back(absl::StrCat("lazy kernel loading ", Keep(FormatDuration(double(u.lazy_loading_ns)))));
+    if (u.compilation_ns) parts.push_back(absl::StrCat("JIT compilation ", Keep(FormatDuration(double(u.compilation_ns)))));
+    if (u.gpu_busy_ns) parts.push_back(absl::StrCat("GPU busy ", Keep(FormatDuration(double(u.gpu_busy_ns)))));
+    if (u.host_other_ns) parts.push_back(absl::StrCat("host outside CUDA calls ", Keep(FormatDuration(double(u.host_other_ns))),
+                                                      " (imports, initialisation, data loading, Python)"));
+    if (!parts.empty()) absl::StrAppend(&line, ": ", absl::StrJoin(parts, "; "));
+    absl::StrAppend(&line, ". Use --window all to analyse the whole trace.");
+    Wrap(&out, line, width, "", "  ");
+  } else if (s.scope == "steps" || s.scope == "time") {
+    Wrap(&out, absl::StrCat("Scope: ", s.scope == "steps" ? "steps (--window)" : "time range (--window)",
+                            ", ", Keep(FormatDuration(double(s.scope_end_ns - s.scope_start_ns))), " of host time"),
+         width, "", "  ");
+  }
 
   if (!r.kernels.empty()) {
     out += '\n';
@@ -214,7 +248,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
       std::string count = k.replayed_count == 0
                               ? absl::StrCat(k.count)
                               : absl::StrCat(k.count, "+", k.replayed_count, "r");
-      t.Add({absl::StrCat("  ", Demangle(k.name)), count,
+      t.Add({absl::StrCat("  ", DisplayKernelName(k.name, width > 86 ? width - 56 : 30)), count,
              FormatDuration(k.total_ns), FormatDuration(k.mean_ns), FormatPct(k.share_pct), occ});
     }
     t.Render(&out, width, "");
@@ -246,6 +280,17 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
   if (r.findings.empty()) {
     absl::StrAppend(&out, "\nFindings: none\n");
   } else {
+    const analysis::FirstAction& a = s.first_action;
+    if (!a.rule.empty()) {
+      std::string line = absl::StrCat("\nDo this first: ", a.rule, " — ", a.title);
+      if (a.step_ns > 0) {
+        absl::StrAppend(&line, "; step ", Keep(FormatDuration(double(a.step_ns))), " -> ~",
+                        Keep(FormatDuration(double(a.expected_step_ns))), " expected");
+      } else {
+        absl::StrAppend(&line, "; ~", FormatPct(a.saving_pct), " of the window");
+      }
+      Wrap(&out, line, width, "", "  ");
+    }
     absl::StrAppend(&out, "\nFindings (", r.findings.size(), ", most important first):\n");
     size_t n = std::min(options.max_findings, r.findings.size());
     for (size_t i = 0; i < n; ++i) {
@@ -256,6 +301,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
       std::string saving = absl::StrCat("saving ~", Keep(FormatDuration(f.est_saving_ns)), " (",
                                         FormatPct(f.est_saving_pct), " of the window)");
       if (!f.scope.empty()) absl::StrAppend(&saving, "; scope: ", f.scope);
+      if (!f.symptoms.empty()) absl::StrAppend(&saving, "; also explains: ", absl::StrJoin(f.symptoms, ", "));
       Wrap(&out, saving, width, "      ", "      ");
       if (!f.evidence.empty()) {
         std::string ev = "evidence:";
@@ -266,7 +312,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
       }
       for (size_t k = 0; k < f.offenders.size() && k < 3; ++k) {
         const analysis::Offender& o = f.offenders[k];
-        std::string line = absl::StrCat("- ", Ellipsize(Demangle(o.name), width / 2), ": ", o.count,
+        std::string line = absl::StrCat("- ", DisplayKernelName(o.name, width / 2), ": ", o.count,
                                         "x, ", FormatDuration(o.total_ns));
         if (o.share_pct > 0) absl::StrAppend(&line, ", ", FormatPct(o.share_pct));
         // Details (call stacks, streams) are cut at the end, keeping their start.

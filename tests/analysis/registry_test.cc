@@ -36,7 +36,7 @@ TEST(RegistryTest, EverySystemRuleIsRegisteredOnceWithItsFileName) {
                                              "kernel_fragmentation", "sync_api", "sync_memcpy",
                                              "pageable_memcpy", "stream_serialization",
                                              "copy_compute_overlap", "comm_compute_overlap",
-                                             "nccl_straggler", "launch_latency"}));
+                                             "nccl_straggler", "launch_latency", "launch_bound"}));
   auto traits = [](const char* id) { return FindRule(id) != nullptr ? FindRule(id)->traits : 0u; };
   EXPECT_NE(traits("gpu_idle") & kRuleOverview, 0u);
   EXPECT_NE(traits("gpu_low_utilization") & kRuleOverview, 0u);

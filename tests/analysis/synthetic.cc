@@ -282,6 +282,24 @@ Report AnalyzeTraces(const std::vector<SyntheticTrace>& traces, BuildPath path,
     ADD_FAILURE() << "building the model failed: " << model.status();
     return Report();
   }
+  // Rule-level tests look at each rule alone, on the whole synthetic trace:
+  // no steady-state scope, no root-cause folding (steady_state_test.cc and
+  // the real-trace tests use AnalyzeTracesAsShipped for those).
+  AnalysisOptions isolated = options;
+  if (isolated.window == "steady") isolated.window = "all";
+  if (isolated.params.find("root_causes") == isolated.params.end()) {
+    isolated.params["root_causes"] = 0;
+  }
+  return AnalyzeModel(*model, isolated);
+}
+
+Report AnalyzeTracesAsShipped(const std::vector<SyntheticTrace>& traces, BuildPath path,
+                              const AnalysisOptions& options) {
+  absl::StatusOr<TimelineModel> model = Build(traces, path);
+  if (!model.ok()) {
+    ADD_FAILURE() << "building the model failed: " << model.status();
+    return Report();
+  }
   return AnalyzeModel(*model, options);
 }
 

@@ -74,8 +74,13 @@ std::string EncodeTrace(const SyntheticTrace& trace, size_t chunk_bytes = 1 << 2
 enum class BuildPath { kDirect, kWireFormat };
 absl::StatusOr<TimelineModel> Build(const std::vector<SyntheticTrace>& traces, BuildPath path);
 // Build + AnalyzeModel; fails the test (ADD_FAILURE) on a build error.
+// Rules in isolation: the whole trace (--window all) and no root-cause
+// folding (root_causes=0) unless `options` say otherwise.
 Report AnalyzeTraces(const std::vector<SyntheticTrace>& traces, BuildPath path,
                      const AnalysisOptions& options = {});
+// With the analyzer's defaults (steady-state scope, one finding per cause).
+Report AnalyzeTracesAsShipped(const std::vector<SyntheticTrace>& traces, BuildPath path,
+                              const AnalysisOptions& options = {});
 
 const Finding* FindFinding(const Report& report, const std::string& rule);
 int FindingRank(const Report& report, const std::string& rule);  // -1 when absent

@@ -1,6 +1,8 @@
 // The capture-range state machine: every trigger, delay, duration, repeat.
 #include "lib/collect/capture_state.h"
 
+#include <vector>
+
 #include "gtest/gtest.h"
 
 namespace sightline::collect {
@@ -129,6 +131,40 @@ TEST(CaptureStateTest, NothingBeforeBegin) {
   EXPECT_FALSE(m.capturing());
   // The remembered trigger takes effect at Begin.
   EXPECT_EQ(m.Begin(2), CaptureAction::kStart);
+}
+
+TEST(CaptureStateTest, SkipThenCountWindowsLikeTorchProfilerSchedule) {
+  // --capture-range nvtx:step --capture-skip 2 --capture-count 3: ranges 1-2
+  // open nothing, ranges 3-5 are windows 1-3, then the capture is over.
+  CaptureStateMachine m(CaptureMode::kNvtx, "step", 0, 0, true, 2, 3);
+  EXPECT_EQ(m.Begin(0), CaptureAction::kNone);
+  uint64_t t = 10;
+  std::vector<CaptureAction> opens;
+  for (int range = 1; range <= 7; ++range, t += 10) {
+    opens.push_back(m.OnNvtxPush(t, "step", 1, 0));
+    CaptureAction close = m.OnNvtxPop(t + 5, 1, 0);
+    EXPECT_EQ(close, opens.back() == CaptureAction::kStart ? CaptureAction::kStop
+                                                           : CaptureAction::kNone)
+        << "range " << range;
+  }
+  EXPECT_EQ(opens, (std::vector<CaptureAction>{CaptureAction::kNone, CaptureAction::kNone,
+                                               CaptureAction::kStart, CaptureAction::kStart,
+                                               CaptureAction::kStart, CaptureAction::kNone,
+                                               CaptureAction::kNone}));
+  EXPECT_EQ(m.window_index(), 3u);
+  EXPECT_EQ(m.label(), "nvtx:step#3");
+  EXPECT_TRUE(m.finished());
+}
+
+TEST(CaptureStateTest, SkipCountsProfilerStartStopPairs) {
+  CaptureStateMachine m(CaptureMode::kProfilerApi, "", 0, 0, true, 1, 0);
+  m.Begin(0);
+  EXPECT_EQ(m.OnProfilerStart(10), CaptureAction::kNone);
+  EXPECT_EQ(m.OnProfilerStop(20), CaptureAction::kNone);
+  EXPECT_EQ(m.OnProfilerStart(30), CaptureAction::kStart);
+  EXPECT_EQ(m.OnProfilerStop(40), CaptureAction::kStop);
+  EXPECT_FALSE(m.finished());  // no count: windows keep opening
+  EXPECT_EQ(m.OnProfilerStart(50), CaptureAction::kStart);
 }
 
 }  // namespace

@@ -250,5 +250,27 @@ TEST_F(ConfigTest, BadSessionPidIsReported) {
   EXPECT_NE(problems_[0].find("SIGHTLINE_SESSION_PID"), std::string::npos);
 }
 
+TEST_F(ConfigTest, CaptureSkipCountAndWindowsUseTheRuntimeKind) {
+  env_["SIGHTLINE_CAPTURE"] = "nvtx:train_step";
+  env_["SIGHTLINE_CAPTURE_SKIP"] = "5";
+  env_["SIGHTLINE_CAPTURE_COUNT"] = "3";
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_EQ(c.capture_skip, 5u);
+  EXPECT_EQ(c.capture_count, 3u);
+  // Windows open after the context exists: per-API runtime records would
+  // never arrive there (CUPTI 13.0), the RUNTIME kind does.
+  EXPECT_FALSE(c.runtime_records_per_api);
+  EXPECT_NE(c.CaptureDescription().find("skip=5 count=3"), std::string::npos);
+  env_["SIGHTLINE_CAPTURE_COUNT"] = "-1";
+  env_["SIGHTLINE_CAPTURE_SKIP"] = "x";
+  c = Parse();
+  EXPECT_EQ(problems_.size(), 2u);
+  EXPECT_EQ(c.capture_skip, 0u);
+  EXPECT_EQ(c.capture_count, 0u);
+  env_.clear();
+  EXPECT_TRUE(Parse().runtime_records_per_api);  // whole run keeps per-API records
+}
+
 }  // namespace
 }  // namespace sightline::collect

@@ -18,6 +18,7 @@
 #ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "absl/strings/str_split.h"
 #include "lib/analysis/analyze.h"
+#include "lib/analysis/steps.h"
 #include "lib/export/cli_support.h"
 #include "lib/export/progress.h"
 #include "lib/export/report_render.h"
@@ -46,7 +47,8 @@ int RunAnalyze(const std::vector<std::string>& args) {
     if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
         scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
         scan.Value("--fail-on", &fail_on, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing)) {
+        scan.Value("--step-range", &options.step_range_name, &missing) ||
+        scan.Value("--window", &options.window, &missing)) {
       if (missing) return UsageError("analyze: option needs a value (see --help)");
       continue;
     }
@@ -73,6 +75,9 @@ int RunAnalyze(const std::vector<std::string>& args) {
   }
   if (!fail_on.empty() && SeverityRank(fail_on) < 0) {
     return UsageError("analyze: --fail-on expects high, medium, low or info (got '" + fail_on + "')");
+  }
+  if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
+    return UsageError("analyze: " + std::string(w.status().message()));
   }
   absl::StatusOr<std::vector<std::string>> expanded = ExpandTraceArguments(traces);
   if (!expanded.ok()) return UsageError("analyze: " + std::string(expanded.status().message()));
@@ -114,7 +119,7 @@ int RunAnalyze(const std::vector<std::string>&) {
 
 SIGHTLINE_COMMAND("analyze",
                   "analyze TRACE... [--format text|json] [-o FILE] [--set KEY=VALUE]... "
-                  "[--step-range NAME] [--rules A,B] [--fail-on high|medium|low]",
+                  "[--step-range NAME] [--window steady|all|steps:A-B|T0..T1] [--rules A,B] [--fail-on high|medium|low]",
                   "Find bottlenecks: summary, top kernels and findings ranked by saving",
                   RunAnalyze);
 

@@ -16,6 +16,7 @@
 
 #ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "lib/analysis/analyze.h"
+#include "lib/analysis/steps.h"
 #include "lib/export/cli_support.h"
 #include "lib/export/progress.h"
 #include "lib/export/report_json_read.h"
@@ -38,13 +39,17 @@ int RunDiff(const std::vector<std::string>& args) {
         scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
         scan.Value("--fail-on-regression", &threshold, &missing) ||
         scan.Value("--min-kernel-share", &min_share, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing)) {
+        scan.Value("--step-range", &options.step_range_name, &missing) ||
+        scan.Value("--window", &options.window, &missing)) {
       if (missing) return UsageError("diff: option needs a value (see --help)");
       continue;
     }
     std::string a = scan.Next();
     if (a.size() > 1 && a[0] == '-') return UsageError("diff: unknown option '" + a + "'");
     traces.push_back(a);
+  }
+  if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
+    return UsageError("diff: " + std::string(w.status().message()));
   }
   if (traces.size() != 2) {
     return UsageError("diff: expected two traces, BASE and NEW (usage: sightline diff BASE NEW "
@@ -119,7 +124,7 @@ int RunDiff(const std::vector<std::string>&) {
 SIGHTLINE_COMMAND("diff",
                   "diff BASE NEW [--format text|json] [-o FILE] [--fail-on-regression PCT] "
                   "(BASE/NEW: traces or JSON reports) "
-                  "[--min-kernel-share PCT]",
+                  "[--min-kernel-share PCT] [--window steady|all|steps:A-B|T0..T1]",
                   "Compare two runs; exit 1 on a regression beyond PCT (CI gate)", RunDiff);
 
 }  // namespace sightline::cli

@@ -75,6 +75,8 @@ constexpr FlagMap kFlags[] = {
     {"--output", "-o", "SIGHTLINE_OUTPUT"},
     {"--capture-range", nullptr, "SIGHTLINE_CAPTURE"},
     {"--capture-range-end", nullptr, "SIGHTLINE_CAPTURE_END"},
+    {"--capture-skip", nullptr, "SIGHTLINE_CAPTURE_SKIP"},
+    {"--capture-count", nullptr, "SIGHTLINE_CAPTURE_COUNT"},
     {"--delay", nullptr, "SIGHTLINE_DELAY"},
     {"--duration", nullptr, "SIGHTLINE_DURATION"},
     {"--trace", "-t", "SIGHTLINE_TRACE"},
@@ -137,6 +139,11 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
         value != "none" && !(value.rfind("nvtx:", 0) == 0 && value.size() > 5)) {
       return "profile: --capture-range '" + value +
              "' is not one of cudaProfilerApi, nvtx:NAME, api, none";
+    }
+    if ((var == "SIGHTLINE_CAPTURE_SKIP" || var == "SIGHTLINE_CAPTURE_COUNT") &&
+        (value.empty() || value.size() > 9 ||
+         value.find_first_not_of("0123456789") != std::string::npos)) {
+      return "profile: " + name + " '" + value + "' is not a count (0..999999999)";
     }
     if (var == "SIGHTLINE_CAPTURE_END" && value != "repeat" && value != "stop") {
       return "profile: --capture-range-end '" + value + "' is not repeat or stop";
@@ -512,7 +519,8 @@ int RunProfile(const std::vector<std::string>& args) {
 
 SIGHTLINE_COMMAND("profile",
                   "profile [-o PATH] [--capture-range cudaProfilerApi|nvtx:NAME|api] "
-                  "[--capture-range-end repeat|stop] [--delay S] [--duration S] "
+                  "[--capture-range-end repeat|stop] [--capture-skip N] [--capture-count K] "
+                  "[--delay S] [--duration S] "
                   "[-t cuda,cuda-driver,nvtx,nccl,backtrace,graph] [--metrics SET] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",

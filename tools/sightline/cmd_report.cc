@@ -14,6 +14,7 @@
 
 #ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "lib/analysis/analyze.h"
+#include "lib/analysis/steps.h"
 #include "lib/export/cli_support.h"
 #include "lib/export/output_file.h"
 #include "lib/export/progress.h"
@@ -35,7 +36,8 @@ int RunReport(const std::vector<std::string>& args) {
     bool missing = false;
     if (scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
         scan.Value("--max-events", &max_events, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing)) {
+        scan.Value("--step-range", &options.step_range_name, &missing) ||
+        scan.Value("--window", &options.window, &missing)) {
       if (missing) return UsageError("report: option needs a value (see --help)");
       continue;
     }
@@ -46,6 +48,9 @@ int RunReport(const std::vector<std::string>& args) {
     std::string a = scan.Next();
     if (a.size() > 1 && a[0] == '-') return UsageError("report: unknown option '" + a + "'");
     traces.push_back(a);
+  }
+  if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
+    return UsageError("report: " + std::string(w.status().message()));
   }
   if (traces.empty()) return UsageError("report: missing TRACE (usage: sightline report TRACE... -o report.html)");
   if (output.empty()) return UsageError("report: missing -o report.html");
@@ -121,7 +126,7 @@ int RunReport(const std::vector<std::string>&) {
 
 }  // namespace
 
-SIGHTLINE_COMMAND("report", "report TRACE... -o report.html [--merge] [--max-events N]",
+SIGHTLINE_COMMAND("report", "report TRACE... -o report.html [--merge] [--max-events N] [--window steady|all|steps:A-B|T0..T1]",
                   "Write a self-contained HTML report (two traces: before/after comparison)",
                   RunReport);
 

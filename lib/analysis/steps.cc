@@ -1,0 +1,589 @@
+// Step detection, warm-up and the analysed scope (steps.h).
+#include "lib/analysis/steps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "lib/analysis/text_util.h"
+
+namespace sightline::analysis {
+
+namespace {
+
+uint32_t FindString(const TimelineModel& model, std::string_view s) {
+  for (size_t i = 1; i < model.strings.size(); ++i) {
+    if (model.strings[i] == s) return static_cast<uint32_t>(i);
+  }
+  return 0;
+}
+
+std::vector<DetectedStep> StepsFromMarkers(const TimelineModel& model, std::string* name) {
+  // Per trace, the (thread, name) group with the most markers; a step runs
+  // from one marker of the group to the next.
+  std::map<std::tuple<uint16_t, uint32_t, uint32_t>, std::vector<uint64_t>> groups;
+  for (const StepMarker& m : model.step_markers) {
+    groups[{m.trace, m.thread, m.name}].push_back(m.timestamp_ns);
+  }
+  std::map<uint16_t, const std::vector<uint64_t>*> best;
+  std::map<uint16_t, uint32_t> best_name;
+  for (const auto& [key, times] : groups) {
+    uint16_t trace = std::get<0>(key);
+    auto it = best.find(trace);
+    if (it == best.end() || times.size() > it->second->size()) {
+      best[trace] = &times;
+      best_name[trace] = std::get<2>(key);
+    }
+  }
+  std::vector<DetectedStep> steps;
+  for (const auto& [trace, times] : best) {
+    *name = std::string(model.String(best_name[trace]));
+    for (size_t i = 1; i < times->size(); ++i) {
+      if ((*times)[i] > (*times)[i - 1]) steps.push_back({(*times)[i - 1], (*times)[i], trace});
+    }
+  }
+  return steps;
+}
+
+std::vector<DetectedStep> StepsFromNvtx(const TimelineModel& model, uint32_t name,
+                                        bool top_level_only) {
+  std::vector<DetectedStep> steps;
+  for (const NvtxRange& r : model.nvtx_ranges) {
+    if (r.name != name || (top_level_only && r.depth != 0)) continue;
+    steps.push_back({r.start_ns, r.end_ns, r.trace});
+  }
+  return steps;
+}
+
+// Libraries that wrap each of their API calls in an NVTX range of their own
+// domain: one range per call, never the application's step.
+bool IsLibraryDomain(std::string_view domain) {
+  for (std::string_view lib : {"NCCL", "cuBLAS", "cuDNN", "cuFFT", "cuSPARSE", "NVSHMEM"}) {
+    if (domain == lib) return true;
+  }
+  return false;
+}
+
+// PyTorch's op ranges (--pytorch / emit_nvtx) are "aten::add, seq = 12" and
+// similar: one per op, never a step.
+bool IsOpRangeName(std::string_view name) {
+  return name.rfind("aten::", 0) == 0 || name.find(", seq = ") != std::string_view::npos ||
+         name.find("sizes = [") != std::string_view::npos;
+}
+
+uint32_t AutoDetectStepRange(const TimelineModel& model) {
+  absl::flat_hash_map<uint32_t, std::pair<uint64_t, uint64_t>> counts;  // name → (n, total)
+  for (const NvtxRange& r : model.nvtx_ranges) {
+    if (r.depth != 0 || r.name == 0) continue;
+    if (r.domain != 0 && IsLibraryDomain(model.String(r.domain))) continue;
+    if (IsOpRangeName(model.String(r.name))) continue;
+    auto& c = counts[r.name];
+    c.first++;
+    c.second += r.end_ns - r.start_ns;
+  }
+  uint32_t best = 0;
+  std::tuple<bool, uint64_t, uint64_t> best_key{false, 0, 0};
+  for (const auto& [name, c] : counts) {
+    if (c.first < 2) continue;
+    std::string_view text = model.String(name);
+    bool stepish = ContainsIgnoreCase(text, "step") || ContainsIgnoreCase(text, "iter");
+    std::tuple<bool, uint64_t, uint64_t> key{stepish, c.first, c.second};
+    if (best == 0 || key > best_key || (key == best_key && text < model.String(best))) {
+      best = name;
+      best_key = key;
+    }
+  }
+  return best;
+}
+
+// ---- Launch pattern ---------------------------------------------------------
+
+struct Launch {
+  uint32_t symbol;   // what was launched (kernel / copy name; graph launches by API name)
+  uint32_t api;      // index into api_calls
+  uint64_t host_gap; // time since the previous API call on the thread ended
+};
+
+// The launches of `trace` in launch order (correlation id).
+std::vector<Launch> LaunchSequence(const TimelineModel& model, uint16_t trace) {
+  absl::flat_hash_map<uint32_t, uint32_t> symbol_of_api;  // api → first activity name
+  absl::flat_hash_map<uint32_t, uint64_t> first_start;
+  for (const GpuActivity& a : model.activities) {
+    if (a.trace != trace || a.launch_api == kNone) continue;
+    auto [it, fresh] = first_start.try_emplace(a.launch_api, a.start_ns);
+    if (fresh || a.start_ns < it->second) {
+      it->second = a.start_ns;
+      symbol_of_api[a.launch_api] = a.name;
+    }
+  }
+  std::vector<Launch> seq;
+  seq.reserve(symbol_of_api.size());
+  for (const auto& [api, name] : symbol_of_api) {
+    const ApiCall& c = model.api_calls[api];
+    uint32_t symbol = (c.flags & kApiGraphLaunch) ? (c.name | 0x80000000u) : name;
+    const ThreadInfo& t = model.threads[c.thread];
+    uint64_t gap = 0;
+    if (api > t.api_begin) {
+      const ApiCall& prev = model.api_calls[api - 1];
+      gap = c.start_ns > prev.end_ns ? c.start_ns - prev.end_ns : 0;
+    }
+    seq.push_back({symbol, api, gap});
+  }
+  std::sort(seq.begin(), seq.end(), [&](const Launch& x, const Launch& y) {
+    const ApiCall& a = model.api_calls[x.api];
+    const ApiCall& b = model.api_calls[y.api];
+    return std::tie(a.correlation_id, a.start_ns) < std::tie(b.correlation_id, b.start_ns);
+  });
+  return seq;
+}
+
+double MatchRate(const std::vector<Launch>& seq, size_t from, size_t period) {
+  if (period == 0 || from + period >= seq.size()) return 0;
+  size_t n = seq.size() - period - from, same = 0;
+  for (size_t i = from; i + period < seq.size(); ++i) same += seq[i].symbol == seq[i + period].symbol;
+  return n ? double(same) / double(n) : 0;
+}
+
+uint64_t Median(std::vector<uint64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, StepDetection* out) {
+  // The trace with the most launches (one rank's loop is every rank's loop).
+  std::vector<uint64_t> per_trace(model.traces.size(), 0);
+  for (const GpuActivity& a : model.activities) {
+    if (a.launch_api != kNone) per_trace[a.trace]++;
+  }
+  if (per_trace.empty()) return {};
+  uint16_t trace = static_cast<uint16_t>(
+      std::max_element(per_trace.begin(), per_trace.end()) - per_trace.begin());
+  std::vector<Launch> seq = LaunchSequence(model, trace);
+  const size_t n = seq.size();
+  if (n < 12) return {};
+  // The loop is the end of the run: look at the last half, else the last
+  // quarter, eighth or sixteenth (a long start-up: eager warm-up, graph
+  // capture), and keep the longest suffix that repeats.
+  size_t half = n / 2;
+  double best_rate = 0;
+  std::vector<std::pair<size_t, double>> rated;
+  for (size_t fraction = 2; fraction <= 16; fraction *= 2) {
+    size_t from = n - n / fraction;
+    if (n - from < 12) break;
+    // Candidate periods: distances between consecutive occurrences of one
+    // operation in the suffix, most frequent first; at least 4 periods fit.
+    absl::flat_hash_map<uint32_t, size_t> last_seen;
+    absl::flat_hash_map<size_t, uint64_t> distance_count;
+    for (size_t i = from; i < n; ++i) {
+      auto [it, fresh] = last_seen.try_emplace(seq[i].symbol, i);
+      if (!fresh) {
+        distance_count[i - it->second]++;
+        it->second = i;
+      }
+    }
+    std::vector<std::pair<uint64_t, size_t>> candidates;
+    for (const auto& [d, c] : distance_count) {
+      if (d * 4 <= n - from) candidates.push_back({c, d});
+    }
+    std::sort(candidates.rbegin(), candidates.rend());
+    if (candidates.size() > 48) candidates.resize(48);
+    std::vector<std::pair<size_t, double>> here;
+    double best_here = 0;
+    for (const auto& [count, d] : candidates) {
+      double r = MatchRate(seq, from, d);
+      here.push_back({d, r});
+      best_here = std::max(best_here, r);
+    }
+    if (best_here >= 0.8) {
+      half = from;
+      best_rate = best_here;
+      rated = std::move(here);
+      break;
+    }
+  }
+  if (best_rate < 0.8) return {};
+  size_t period = 0;
+  for (const auto& [d, r] : rated) {
+    if (r >= best_rate - 0.02 && (period == 0 || d < period)) period = d;
+  }
+  // Step boundary: the phase of the period whose launch follows the longest
+  // host pause (median over the second half's periods).
+  size_t best_phase = 0;
+  uint64_t best_gap = 0;
+  for (size_t phase = 0; phase < period; ++phase) {
+    std::vector<uint64_t> gaps;
+    for (size_t i = half + phase; i < n; i += period) gaps.push_back(seq[i].host_gap);
+    uint64_t m = Median(std::move(gaps));
+    if (phase == 0 || m > best_gap) {
+      best_gap = m;
+      best_phase = phase;
+    }
+  }
+  // Align the phase to an index in the second half.
+  size_t anchor_index = half + best_phase;
+  uint32_t anchor = seq[anchor_index].symbol;
+  // Once per period? Then every occurrence of it is a boundary (warm-up
+  // steps included, whatever their launch sequence looked like).
+  size_t in_second_half = 0;
+  for (size_t i = half; i < n; ++i) in_second_half += seq[i].symbol == anchor;
+  size_t periods_in_half = (n - half) / period;
+  bool once_per_period =
+      in_second_half >= periods_in_half && in_second_half <= periods_in_half + 1;
+  std::vector<size_t> boundaries;
+  if (once_per_period) {
+    for (size_t i = 0; i < n; ++i) {
+      if (seq[i].symbol == anchor) boundaries.push_back(i);
+    }
+  } else {
+    // Walk back from the anchor while whole periods still repeat.
+    size_t first = anchor_index % period;
+    size_t start = anchor_index;
+    while (start >= period + first) {
+      size_t prev = start - period, same = 0;
+      for (size_t k = 0; k < period; ++k) same += seq[prev + k].symbol == seq[start + k].symbol;
+      if (double(same) < 0.8 * double(period)) break;
+      start = prev;
+    }
+    for (size_t i = start; i < n; i += period) boundaries.push_back(i);
+  }
+  std::vector<DetectedStep> steps;
+  for (size_t k = 0; k + 1 < boundaries.size(); ++k) {
+    uint64_t a = model.api_calls[seq[boundaries[k]].api].start_ns;
+    uint64_t b = model.api_calls[seq[boundaries[k + 1]].api].start_ns;
+    if (b > a) steps.push_back({a, b, trace});
+  }
+  out->period = static_cast<uint32_t>(period);
+  out->match_pct = 100.0 * best_rate;
+  uint32_t name = anchor & 0x7fffffffu;
+  out->name = std::string(model.String(name));
+  return steps;
+}
+
+}  // namespace
+
+size_t WarmupSteps(const std::vector<uint64_t>& d) {
+  const size_t n = d.size();
+  if (n < 2) return 0;
+  std::vector<uint64_t> tail(d.begin() + n / 2, d.end());
+  double ref = double(Median(tail));
+  auto within = [&](double v) { return ref > 0 && std::fabs(v - ref) <= 0.25 * ref; };
+  auto settled = [&](size_t k) {
+    if (!within(double(d[k]))) return false;
+    std::vector<uint64_t> w;
+    for (size_t j = k; j < std::min(n, k + 3); ++j) w.push_back(d[j]);
+    return within(double(Median(w)));
+  };
+  for (size_t k = 1; k < n; ++k) {
+    if (settled(k)) return k;
+  }
+  return 1;
+}
+
+StepDetection DetectSteps(const TimelineModel& model, const std::string& step_range_name,
+                          std::vector<std::string>* notes) {
+  StepDetection out;
+  std::vector<DetectedStep>& steps = out.steps;
+  if (!step_range_name.empty()) {
+    uint32_t name = FindString(model, step_range_name);
+    if (name != 0) steps = StepsFromNvtx(model, name, /*top_level_only=*/false);
+    out.source = "nvtx";
+    out.name = step_range_name;
+    if (steps.empty() && notes != nullptr) {
+      notes->push_back("no NVTX range named '" + step_range_name +
+                       "' found; no iterations reported");
+    }
+  } else {
+    if (!model.step_markers.empty()) {
+      steps = StepsFromMarkers(model, &out.name);
+      out.source = "step_marker";
+    }
+    if (steps.empty()) {
+      uint32_t name = AutoDetectStepRange(model);
+      if (name != 0) {
+        steps = StepsFromNvtx(model, name, /*top_level_only=*/true);
+        out.source = "nvtx";
+        out.name = std::string(model.String(name));
+      }
+    }
+    if (steps.empty()) {
+      for (const CaptureWindow& w : model.capture_windows) {
+        if (w.trigger == CaptureTrigger::kWholeRun) continue;
+        steps.push_back({w.start_ns, w.end_ns, w.trace});
+      }
+      out.source = "capture_window";
+      out.name.clear();
+    }
+    if (steps.empty()) {
+      out.name.clear();
+      steps = StepsFromLaunchPattern(model, &out);
+      out.source = steps.empty() ? "" : "launch_pattern";
+    }
+  }
+  if (steps.empty()) {
+    if (step_range_name.empty()) out.source.clear();
+    return out;
+  }
+  std::sort(steps.begin(), steps.end(), [](const DetectedStep& a, const DetectedStep& b) {
+    return std::tie(a.start_ns, a.trace) < std::tie(b.start_ns, b.trace);
+  });
+  // Warm-up on the steps of the trace with the most steps (ranks run the
+  // same loop; a capture window per rank is not a warm-up step).
+  std::map<uint16_t, std::vector<const DetectedStep*>> per_trace;
+  for (const DetectedStep& s : steps) per_trace[s.trace].push_back(&s);
+  const std::vector<const DetectedStep*>* ref = nullptr;
+  for (const auto& [t, list] : per_trace) {
+    if (ref == nullptr || list.size() > ref->size()) ref = &list;
+  }
+  std::vector<uint64_t> durations;
+  for (const DetectedStep* s : *ref) durations.push_back(s->end_ns - s->start_ns);
+  out.warmup = WarmupSteps(durations);
+  out.steady_start_ns = out.warmup < ref->size() ? (*ref)[out.warmup]->start_ns : 0;
+  if (out.warmup > 0) {
+    // Index among all steps: the first step (any trace) starting there or later.
+    size_t i = 0;
+    while (i < steps.size() && steps[i].start_ns < out.steady_start_ns) ++i;
+    out.warmup = i;
+  }
+  return out;
+}
+
+absl::StatusOr<WindowSpec> ParseWindowSpec(std::string_view text) {
+  WindowSpec spec;
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--window '", std::string(text), "': ", std::string(why),
+        " (use steady, all, steps:A-B or T0..T1 with units ns/us/ms/s)"));
+  };
+  if (text == "steady" || text.empty()) return spec;
+  if (text == "all" || text == "whole") {
+    spec.kind = WindowSpec::kAll;
+    return spec;
+  }
+  if (text.rfind("steps:", 0) == 0) {
+    std::string_view r = text.substr(6);
+    size_t dash = r.find('-');
+    std::string_view a = r.substr(0, dash), b = dash == std::string_view::npos ? a : r.substr(dash + 1);
+    uint64_t x = 0, y = 0;
+    if (!absl::SimpleAtoi(std::string(a), &x) || !absl::SimpleAtoi(std::string(b), &y)) {
+      return bad("step numbers expected");
+    }
+    if (y < x) return bad("last step before first");
+    spec.kind = WindowSpec::kSteps;
+    spec.first = x;
+    spec.last = y;
+    return spec;
+  }
+  size_t dots = text.find("..");
+  if (dots == std::string_view::npos) return bad("unknown window");
+  auto time = [](std::string_view t, uint64_t* ns) {
+    double scale = 1e9;
+    for (auto [suffix, s] : {std::pair<std::string_view, double>{"ns", 1}, {"us", 1e3},
+                             {"ms", 1e6}, {"s", 1e9}}) {
+      if (t.size() > suffix.size() && t.substr(t.size() - suffix.size()) == suffix) {
+        scale = s;
+        t.remove_suffix(suffix.size());
+        break;
+      }
+    }
+    double v = 0;
+    if (!absl::SimpleAtod(std::string(t), &v) || !std::isfinite(v) || v < 0 || v * scale > 1e18) return false;
+    *ns = static_cast<uint64_t>(v * scale);
+    return true;
+  };
+  uint64_t t0 = 0, t1 = 0;
+  if (!time(text.substr(0, dots), &t0) || !time(text.substr(dots + 2), &t1)) {
+    return bad("times must be finite, non-negative numbers");
+  }
+  if (t1 <= t0) return bad("end not after start");
+  spec.kind = WindowSpec::kTime;
+  spec.first = t0;
+  spec.last = t1;
+  return spec;
+}
+
+ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
+                        const WindowSpec& spec, std::vector<std::string>* notes) {
+  ScopeChoice c;
+  auto note = [&](std::string s) {
+    if (notes != nullptr) notes->push_back(std::move(s));
+  };
+  switch (spec.kind) {
+    case WindowSpec::kAll:
+      return c;
+    case WindowSpec::kTime:
+      c.kind = "time";
+      c.start_ns = model.first_ns + spec.first;
+      c.end_ns = model.first_ns + spec.last;
+      return c;
+    case WindowSpec::kSteps:
+      if (steps.steps.empty() || spec.first >= steps.steps.size()) {
+        note(absl::StrCat("--window steps:", spec.first, "-", spec.last, ": the trace has ",
+                          steps.steps.size(), " steps; analysing the whole trace"));
+        return c;
+      }
+      c.kind = "steps";
+      c.first_step = static_cast<int64_t>(spec.first);
+      c.last_step = static_cast<int64_t>(std::min<uint64_t>(spec.last, steps.steps.size() - 1));
+      c.start_ns = steps.steps[c.first_step].start_ns;
+      c.end_ns = steps.steps[c.last_step].end_ns;
+      return c;
+    case WindowSpec::kSteady:
+      break;
+  }
+  if (steps.steps.size() < 2 || steps.warmup >= steps.steps.size()) return c;
+  c.kind = "steady_state";
+  c.first_step = static_cast<int64_t>(steps.warmup);
+  c.last_step = static_cast<int64_t>(steps.steps.size() - 1);
+  c.start_ns = steps.steps[c.first_step].start_ns;
+  c.end_ns = 0;
+  for (size_t i = c.first_step; i < steps.steps.size(); ++i) {
+    c.end_ns = std::max(c.end_ns, steps.steps[i].end_ns);
+  }
+  uint64_t begin = model.first_ns;
+  for (const TraceSource& t : model.traces) {
+    uint64_t s = t.header.start_realtime_ns;
+    if (s != 0 && s < begin && begin - s < 3600ull * 1'000'000'000) begin = s;
+  }
+  c.startup_ns = c.start_ns > begin ? c.start_ns - begin : 0;
+  return c;
+}
+
+TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t end_ns) {
+  TimelineModel m;
+  m.traces = in.traces;
+  m.strings = in.strings;
+  m.devices = in.devices;
+  m.streams = in.streams;
+  m.threads = in.threads;
+  m.launch_configs = in.launch_configs;
+  m.copies = in.copies;
+  m.communicators = in.communicators;
+  m.stacks = in.stacks;
+  auto overlaps = [&](uint64_t s, uint64_t e) { return s < end_ns && e > start_ns; };
+  auto inside = [&](uint64_t t) { return t >= start_ns && t < end_ns; };
+  // GPU work by its launch time.
+  std::vector<uint8_t> keep_api(in.api_calls.size(), 0);
+  std::vector<uint8_t> keep_act(in.activities.size(), 0);
+  for (size_t i = 0; i < in.activities.size(); ++i) {
+    const GpuActivity& a = in.activities[i];
+    uint64_t t = a.launch_api != kNone ? in.api_calls[a.launch_api].start_ns : a.start_ns;
+    if (!inside(t)) continue;
+    keep_act[i] = 1;
+    if (a.launch_api != kNone) keep_api[a.launch_api] = 1;
+  }
+  uint64_t gpu_end = end_ns;
+  for (size_t i = 0; i < in.activities.size(); ++i) {
+    if (keep_act[i]) gpu_end = std::max(gpu_end, in.activities[i].end_ns);
+  }
+  for (size_t i = 0; i < in.api_calls.size(); ++i) {
+    if (inside(in.api_calls[i].start_ns)) keep_api[i] = 1;
+  }
+  std::vector<uint32_t> api_map(in.api_calls.size(), kNone);
+  for (size_t t = 0; t < m.threads.size(); ++t) {
+    ThreadInfo& th = m.threads[t];
+    th.api_begin = static_cast<uint32_t>(m.api_calls.size());
+    for (uint32_t i = in.threads[t].api_begin; i < in.threads[t].api_end; ++i) {
+      if (!keep_api[i]) continue;
+      api_map[i] = static_cast<uint32_t>(m.api_calls.size());
+      m.api_calls.push_back(in.api_calls[i]);
+    }
+    th.api_end = static_cast<uint32_t>(m.api_calls.size());
+    th.nvtx_begin = static_cast<uint32_t>(m.nvtx_ranges.size());
+    for (uint32_t i = in.threads[t].nvtx_begin; i < in.threads[t].nvtx_end; ++i) {
+      const NvtxRange& r = in.nvtx_ranges[i];
+      if (overlaps(r.start_ns, r.end_ns)) m.nvtx_ranges.push_back(r);
+    }
+    th.nvtx_end = static_cast<uint32_t>(m.nvtx_ranges.size());
+  }
+  std::vector<uint32_t> act_map(in.activities.size(), kNone);
+  for (size_t d = 0; d < m.devices.size(); ++d) {
+    DeviceTimelineInfo& dev = m.devices[d];
+    uint32_t b = in.devices[d].activity_begin, e = in.devices[d].activity_end;
+    dev.activity_begin = static_cast<uint32_t>(m.activities.size());
+    for (uint32_t i = b; i < e; ++i) {
+      if (!keep_act[i]) continue;
+      act_map[i] = static_cast<uint32_t>(m.activities.size());
+      GpuActivity a = in.activities[i];
+      a.launch_api = a.launch_api == kNone ? kNone : api_map[a.launch_api];
+      m.activities.push_back(a);
+    }
+    dev.activity_end = static_cast<uint32_t>(m.activities.size());
+  }
+  for (StreamInfo& s : m.streams) {
+    std::vector<uint32_t> kept;
+    for (uint32_t i : s.activities) {
+      if (act_map[i] != kNone) kept.push_back(act_map[i]);
+    }
+    s.activities = std::move(kept);
+  }
+  for (const Collective& c : in.collectives) {
+    if (overlaps(c.start_ns, c.end_ns)) m.collectives.push_back(c);
+  }
+  for (const HostSync& s : in.host_syncs) {
+    if (overlaps(s.start_ns, s.end_ns)) m.host_syncs.push_back(s);
+  }
+  for (const StepMarker& s : in.step_markers) {
+    if (inside(s.timestamp_ns)) m.step_markers.push_back(s);
+  }
+  for (const CaptureWindow& w : in.capture_windows) {
+    if (overlaps(w.start_ns, w.end_ns)) m.capture_windows.push_back(w);
+  }
+  for (const OverheadSpan& o : in.overheads) {
+    if (o.start_ns < gpu_end && o.end_ns > start_ns) m.overheads.push_back(o);
+  }
+  m.metric_samples = in.metric_samples;
+  // Kernel aggregates: timing from the kept launches; configurations and
+  // metrics describe the kernel and stay.
+  struct Acc {
+    uint64_t count = 0, total = 0, min = 0, max = 0;
+    double sum_sq = 0;
+  };
+  absl::flat_hash_map<uint32_t, Acc> acc;
+  uint64_t all = 0;
+  for (const GpuActivity& a : m.activities) {
+    if (a.kind != ActivityKind::kKernel) continue;
+    Acc& x = acc[a.name];
+    uint64_t d = a.duration();
+    x.min = x.count == 0 ? d : std::min(x.min, d);
+    x.max = std::max(x.max, d);
+    x.count++;
+    x.total += d;
+    x.sum_sq += double(d) * double(d);
+    all += d;
+  }
+  for (const KernelAggregate& k : in.kernels) {
+    auto it = acc.find(k.name);
+    if (it == acc.end()) continue;
+    KernelAggregate out = k;
+    const Acc& x = it->second;
+    out.count = x.count;
+    out.total_ns = x.total;
+    out.min_ns = x.min;
+    out.max_ns = x.max;
+    out.mean_ns = double(x.total) / double(x.count);
+    double var = x.sum_sq / double(x.count) - out.mean_ns * out.mean_ns;
+    out.stddev_ns = var > 0 ? std::sqrt(var) : 0;
+    out.share_pct = all ? 100.0 * double(x.total) / double(all) : 0;
+    m.kernels.push_back(std::move(out));
+  }
+  std::stable_sort(m.kernels.begin(), m.kernels.end(),
+                   [](const KernelAggregate& a, const KernelAggregate& b) {
+                     return a.total_ns > b.total_ns;
+                   });
+  m.first_ns = 0;
+  m.last_ns = 0;
+  auto extend = [&](uint64_t s, uint64_t e) {
+    m.first_ns = m.first_ns == 0 ? s : std::min(m.first_ns, s);
+    m.last_ns = std::max(m.last_ns, e);
+  };
+  for (const GpuActivity& a : m.activities) extend(a.start_ns, a.end_ns);
+  for (const ApiCall& a : m.api_calls) extend(a.start_ns, a.end_ns);
+  return m;
+}
+
+}  // namespace sightline::analysis

@@ -1,0 +1,252 @@
+// What-if replay of the analysed window (whatif.h).
+#include "lib/analysis/whatif.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cxxabi.h>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace sightline::analysis {
+
+namespace {
+
+bool ContainsLower(const std::string& lower, std::string_view what) {
+  return lower.find(what) != std::string::npos;
+}
+
+}  // namespace
+
+bool IsFp32MathKernelName(std::string_view name) {
+  std::string n(name.substr(0, 4096));
+  if (n.rfind("_Z", 0) == 0) {  // template arguments ("<float>") only show demangled
+    int status = 0;
+    char* d = abi::__cxa_demangle(n.c_str(), nullptr, nullptr, &status);
+    if (d != nullptr) {
+      if (status == 0) n = d;
+      std::free(d);
+    }
+  }
+  for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view tc : {"tf32", "hmma", "1688", "16816", "gmma", "bf16", "f16", "h884",
+                              "imma", "fp16", "half", "bfloat", "__nv_bfloat", "tensorop",
+                              "s884", "fp8", "e4m3", "e5m2", "int8"}) {
+    if (ContainsLower(n, tc)) return false;
+  }
+  bool math = false;
+  for (std::string_view m : {"gemm", "conv", "xmma", "cutlass", "implicit", "winograd",
+                             "fft2d", "fft_", "direct_kernel", "dgrad", "wgrad", "fprop"}) {
+    if (ContainsLower(n, m)) math = true;
+  }
+  if (!math) return false;
+  for (std::string_view f : {"sgemm", "f32f32_f32f32", "_ffma", "ffma_", "<float", "<float,",
+                             "float>", "gemm_f32", "_fp32", "fp32_"}) {
+    if (ContainsLower(n, f)) return true;
+  }
+  return false;
+}
+
+double TensorSpeedupFor(uint32_t cc_major, uint32_t cc_minor) {
+  // Dense BF16 tensor-core peak over FP32 FMA peak (the recommended fix is
+  // bf16 autocast; TF32 alone gives about half of it).
+  if (cc_major == 9) return 14.8;                   // H100/H200 SXM: 989 / 67 TFLOPS
+  if (cc_major == 8 && cc_minor == 0) return 16.0;  // A100: 312 / 19.5
+  if (cc_major == 8) return 4.0;                    // GA10x: ~4x
+  if (cc_major >= 10) return 14.8;
+  return 4.0;
+}
+
+WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_(params) {
+  // The trace with the most GPU work (one rank's loop).
+  std::vector<uint64_t> per_trace(model.traces.size(), 0);
+  for (const GpuActivity& a : model.activities) per_trace[a.trace]++;
+  if (per_trace.empty()) return;
+  uint16_t trace = static_cast<uint16_t>(
+      std::max_element(per_trace.begin(), per_trace.end()) - per_trace.begin());
+  // Device and tensor-core speed-up.
+  tensor_speedup_ = params.tensor_speedup;
+  for (const DeviceTimelineInfo& d : model.devices) {
+    if (d.trace == trace && d.has_info && tensor_speedup_ <= 0) {
+      tensor_speedup_ = TensorSpeedupFor(d.info.cc_major, d.info.cc_minor);
+    }
+  }
+  if (tensor_speedup_ <= 0) tensor_speedup_ = 4.0;
+  // Ops per launching call. Work launched through an API that was not
+  // recorded (cuBLAS, cuDNN and Triton launch through the driver API, which
+  // is not traced by default) joins the runtime call issued just before it:
+  // CUPTI's correlation ids count runtime and driver calls alike.
+  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> ops_of;
+  std::vector<uint8_t> fp32(model.strings.size(), 2);  // 2 = unknown
+  std::vector<std::pair<uint32_t, uint32_t>> by_correlation;  // (correlation id, api)
+  for (uint32_t i = 0; i < model.api_calls.size(); ++i) {
+    const ApiCall& c = model.api_calls[i];
+    if (c.trace == trace && c.correlation_id != 0) by_correlation.push_back({c.correlation_id, i});
+  }
+  std::sort(by_correlation.begin(), by_correlation.end());
+  for (uint32_t i = 0; i < model.activities.size(); ++i) {
+    const GpuActivity& a = model.activities[i];
+    if (a.trace != trace) continue;
+    if (a.launch_api != kNone) {
+      ops_of[a.launch_api].push_back(i);
+      continue;
+    }
+    if (a.correlation_id == 0) continue;
+    auto it = std::lower_bound(by_correlation.begin(), by_correlation.end(),
+                               std::pair<uint32_t, uint32_t>{a.correlation_id, 0});
+    if (it == by_correlation.begin()) continue;
+    --it;
+    ops_of[it->second].push_back(i);
+  }
+  std::vector<uint32_t> order;
+  for (uint32_t i = 0; i < model.api_calls.size(); ++i) {
+    if (model.api_calls[i].trace == trace) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    const ApiCall& a = model.api_calls[x];
+    const ApiCall& b = model.api_calls[y];
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    return a.end_ns > b.end_ns;
+  });
+  // Pinned bandwidth per direction, from the trace's own pinned copies of
+  // at least 64 KiB (smaller ones are latency).
+  double pinned_bytes[2] = {0, 0}, pinned_ns[2] = {0, 0};
+  for (const GpuActivity& a : model.activities) {
+    if (a.trace != trace || a.kind != ActivityKind::kMemcpy || a.detail == kNone ||
+        a.detail >= model.copies.size()) {
+      continue;
+    }
+    const CopyDetail& d = model.copies[a.detail];
+    int dir = d.copy_kind == CopyKind::kHtoD ? 0 : d.copy_kind == CopyKind::kDtoH ? 1 : -1;
+    bool pinned = d.src_kind == MemoryKind::kPinned || d.dst_kind == MemoryKind::kPinned;
+    if (dir < 0 || !pinned || d.bytes < (64u << 10) || a.duration() == 0) continue;
+    pinned_bytes[dir] += double(d.bytes);
+    pinned_ns[dir] += double(a.duration());
+  }
+  double pinned_gbps[2];
+  for (int dir = 0; dir < 2; ++dir) {
+    pinned_gbps[dir] = pinned_ns[dir] > 0 ? pinned_bytes[dir] / pinned_ns[dir] : params.pinned_gbps;
+  }
+  absl::flat_hash_map<uint32_t, uint32_t> stream_index;
+  uint64_t busy_end = 0;
+  std::vector<uint64_t> small_gaps;
+  for (uint32_t idx : order) {
+    const ApiCall& c = model.api_calls[idx];
+    Call call{};
+    if (calls_.empty()) {
+      busy_end = c.start_ns;
+    }
+    call.gap = c.start_ns > busy_end ? c.start_ns - busy_end : 0;
+    uint64_t from = std::max(c.start_ns, busy_end);
+    call.duration = c.end_ns > from ? c.end_ns - from : 0;
+    busy_end = std::max(busy_end, c.end_ns);
+    call.flags = c.flags;
+    call.op_begin = static_cast<uint32_t>(ops_.size());
+    auto it = ops_of.find(idx);
+    if (it != ops_of.end()) {
+      std::vector<uint32_t>& list = it->second;
+      std::sort(list.begin(), list.end(), [&](uint32_t x, uint32_t y) {
+        return model.activities[x].start_ns < model.activities[y].start_ns;
+      });
+      for (uint32_t ai : list) {
+        const GpuActivity& a = model.activities[ai];
+        auto [s, fresh] = stream_index.try_emplace(a.stream, static_cast<uint32_t>(streams_));
+        if (fresh) ++streams_;
+        Op op{s->second, a.duration(), false, a.duration()};
+        if (a.kind == ActivityKind::kKernel) {
+          uint8_t& known = fp32[a.name];
+          if (known == 2) known = IsFp32MathKernelName(model.String(a.name)) ? 1 : 0;
+          op.fp32_math = known == 1;
+          if (op.fp32_math) fp32_math_ns_ += a.duration();
+        }
+        if ((a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) &&
+            a.detail != kNone && a.detail < model.copies.size()) {
+          const CopyDetail& d = model.copies[a.detail];
+          if (a.kind == ActivityKind::kMemcpy &&
+              (d.src_kind == MemoryKind::kPageable || d.dst_kind == MemoryKind::kPageable)) {
+            call.pageable = true;
+            int dir = d.copy_kind == CopyKind::kDtoH ? 1 : 0;
+            double gbps = std::max(pinned_gbps[dir], 1.0);  // bytes per ns == GB/s
+            uint64_t at_pinned = static_cast<uint64_t>(double(d.bytes) / gbps) + 2'000;
+            op.pinned_duration = std::min(op.duration, at_pinned);
+          }
+        }
+        ops_.push_back(op);
+      }
+    }
+    call.op_end = static_cast<uint32_t>(ops_.size());
+    if (call.gap < params_.host_gap_ns && (c.flags & kApiLaunch)) small_gaps.push_back(call.gap);
+    calls_.push_back(call);
+  }
+  if (!small_gaps.empty()) {
+    std::nth_element(small_gaps.begin(), small_gaps.begin() + small_gaps.size() / 2,
+                     small_gaps.end());
+    median_small_gap_ = small_gaps[small_gaps.size() / 2];
+  }
+  baseline_ = Replay(kFixNone);
+}
+
+uint64_t WhatIf::Replay(uint32_t fixes) const {
+  if (calls_.empty()) return 0;
+  std::vector<uint64_t> free(streams_, 0);
+  uint64_t t = 0, gpu_done = 0;
+  bool in_run = false;  // inside a run of graphed launches
+  const bool graph = fixes & kFixGraph;
+  for (const Call& c : calls_) {
+    const bool launch = (c.flags & kApiLaunch) && !(c.flags & kApiSync);
+    const bool sync_api = (c.flags & kApiSync) != 0;
+    const bool sync_copy = (c.flags & kApiMemcpySync) != 0 || (c.pageable && (c.flags & kApiMemcpy));
+    uint64_t gap = c.gap;
+    if ((fixes & kFixHostGaps) && gap >= params_.host_gap_ns) gap = median_small_gap_;
+    const bool capturable = !sync_api && !sync_copy;
+    if (graph && gap < params_.host_gap_ns && in_run && capturable) gap = 0;
+    t += gap;
+    uint64_t launch_at = t;
+    uint64_t duration = c.duration;
+    if (graph && capturable && (launch || c.op_end > c.op_begin)) {
+      // A graph removes the launch path (up to launch_overhead_ns a call);
+      // time a launch call spends beyond that is blocking (a full queue,
+      // module loading), which a graph launch would block on too.
+      uint64_t blocked = c.duration > params_.launch_overhead_ns ? c.duration - params_.launch_overhead_ns : 0;
+      duration = (in_run ? 0 : std::min(c.duration, params_.graph_launch_ns)) + blocked;
+      in_run = true;
+    } else if (graph && !capturable) {
+      in_run = false;
+    } else if (graph && gap >= params_.host_gap_ns) {
+      in_run = false;
+    }
+    // GPU work of the call.
+    for (uint32_t i = c.op_begin; i < c.op_end; ++i) {
+      const Op& op = ops_[i];
+      uint64_t d = (fixes & kFixSyncMemcpy) ? op.pinned_duration : op.duration;
+      if ((fixes & kFixTensorCores) && op.fp32_math && tensor_speedup_ > 1) {
+        d = static_cast<uint64_t>(double(d) / tensor_speedup_);
+      }
+      uint64_t start = std::max(launch_at + params_.launch_to_start_ns, free[op.stream]);
+      free[op.stream] = start + d;
+      gpu_done = std::max(gpu_done, free[op.stream]);
+    }
+    const bool waits = (sync_api && !(fixes & kFixSyncApi)) || (sync_copy && !(fixes & kFixSyncMemcpy));
+    if (waits) {
+      // The host part of a blocking call is short; the rest was the wait.
+      uint64_t host_part = std::min<uint64_t>(duration, 5'000);
+      t = std::max(t + host_part, gpu_done);
+    } else if (sync_api || sync_copy) {
+      t += std::min<uint64_t>(duration, 5'000);
+    } else {
+      t += duration;
+    }
+  }
+  return std::max(t, gpu_done);
+}
+
+uint64_t WhatIf::Saving(uint32_t fixes, uint32_t already, uint64_t window_ns) const {
+  uint64_t before = Replay(already);
+  uint64_t after = Replay(already | fixes);
+  if (baseline_ == 0 || after >= before) return 0;
+  double share = double(before - after) / double(baseline_);
+  return static_cast<uint64_t>(share * double(window_ns));
+}
+
+}  // namespace sightline::analysis

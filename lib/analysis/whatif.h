@@ -1,0 +1,114 @@
+// lib/analysis/whatif.h — replays the analysed (steady-state) part of a trace
+// with a fix applied, so a finding's saving is what its fix would change in
+// the step time, not the idle time it happens to overlap.
+//
+// The replay: one logical host thread issues the recorded API calls in start
+// order (calls of several threads overlap as they did: only the union of host
+// busy time is replayed), with the recorded host time between them. Each
+// launch enqueues its GPU work on its stream; an operation starts when it was
+// launched (+1 µs) and its stream is free, and lasts its recorded duration.
+// A blocking call (synchronize, synchronous copy) waits until the GPU has
+// finished everything enqueued. The replayed time is max(host end, GPU end).
+// The baseline replay is compared with the recorded window (`fidelity`); a
+// fix's saving is (baseline − fixed) / baseline of the recorded window.
+//
+// Fixes (each one finding's recommendation):
+//   kSyncApi      synchronizing calls no longer wait (deferred reads, events);
+//   kSyncMemcpy   copies from pinned memory, issued asynchronously (pinned
+//                 memory, non_blocking=True): synchronous and pageable copies
+//                 no longer block the host, and pageable copies run at the
+//                 pinned bandwidth of the trace's own pinned copies in that
+//                 direction (else `pinned_gbps`);
+//   kHostGaps     host pauses longer than `host_gap_ns` between CUDA calls
+//                 (data loading, preprocessing, logging) shrink to the median
+//                 pause: the work moves off the launch path (DataLoader
+//                 workers, prefetching);
+//   kGraph        runs of launches are replayed as one graph launch: launch
+//                 calls and the host pauses shorter than `host_gap_ns` between
+//                 them vanish (a CUDA graph replays without Python or the
+//                 launch path; time beyond `launch_overhead_ns` inside a
+//                 launch call is blocking and stays), one `graph_launch_ns`
+//                 per run remains; calls
+//                 that cannot be captured (synchronizing, copies to pageable
+//                 memory) end a run;
+//   kTensorCores  FP32 GEMM/convolution kernels that do not use tensor cores
+//                 run `tensor_speedup` times faster (the device's dense BF16
+//                 tensor-core peak over its FP32 FMA peak: bf16 autocast).
+#ifndef SIGHTLINE_LIB_ANALYSIS_WHATIF_H_
+#define SIGHTLINE_LIB_ANALYSIS_WHATIF_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "lib/analysis/model.h"
+
+namespace sightline::analysis {
+
+enum WhatIfFix : uint32_t {
+  kFixNone = 0,
+  kFixSyncApi = 1,
+  kFixSyncMemcpy = 2,
+  kFixHostGaps = 4,
+  kFixGraph = 8,
+  kFixTensorCores = 16,
+};
+
+struct WhatIfParams {
+  uint64_t host_gap_ns = 200'000;    // longer host pauses are "work", shorter ones launch overhead
+  uint64_t graph_launch_ns = 8'000;  // one graph launch on the host
+  uint64_t launch_overhead_ns = 20'000;  // launch-path time a graph removes per call
+  uint64_t launch_to_start_ns = 1'000;
+  double tensor_speedup = 0;         // 0: from the device (TensorSpeedupFor)
+  double pinned_gbps = 25;           // pinned copy bandwidth when the trace has no pinned copies
+};
+
+class WhatIf {
+ public:
+  WhatIf(const TimelineModel& model, const WhatIfParams& params);
+  bool empty() const { return calls_.empty(); }
+  // Replayed time of the analysed window with `fixes` (WhatIfFix bits) applied.
+  uint64_t Replay(uint32_t fixes) const;
+  uint64_t baseline() const { return baseline_; }
+  // Saving of `fixes` on top of `already` (fix bits), scaled to `window_ns`.
+  uint64_t Saving(uint32_t fixes, uint32_t already, uint64_t window_ns) const;
+  // FP32 GEMM/convolution kernels without tensor cores: GPU time in the window.
+  uint64_t fp32_math_ns() const { return fp32_math_ns_; }
+  double tensor_speedup() const { return tensor_speedup_; }
+
+ private:
+  struct Op {
+    uint32_t stream;
+    uint64_t duration;
+    bool fp32_math;
+    uint64_t pinned_duration;  // pageable copy at pinned bandwidth (else = duration)
+  };
+  struct Call {
+    uint64_t gap;       // host time since the previous call (union of host busy time)
+    uint64_t duration;  // host time inside the call not overlapped by earlier calls
+    uint8_t flags;      // ApiFlag
+    bool pageable;      // moves pageable host memory (cannot be captured)
+    uint32_t op_begin = 0, op_end = 0;
+  };
+  std::vector<Call> calls_;
+  std::vector<Op> ops_;
+  size_t streams_ = 0;
+  uint64_t median_small_gap_ = 0;
+  uint64_t baseline_ = 0;
+  uint64_t fp32_math_ns_ = 0;
+  double tensor_speedup_ = 1;
+  WhatIfParams params_;
+};
+
+// FP32 matrix math on the FMA pipes, from the kernel name's library
+// conventions (cuBLAS/cuDNN/CUTLASS: sgemm, "f32f32_f32f32", "_ffma",
+// implicit/direct/FFT/Winograd convolutions on float) and no tensor-core
+// marker (tf32, hmma, 1688, 16816, gmma, bf16, f16, ...).
+bool IsFp32MathKernelName(std::string_view name);
+// Dense BF16 tensor-core peak / FP32 FMA peak: GH100 (cc 9.x) 14.8, GA100
+// (8.0) 16, other 8.x 4, else 4.
+double TensorSpeedupFor(uint32_t cc_major, uint32_t cc_minor);
+
+}  // namespace sightline::analysis
+
+#endif  // SIGHTLINE_LIB_ANALYSIS_WHATIF_H_

@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""scripts/savings-table.py SIGHTLINE DATA_DIR — the savings table of issue 12.
+
+For every slow/fixed pair of the real PyTorch corpus in DATA_DIR (traces
+NAME.sltrace recorded on the H200 by scripts/gpu/record-corpus.sh, and
+steps.tsv: name, plain step medians in ms), compares the slow variant's first
+finding — its estimated saving as a share of the steady-state window — with
+the measured change of the plain (unprofiled) step time, slow → fixed.
+Prints a Markdown table and exits 1 if fewer than 80 % of the pairs are
+within ±30 % of the measured change (--check).
+"""
+import json
+import statistics
+import subprocess
+import sys
+
+PAIRS = [  # (slow, fixed, the defect's rule)
+    ("lm_eager", "lm_graph", "launch_bound"),
+    ("sync_slow", "sync_fixed", "pageable_memcpy"),
+    ("loader_slow", "loader_fixed", "cpu_bound"),
+    ("decode_eager", "decode_graph", "launch_bound"),
+    ("cnn_slow", "cnn_fixed", "fp32_math"),
+]
+
+
+def analyze(sl, path):
+    out = subprocess.run([sl, "analyze", path, "--format", "json"], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    check = "--check" in sys.argv
+    sl, data = args[0], args[1]
+    plain = {}
+    with open(f"{data}/steps.tsv") as f:
+        for line in f:
+            if line.startswith("#") or not line.strip():
+                continue
+            name, values = line.split("\t")[:2]
+            plain[name] = statistics.median(float(v) for v in values.split(","))
+    rows, ok = [], 0
+    print("| pair | first finding (slow) | estimated saving | measured change (plain) | "
+          "estimate / measured | within ±30 % |")
+    print("|---|---|---|---|---|---|")
+    for slow, fixed, rule in PAIRS:
+        r = analyze(sl, f"{data}/{slow}.sltrace")
+        first = r["findings"][0] if r["findings"] else None
+        est = first["est_saving_pct"] if first else 0.0
+        measured = 100.0 * (plain[slow] - plain[fixed]) / plain[slow]
+        ratio = est / measured if measured > 0 else float("inf")
+        within = abs(est - measured) <= 0.3 * measured
+        ok += within
+        print(f"| {slow} → {fixed} | {first['rule'] if first else '-'} | {est:.1f} % | "
+              f"{measured:.1f} % ({plain[slow]:.3g} → {plain[fixed]:.3g} ms) | {ratio:.2f} | "
+              f"{'yes' if within else 'no'} |")
+    share = 100.0 * ok / len(PAIRS)
+    print(f"\n{ok} of {len(PAIRS)} pairs within ±30 % ({share:.0f} %; target ≥ 80 %).")
+    return 0 if (share >= 80 or not check) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

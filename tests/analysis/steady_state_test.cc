@@ -1,0 +1,154 @@
+// Steady state (steps.h): launch-pattern step detection, warm-up, --window
+// scopes; one finding per root cause (root_cause.cc, whatif.h).
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/analysis/analyze.h"
+#include "lib/analysis/steps.h"
+#include "lib/analysis/whatif.h"
+#include "tests/analysis/synthetic.h"
+
+namespace sightline::analysis {
+namespace {
+
+using testing::BuildPath;
+using testing::ms;
+using testing::TraceBuilder;
+using testing::us;
+
+// A PyTorch-like run without annotations: a long start-up (irregular
+// launches spread over 2 s), two slow warm-up steps, then `steps` steps of
+// the same 6 kernels, each launched `launch_us` after the previous one ends
+// on the host (the launch path), with `loader_us` of host time before the
+// step's first launch (data loading).
+TraceBuilder EagerLoop(int steps, double launch_us, double loader_us, double kernel_us = 5) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  for (int i = 0; i < 30; ++i) {  // start-up: irregular
+    std::string name = "init_kernel_" + std::to_string(i % 7);
+    b.Kernel(name, t + us(20), t + us(40), 7, t, us(10));
+    t += ms(60) + us(i * 137);
+  }
+  const char* names[] = {"embedding", "gemm_a", "gelu", "gemm_b", "loss", "adamw"};
+  for (int s = 0; s < steps + 2; ++s) {
+    double extra = s < 2 ? 3000 : 0;  // warm-up steps are slow
+    t += us(loader_us + extra);
+    for (const char* n : names) {
+      uint64_t api = t;
+      b.Kernel(n, api + us(4), api + us(4 + kernel_us), 7, api, us(4));
+      t += us(launch_us);
+    }
+  }
+  return b;
+}
+
+Report Analyze(const TraceBuilder& b, const AnalysisOptions& o = {}) {
+  return testing::AnalyzeTracesAsShipped({b.trace()}, BuildPath::kDirect, o);
+}
+
+TEST(WarmupTest, SkipsUntilStepTimesSettle) {
+  EXPECT_EQ(WarmupSteps({}), 0u);
+  EXPECT_EQ(WarmupSteps({10}), 0u);
+  EXPECT_EQ(WarmupSteps({10, 10, 10, 10}), 1u);  // always the first
+  EXPECT_EQ(WarmupSteps({500, 300, 40, 10, 10, 10, 10, 10}), 3u);
+  EXPECT_EQ(WarmupSteps({500, 300, 40, 40, 10, 10, 10, 10, 10}), 4u);
+  EXPECT_EQ(WarmupSteps({500, 10, 10, 90, 10, 10, 10, 10}), 1u);  // a later spike is not warm-up
+  EXPECT_EQ(WarmupSteps({500, 10, 11, 10, 10, 9, 10, 10}), 1u);
+}
+
+TEST(WindowSpecTest, ParsesEveryFormAndRefusesTheRest) {
+  EXPECT_EQ(ParseWindowSpec("steady")->kind, WindowSpec::kSteady);
+  EXPECT_EQ(ParseWindowSpec("all")->kind, WindowSpec::kAll);
+  absl::StatusOr<WindowSpec> s = ParseWindowSpec("steps:3-7");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kind, WindowSpec::kSteps);
+  EXPECT_EQ(s->first, 3u);
+  EXPECT_EQ(s->last, 7u);
+  s = ParseWindowSpec("1.5..2500ms");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kind, WindowSpec::kTime);
+  EXPECT_EQ(s->first, 1'500'000'000u);
+  EXPECT_EQ(s->last, 2'500'000'000u);
+  for (const char* bad : {"steps:7-3", "steps:x", "2..1", "nan..3", "inf..1", "-1..2", "weird",
+                          "1e400..1e401"}) {
+    EXPECT_FALSE(ParseWindowSpec(bad).ok()) << bad;
+  }
+}
+
+TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {
+  TraceBuilder b = EagerLoop(40, 30, 200);
+  Report r = Analyze(b);
+  EXPECT_EQ(r.summary.scope, "steady_state");
+  EXPECT_EQ(r.summary.steps.source, "launch_pattern");
+  EXPECT_EQ(r.summary.steps.period, 6u);
+  EXPECT_GE(r.summary.steps.warmup_steps, 1u);
+  EXPECT_LT(r.summary.steps.max_ns, ms(1));  // the 3 ms warm-up step is left out
+  EXPECT_GE(r.summary.steps.count, 35u);
+  // A step: loader 200 us + 6 launches 30 us apart = 380 us.
+  EXPECT_NEAR(double(r.summary.steps.p50_ns), 380e3, 5e3);
+  EXPECT_GT(r.summary.startup_ns, ms(1800));  // the 2 s start-up is not analysed
+  EXPECT_LT(r.summary.window_ns, ms(20));
+  EXPECT_EQ(r.summary.steady_first_step, int64_t(r.summary.steps.warmup_steps));
+
+  AnalysisOptions all;
+  all.window = "all";
+  Report whole = Analyze(b, all);
+  EXPECT_EQ(whole.summary.scope, "whole");
+  EXPECT_GT(whole.summary.window_ns, ms(1800));
+
+  AnalysisOptions some;
+  some.window = "steps:10-19";
+  Report part = Analyze(b, some);
+  EXPECT_EQ(part.summary.scope, "steps");
+  EXPECT_EQ(part.summary.steps.count, 10u);
+  EXPECT_EQ(part.summary.steps.steps.front().index, 10u);
+}
+
+TEST(SteadyStateTest, LaunchBoundLoopGetsOneRootCauseWithItsSymptoms) {
+  // 6 kernels of 5 us launched 30 us apart: the GPU idles 80 % of the step.
+  Report r = Analyze(EagerLoop(40, 30, 20));
+  ASSERT_FALSE(r.findings.empty());
+  const Finding& first = r.findings.front();
+  EXPECT_EQ(first.rule, "launch_bound");
+  EXPECT_EQ(r.summary.first_action.rule, "launch_bound");
+  EXPECT_GT(r.summary.first_action.step_ns, r.summary.first_action.expected_step_ns);
+  // The idle-time rules restate it and are folded in, not listed apart.
+  EXPECT_EQ(testing::FindFinding(r, "gpu_idle"), nullptr);
+  EXPECT_EQ(testing::FindFinding(r, "gpu_low_utilization"), nullptr);
+  bool idle_folded = false;
+  for (const std::string& s : first.symptoms) idle_folded |= s == "gpu_idle" || s == "gpu_low_utilization";
+  EXPECT_TRUE(idle_folded);
+  uint64_t sum = 0;
+  for (const Finding& f : r.findings) sum += f.est_saving_ns;
+  EXPECT_LE(sum, r.summary.window_ns);
+}
+
+TEST(SteadyStateTest, DataLoadingGapsAreCpuBoundNotLaunchBound) {
+  // 3 ms of host work before each step, launches close together.
+  Report r = Analyze(EagerLoop(30, 6, 3000, 4));
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings.front().rule, "cpu_bound");
+  EXPECT_GT(r.findings.front().est_saving_pct, 80);
+}
+
+TEST(WhatIfTest, Fp32MathNamesFromTheLibraries) {
+  EXPECT_TRUE(IsFp32MathKernelName(
+      "sm80_xmma_fprop_implicit_gemm_f32f32_f32f32_f32_nchwkcrs_nchw_tilesize256x64x8_stage3_"
+      "warpsize2x2x1_g1_ffma_aligna4_alignc4_execute_kernel__5x_cudnn"));
+  EXPECT_TRUE(IsFp32MathKernelName(
+      "_Z15fft2d_c2r_32x32IfLb0ELb0ELj0ELb0ELb0EEvPT_PK6float2iiiiiiiiiffN5cudnn15reduced_"
+      "divisorEbS1_S1_4int221cudnnActivationStructii"));
+  EXPECT_TRUE(IsFp32MathKernelName("volta_sgemm_128x64_nn"));
+  EXPECT_FALSE(IsFp32MathKernelName(
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_"
+      "execute_segment_k_off_kernel__5x_cublas"));
+  EXPECT_FALSE(IsFp32MathKernelName("ampere_s1688gemm_128x128_ldg8_stages_32x1_tn"));  // TF32
+  EXPECT_FALSE(IsFp32MathKernelName(
+      "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_15CUDAFunctor_addIfEESt5arrayIPcLm3EEEEviT0_T1_"));
+  EXPECT_DOUBLE_EQ(TensorSpeedupFor(9, 0), 14.8);
+  EXPECT_DOUBLE_EQ(TensorSpeedupFor(8, 0), 16.0);
+}
+
+}  // namespace
+}  // namespace sightline::analysis
