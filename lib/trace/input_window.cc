@@ -80,6 +80,20 @@ const uint8_t* InputWindow::Fill(uint64_t offset, size_t n) {
   return buffer_.get();
 }
 
+bool InputWindow::FrameMagicAt(uint64_t offset) {
+  if (offset + 4 > size_) return false;
+  if (memory_ != nullptr) return std::memcmp(memory_ + offset, kFrameMagicBytes, 4) == 0;
+  if (offset >= window_start_ && offset + 4 <= window_start_ + window_length_) {
+    return std::memcmp(buffer_.get() + (offset - window_start_), kFrameMagicBytes, 4) == 0;
+  }
+  uint8_t bytes[4];
+  ssize_t got;
+  do {
+    got = ::pread(fd_, bytes, 4, static_cast<off_t>(offset));
+  } while (got < 0 && errno == EINTR);
+  return got == 4 && std::memcmp(bytes, kFrameMagicBytes, 4) == 0;
+}
+
 bool InputWindow::FindFrameMagic(uint64_t from, uint64_t* offset) {
   if (from >= size_) {
     *offset = size_;

@@ -69,6 +69,12 @@ class InputWindow {
   // (as for Get).
   bool FindFrameMagic(uint64_t from, uint64_t* offset);
 
+  // Whether the 4 bytes at `offset` (offset + 4 <= size()) are a frame magic,
+  // read with one small pread when outside the window (the window stays as
+  // it is). false on a read error or shrink (reported as for Get on the
+  // next Get).
+  bool FrameMagicAt(uint64_t offset);
+
   int read_errno() const { return read_errno_; }
   // Offset of the failed read (valid when read_errno() != 0).
   uint64_t read_error_at() const { return read_error_at_; }
