@@ -80,6 +80,10 @@ class InputWindow {
   uint64_t read_error_at() const { return read_error_at_; }
   // Number of times the file was found shorter than expected.
   int shrink_count() const { return shrink_count_; }
+  // Bytes brought into the window so far: read from the file, or moved when
+  // a refill keeps the tail of the previous window (0 for memory input).
+  // The reader's I/O and copy work, checked by the resync tests.
+  uint64_t window_bytes() const { return window_bytes_; }
 
  private:
   const uint8_t* Fill(uint64_t offset, size_t n);
@@ -96,6 +100,7 @@ class InputWindow {
   int read_errno_ = 0;
   uint64_t read_error_at_ = 0;
   int shrink_count_ = 0;
+  uint64_t window_bytes_ = 0;
 };
 
 }  // namespace sightline::trace::internal

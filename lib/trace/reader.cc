@@ -206,6 +206,7 @@ absl::StatusOr<bool> TraceReader::Impl::InputEnded() {
 
 void TraceReader::Impl::Finalize() {
   Integrity& in = integrity;
+  in.input_window_bytes = input->window_bytes();
   if (in.footer.has_value()) {
     const FooterData& f = *in.footer;
     in.losses = f.losses;

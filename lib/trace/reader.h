@@ -116,6 +116,7 @@ struct Integrity {
   uint64_t crc_bytes = 0;
   uint64_t crc_failed_bytes = 0;
   uint64_t frames_unverified = 0;  // candidates after damage skipped without a CRC
+  uint64_t input_window_bytes = 0;  // bytes read or moved into the read window (file input)
 };
 
 struct ReaderOptions {

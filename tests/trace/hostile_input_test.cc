@@ -167,6 +167,38 @@ TEST(ResyncBoundTest, OverlappingFakeHeadersCostLinearWork) {
   EXPECT_FALSE(r.integrity.complete);
 }
 
+// The same from a file, read through the pread window in 1 MiB blocks: the
+// search from one candidate to the next scans the bytes already in the
+// window (before, each search refilled a whole block, moving megabytes per
+// candidate).
+TEST(ResyncBoundTest, FileInputReadsAndMovesLinearBytes) {
+  std::string good = SmallTrace(6);
+  std::vector<size_t> frames = FrameOffsets(good);
+  const size_t cut = frames[2];
+  std::string data = good.substr(0, cut);
+  while (data.size() < cut + (size_t{16} << 20)) {
+    AppendFakeHeader(&data, 4u << 20);
+    data.append(128 - kFrameHeaderSize, 'x');
+  }
+  data += good.substr(cut);
+  std::string path = TempPath("fake-headers.sltrace");
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(data.data(), 1, data.size(), f), data.size());
+  std::fclose(f);
+  ReaderOptions options;
+  options.read_block_bytes = 1 << 20;
+  auto reader = TraceReader::Open(path, options);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EventVisitor ignore;
+  ASSERT_TRUE((*reader)->ReadAll(ignore).ok());
+  const Integrity& in = (*reader)->integrity();
+  EXPECT_LE(in.input_window_bytes, 3 * data.size());
+  EXPECT_LE(in.crc_bytes, 6 * data.size());
+  EXPECT_TRUE(in.footer.has_value());
+  unlink(path.c_str());
+}
+
 // Fake headers chained so that each one ends exactly at another one (the
 // cheap "ends at a frame" test passes): the CRC budget ends the resync.
 TEST(ResyncBoundTest, ChainedFakeHeadersHitTheBudget) {
