@@ -165,7 +165,14 @@ TEST(CollectorThreadsTest, SixteenThreadsThroughPoolWriterAndSignalFlush) {
     apps.emplace_back([&, t] {
       uint32_t correlation = static_cast<uint32_t>(t) << 20;
       for (int i = 0; i < kBuffersPerThread; ++i) {
-        // A few API-exit stack captures per buffer.
+        if (t == 3 && i == kBuffersPerThread / 2) {
+          // A signal in the middle of the run, on an application thread.
+          // (ThreadSanitizer delivers it at the thread's next intercepted
+          // call: wait for it, up to 5 s, so it lands while others run.)
+          pthread_kill(pthread_self(), SIGINT);
+          for (int w = 0; w < 5000 && g_app_sigint.load() == 0; ++w) usleep(1000);
+        }
+        // An API-exit stack capture per buffer.
         RawStack s;
         s.correlation_id = correlation;
         s.depth = 1;
@@ -188,10 +195,6 @@ TEST(CollectorThreadsTest, SixteenThreadsThroughPoolWriterAndSignalFlush) {
         }
         records_written.fetch_add(in_buffer);
         pool.Complete(buffer, used, 7);
-        if (t == 3 && i == kBuffersPerThread / 2) {
-          // A signal in the middle of the run, on an application thread.
-          pthread_kill(pthread_self(), SIGINT);
-        }
         (void)pool.stats();
       }
     });
