@@ -29,22 +29,22 @@ for i in range(n):
         print("connect failed:", e, file=sys.stderr)
         break
     s.setblocking(False)
-    socks.append([s, b"SLTRACE\n" + struct.pack("<I", 1) +
-                  b"SLFR" + bytes([2, 0, 0, 0]) + struct.pack("<II", length, 0) + b"x" * sent])
+    payload = (b"SLTRACE\n" + struct.pack("<I", 1) + b"SLFR" + bytes([2, 0, 0, 0]) +
+               struct.pack("<II", length, 0) + b"x" * sent)
+    socks.append([s, memoryview(payload), 0])
 # Push what the server takes (it may stop reading some: backpressure).
-deadline = time.time() + float(sys.argv[5]) if len(sys.argv) > 5 else time.time() + 3
-while time.time() < deadline:
+deadline = time.time() + (float(sys.argv[5]) if len(sys.argv) > 5 else 3)
+while time.time() < deadline and any(e[2] < len(e[1]) for e in socks):
     for entry in socks:
-        s, data = entry
-        if data:
+        s, data, off = entry
+        if off < len(data):
             try:
-                k = s.send(data[:1 << 20])
-                entry[1] = data[k:]
+                entry[2] += s.send(data[off:off + (1 << 20)])
             except (BlockingIOError, InterruptedError):
                 pass
             except OSError:
-                entry[1] = b""
-    time.sleep(0.01)
+                entry[2] = len(data)
+    time.sleep(0.002)
 print("held", len(socks), flush=True)
 time.sleep(600)
 EOF
@@ -56,7 +56,7 @@ SOCK="$WORK/a.sock"
 SERVE=$!
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.05; done
 base_rss=$(rss_kb $SERVE)
-python3 "$WORK/holder.py" "$SOCK" 24 $((60 << 20)) $((8 << 20)) 4 > "$WORK/holder-a.out" &
+python3 "$WORK/holder.py" "$SOCK" 24 $((60 << 20)) $((8 << 20)) 6 > "$WORK/holder-a.out" &
 HOLDER=$!
 for _ in $(seq 200); do grep -q held "$WORK/holder-a.out" 2> /dev/null && break; sleep 0.05; done
 rss=$(rss_kb $SERVE)
