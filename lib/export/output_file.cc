@@ -85,13 +85,25 @@ void UnregisterTemp(int slot) {
   g_temp_slots[slot].state.store(0, std::memory_order_release);
 }
 
-enum class Destination { kReplace, kInPlace };
+enum class Destination { kReplace, kInPlace, kStdout, kStderr };
+
+bool SameFile(const struct stat& a, int fd) {
+  struct stat b;
+  return fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
 
 // What `path` names decides how it is written (see output_file.h).
 absl::StatusOr<Destination> Classify(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("empty output path (use - for stdout)");
-  struct stat st;
+  struct stat st, lst;
   if (stat(path.c_str(), &st) != 0) return Destination::kReplace;  // new file (or dangling link)
+  // A link to our own stdout/stderr (/dev/stdout, /dev/fd/1, /proc/self/fd/2)
+  // means that stream, even when it was redirected to a regular file:
+  // replacing the link (as root, /dev/stdout itself) is never wanted.
+  if (lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    if (SameFile(st, STDOUT_FILENO)) return Destination::kStdout;
+    if (SameFile(st, STDERR_FILENO)) return Destination::kStderr;
+  }
   if (S_ISREG(st.st_mode)) return Destination::kReplace;
   if (S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat("cannot write ", path, ": is a directory"));
@@ -127,6 +139,7 @@ absl::Status OutputFile::Check(const std::string& path) {
   if (path == "-") return absl::OkStatus();
   absl::StatusOr<Destination> where = Classify(path);
   if (!where.ok()) return where.status();
+  if (*where == Destination::kStdout || *where == Destination::kStderr) return absl::OkStatus();
   if (*where == Destination::kInPlace) {
     if (access(path.c_str(), W_OK) != 0) return CannotWrite(path, errno);
     return absl::OkStatus();
@@ -148,6 +161,12 @@ absl::StatusOr<std::unique_ptr<OutputFile>> OutputFile::Open(const std::string& 
   }
   absl::StatusOr<Destination> where = Classify(path);
   if (!where.ok()) return where.status();
+  if (*where == Destination::kStdout || *where == Destination::kStderr) {
+    int fd = fcntl(*where == Destination::kStdout ? STDOUT_FILENO : STDERR_FILENO,
+                   F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return CannotWrite(path, errno);
+    return std::unique_ptr<OutputFile>(new OutputFile(path, std::string(), fd, buffer_bytes));
+  }
   if (*where == Destination::kInPlace) {
     // No O_CREAT, no O_TRUNC: a device or FIFO is written, never replaced.
     int fd;

@@ -18,6 +18,9 @@
 //    a named pipe): written in place, opened without O_CREAT/O_TRUNC and
 //    never replaced (a FIFO open waits for its reader, as a shell redirect
 //    does);
+//  * a symlink to our own stdout or stderr (/dev/stdout, /dev/fd/1,
+//    /proc/self/fd/2), whatever they are redirected to: that stream (a
+//    duplicate of the descriptor), never a replaced link;
 //  * a directory, a socket or a block device: refused.
 //
 // Interrupted exports: SIGTERM, SIGHUP and SIGINT (when the process has not

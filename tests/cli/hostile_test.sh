@@ -42,6 +42,11 @@ ln -s /proc/self/fd/1 "$WORK/stdout-link"
 "$SL" analyze "$WORK/ok.sltrace" --format json -o "$WORK/stdout-link" 2> "$WORK/last.err" | cat > "$WORK/piped.json"
 check "-o symlink-to-stdout: output on the pipe" grep -q '"schema"' "$WORK/piped.json"
 check "-o symlink-to-stdout: link kept" test -L "$WORK/stdout-link"
+# ... also when stdout is redirected to a regular file (before: the link,
+# as root /dev/stdout itself, was replaced by a regular file).
+"$SL" analyze "$WORK/ok.sltrace" --format json -o "$WORK/stdout-link" > "$WORK/redirected.json" 2> "$WORK/last.err"
+check "-o symlink-to-stdout, stdout a file: output in the file" grep -q '"schema"' "$WORK/redirected.json"
+check "-o symlink-to-stdout, stdout a file: link kept" test -L "$WORK/stdout-link"
 
 # A character device of our own (root only: mknod), never /dev/null itself.
 if mknod "$WORK/null" c 1 3 2> /dev/null; then
