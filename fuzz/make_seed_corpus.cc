@@ -3,7 +3,12 @@
 // and raw chunk/header/footer payloads (the fuzz target also wraps inputs as
 // payloads).
 //
-//   trace_fuzz_seeds DIR
+//   trace_fuzz_seeds DIR [LARGE_DIR]
+//
+// LARGE_DIR gets multi-MiB inputs that reach resync after damage: a long
+// trace with damage in the middle, and traces with megabytes of fake frame
+// headers (overlapping and chained claims) between genuine frames — the
+// inputs that made resync quadratic before its work was bounded.
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -136,13 +141,62 @@ std::string Payload(const std::string& file, trace::FrameType type) {
   return "";
 }
 
+std::string FakeHeader(uint32_t length) {
+  std::string out(trace::kFrameHeaderSize, '\0');
+  uint32_t magic = trace::kFrameMagic;
+  std::memcpy(&out[0], &magic, 4);
+  out[4] = static_cast<char>(trace::FrameType::kChunk);
+  std::memcpy(&out[8], &length, 4);
+  return out;  // CRC 0
+}
+
+// Offset of the `n`-th frame of a well-formed trace.
+size_t FrameAt(const std::string& file, int n) {
+  size_t pos = trace::kFilePreambleSize;
+  for (int i = 0; i < n && pos + trace::kFrameHeaderSize <= file.size(); ++i) {
+    uint32_t length;
+    std::memcpy(&length, file.data() + pos + 8, 4);
+    pos += trace::kFrameHeaderSize + length;
+  }
+  return pos;
+}
+
+void SaveLarge(const std::string& dir) {
+  std::string big = SmallTrace(120000, 64 << 10);  // ~3 MiB, ~50 chunks
+  std::string damaged = big;
+  for (size_t at = big.size() / 5; at < big.size(); at += big.size() / 5) damaged[at] ^= 0x20;
+  Save(dir, "large_damaged.sltrace", damaged);
+  const size_t cut = FrameAt(big, 3);
+  // Overlapping claims: one fake header every 128 bytes, each claiming 2 MiB.
+  std::string overlapping = big.substr(0, cut);
+  while (overlapping.size() < cut + (size_t{3} << 20)) {
+    overlapping += FakeHeader(2u << 20);
+    overlapping.append(128 - trace::kFrameHeaderSize, 'x');
+  }
+  overlapping += big.substr(cut);
+  Save(dir, "large_fake_headers.sltrace", overlapping);
+  // Chained claims: each fake header ends exactly at the last one.
+  std::string chained = big.substr(0, cut);
+  const size_t stride = 512, count = (size_t{2} << 20) / stride;
+  const size_t base = chained.size(), last = base + (count - 1) * stride;
+  for (size_t i = 0; i < count; ++i) {
+    size_t here = base + i * stride;
+    chained += FakeHeader(i + 1 < count ? static_cast<uint32_t>(last - here - trace::kFrameHeaderSize)
+                                        : 64u);
+    chained.append(stride - trace::kFrameHeaderSize, 'y');
+  }
+  chained += big.substr(cut);
+  Save(dir, "large_chained_headers.sltrace", chained);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s DIR [LARGE_DIR]\n", argv[0]);
     return 2;
   }
+  if (argc == 3) SaveLarge(argv[2]);
   std::string dir = argv[1];
   std::string one_chunk = SmallTrace(14, 1 << 20);
   std::string many_chunks = SmallTrace(60, 256);

@@ -23,8 +23,10 @@ work="$build_dir/fuzz"
 seeds="$work/seeds"
 corpus="$work/corpus"
 artifacts="$work/artifacts"
-mkdir -p "$seeds" "$corpus" "$artifacts"
-"$build_dir/fuzz/trace_fuzz_seeds" "$seeds"
+large_seeds="$work/large-seeds"
+large_corpus="$work/large-corpus"
+mkdir -p "$seeds" "$corpus" "$artifacts" "$large_seeds" "$large_corpus"
+"$build_dir/fuzz/trace_fuzz_seeds" "$seeds" "$large_seeds"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
@@ -38,4 +40,16 @@ if [[ $status -ne 0 ]]; then
   echo "run_fuzz.sh: fuzzer failed (exit $status); reproducers in $artifacts" >&2
   exit 1
 fi
-echo "run_fuzz.sh: no failures in ${seconds}s"
+# Multi-MiB inputs (resync after damage, fake frame headers): a quarter of
+# the time again, with inputs up to 8 MiB.
+large_seconds=$(( (seconds + 3) / 4 ))
+"$build_dir/fuzz/trace_reader_fuzz" "$large_corpus" "$large_seeds" \
+  -max_total_time="$large_seconds" -max_len=8388608 -timeout=30 -rss_limit_mb=2048 \
+  -malloc_limit_mb=1024 -artifact_prefix="$artifacts/" -print_final_stats=1 2>&1 |
+  tail -n 20
+status=${PIPESTATUS[0]}
+if [[ $status -ne 0 ]]; then
+  echo "run_fuzz.sh: fuzzer failed on large inputs (exit $status); reproducers in $artifacts" >&2
+  exit 1
+fi
+echo "run_fuzz.sh: no failures in ${seconds}s + ${large_seconds}s (multi-MiB inputs)"

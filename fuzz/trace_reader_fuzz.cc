@@ -85,6 +85,11 @@ void ReadEverything(std::string_view bytes, bool resync) {
   const trace::Integrity& in = (*reader)->integrity();
   if (!in.complete && in.reason.empty()) __builtin_trap();  // incompleteness is explained
   if (in.bytes_accepted + in.bytes_skipped > in.file_bytes) __builtin_trap();
+  // Resync work is bounded by the input's size (reader.cc, ReadFrame): CRC
+  // work at most ~6x the input plus a few maximal frames, whatever the bytes.
+  if (in.crc_bytes > 6 * uint64_t{bytes.size()} + 3 * uint64_t{trace::kMaxFramePayload}) {
+    __builtin_trap();
+  }
   const TraceHeaderData& h = (*reader)->header();
   visitor.sink += h.devices.size() + h.process.command_line.size() + h.tool_version.size();
 }

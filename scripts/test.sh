@@ -2,8 +2,13 @@
 # README's test command (and what .ci/run calls): installs what is missing,
 # builds everything, and runs
 #   1. the trace reader/writer tests under AddressSanitizer + UBSan,
-#   2. the libFuzzer target of the trace reader for a bounded time,
-#   3. the whole ctest suite (tests labelled `gpu` report "Skipped" without a GPU).
+#   2. the collector's threads (16 application threads, buffer pool, writer,
+#      signal flush; synthetic CUPTI records) under ThreadSanitizer, and the
+#      collector's CPU tests under AddressSanitizer + UBSan (needs the CUDA
+#      toolkit's CUPTI headers, not a GPU),
+#   3. the libFuzzer target of the trace reader for a bounded time, with a
+#      multi-MiB corpus that reaches resync after damage,
+#   4. the whole ctest suite (tests labelled `gpu` report "Skipped" without a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
@@ -15,7 +20,7 @@ CUDA=OFF
 if [ -x "${CUDAToolkit_ROOT:-/usr/local/cuda}/bin/nvcc" ]; then CUDA=ON; fi
 echo "== sightline tests (CUDA parts: $CUDA, jobs: $JOBS)"
 
-echo "== [1/3] sanitizer build (ASan+UBSan) of the trace library and its tests"
+echo "== [1/4] sanitizer build (ASan+UBSan) of the trace library and its tests"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSIGHTLINE_SANITIZE=ON -DSIGHTLINE_WITH_CUDA=OFF -DSIGHTLINE_BUILD_BENCH=OFF >/dev/null
 # Every test labelled `trace` (reader, writer, sinks, damage, kill, info CLI).
@@ -24,13 +29,30 @@ cmake --build build/asan -j"$JOBS" --target sightline sightline_trace_kill_helpe
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build/asan -L trace --output-on-failure -j"$JOBS"
 
-echo "== [2/3] libFuzzer: trace reader, ${FUZZ_SECONDS}s"
+if [ "$CUDA" = ON ]; then
+  echo "== [2/4] ThreadSanitizer and ASan+UBSan builds of the collector's CPU tests"
+  collect_targets="collect_threads_test collect_buffer_pool_test collect_spread_scheduler_test collect_sequence_spread_test collect_signal_flush_test"
+  cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSIGHTLINE_TSAN=ON \
+    -DSIGHTLINE_WITH_CUDA=ON -DSIGHTLINE_BUILD_EXAMPLES=OFF -DSIGHTLINE_BUILD_BENCH=OFF >/dev/null
+  cmake --build build/tsan -j"$JOBS" --target $collect_targets
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir build/tsan -L tsan --output-on-failure -j"$JOBS"
+  cmake -S . -B build/asan-collect -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSIGHTLINE_SANITIZE=ON \
+    -DSIGHTLINE_WITH_CUDA=ON -DSIGHTLINE_BUILD_EXAMPLES=OFF -DSIGHTLINE_BUILD_BENCH=OFF >/dev/null
+  cmake --build build/asan-collect -j"$JOBS" --target $collect_targets
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build/asan-collect -L collect_sanitize --output-on-failure -j"$JOBS"
+else
+  echo "== [2/4] skipped: no CUDA toolkit (the collector needs CUPTI's headers)"
+fi
+
+echo "== [3/4] libFuzzer: trace reader, ${FUZZ_SECONDS}s"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSIGHTLINE_FUZZ=ON -DSIGHTLINE_WITH_CUDA=OFF -DSIGHTLINE_BUILD_TESTS=OFF \
   -DSIGHTLINE_BUILD_BENCH=OFF >/dev/null
 bash fuzz/run_fuzz.sh build/fuzz "$FUZZ_SECONDS"
 
-echo "== [3/3] full build and test suite"
+echo "== [4/4] full build and test suite"
 cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSIGHTLINE_WITH_CUDA=$CUDA >/dev/null
 cmake --build build/release -j"$JOBS"
 ctest --test-dir build/release --output-on-failure -j"$JOBS"

@@ -29,6 +29,7 @@
 #define SIGHTLINE_LIB_ANALYSIS_RULE_H_
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,7 +46,19 @@ struct RuleParam {
   std::string key;  // without the rule prefix, e.g. "min_gap_ns"
   double default_value = 0;
   std::string help;
+  // Accepted range of a user override (`--set`), checked by SetFromString.
+  // NaN = derived from the key's unit (ParamBounds): *_pct [0, 100],
+  // *_ns [0, 1e15] (11.6 days), anything else [0, 1e12]. Give explicit
+  // bounds where a value sizes memory or work (e.g. a number of chunks).
+  double min_value = std::numeric_limits<double>::quiet_NaN();
+  double max_value = std::numeric_limits<double>::quiet_NaN();
 };
+
+struct ParamRange {
+  double min, max;
+};
+// The accepted range of `p` (explicit or derived from its key, see RuleParam).
+ParamRange ParamBounds(const RuleParam& p);
 
 class RuleContext;
 using RuleFn = void (*)(const RuleContext& ctx, std::vector<Finding>* out);

@@ -73,6 +73,15 @@ bool ParseDouble(const std::string& text, double* out) {
 }
 }  // namespace
 
+ParamRange ParamBounds(const RuleParam& p) {
+  ParamRange r{0, 1e12};
+  if (EndsWith(p.key, "_pct")) r = {0, 100};
+  if (EndsWith(p.key, "_ns")) r = {0, 1e15};
+  if (!std::isnan(p.min_value)) r.min = p.min_value;
+  if (!std::isnan(p.max_value)) r.max = p.max_value;
+  return r;
+}
+
 absl::Status AnalysisOptions::SetFromString(std::string_view assignment_view) {
   std::string assignment(assignment_view);
   size_t eq = assignment.find('=');
@@ -105,6 +114,7 @@ absl::Status AnalysisOptions::SetFromString(std::string_view assignment_view) {
     return absl::InvalidArgumentError(
         absl::StrCat("bad parameter '", assignment, "': '", text, "' is not a number"));
   }
+  ParamRange bounds{0, 0};
   size_t dot = key.find('.');
   if (dot != std::string::npos) {
     std::string rule_id = key.substr(0, dot);
@@ -114,18 +124,35 @@ absl::Status AnalysisOptions::SetFromString(std::string_view assignment_view) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad parameter '", key, "': no rule '", rule_id, "'"));
     }
-    bool known = false;
-    for (const RuleParam& p : rule->params) known |= p.key == param;
-    if (!known) {
+    const RuleParam* declared = nullptr;
+    for (const RuleParam& p : rule->params) {
+      if (p.key == param) declared = &p;
+    }
+    if (declared == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad parameter '", key, "': rule '", rule_id, "' has no '", param, "'"));
     }
-  } else if (key != "kernel_wait_ns" && key != "min_saving_pct" &&
-             key != "timeline_rules_with_replay" && key != "root_causes" &&
-             key != "host_gap_ns") {
+    bounds = ParamBounds(*declared);
+  } else if (key == "kernel_wait_ns") {
+    bounds = ParamBounds(RuleParam{key, 0, ""});
+  } else if (key == "min_saving_pct") {
+    bounds = {0, 100};
+  } else if (key == "timeline_rules_with_replay" || key == "root_causes") {
+    bounds = {0, 1};
+  } else if (key == "host_gap_ns") {
+    bounds = {0, 60e9};
+  } else {
     return absl::InvalidArgumentError(absl::StrCat("bad parameter '", key, "': unknown key"));
   }
-  params[key] = value * scale;
+  // Unbounded values size memory and work (a chunk count of 1e8 allocated
+  // gigabytes): every parameter has a documented range.
+  value *= scale;
+  if (!(value >= bounds.min && value <= bounds.max)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad parameter '", key, "': ", value,
+                                                   " is outside [", bounds.min, ", ",
+                                                   bounds.max, "]"));
+  }
+  params[key] = value;
   return absl::OkStatus();
 }
 

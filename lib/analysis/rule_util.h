@@ -28,6 +28,11 @@ std::string StackText(const TimelineModel& model, uint16_t trace, uint32_t stack
 // Summary row of a model device, or nullptr (devices without activity).
 const DeviceSummary* FindDeviceSummary(const Report& report, uint32_t device);
 double PctOf(double part, double whole);
+// a * b / c without overflow (128-bit intermediate); c > 0. For interval
+// arithmetic on timestamps, which a trace may spread over the whole range.
+inline uint64_t MulDiv(uint64_t a, uint64_t b, uint64_t c) {
+  return static_cast<uint64_t>(static_cast<unsigned __int128>(a) * b / c);
+}
 // Keeps the `n` offenders with the largest total_ns (ties: count, name).
 void KeepTopOffenders(std::vector<Offender>* offenders, size_t n);
 

@@ -325,7 +325,12 @@ void CollectorImpl::WriterMain() {
 
 void CollectorImpl::FinishTrace(const std::string& reason) {
   EnsureHeader();
-  if (!writer_->Finish(reason)) Warn("trace write error: " + writer_->error());
+  if (!writer_->Finish(reason)) {
+    // Disk full, EIO: the app goes on; say what was lost and where to look.
+    Warn("trace write error: " + writer_->error() + "; " +
+         std::to_string(writer_->totals().losses.write_errors) +
+         " events lost to write errors (`sightline info` says where the trace ends)");
+  }
   const FooterData& t = writer_->totals();
   auto count = [&](EventKind k) { return t.counts[static_cast<int>(k)]; };
   const uint64_t gpu_records = count(EventKind::kKernel) + count(EventKind::kMemcpy) +

@@ -95,8 +95,11 @@ SpreadEnter SpreadScheduler::Enter(const SpreadLaunch& launch) {
     a.launches = 0;
   }
   if (!target_->BeginPass(a.context, a.slot, a.next_pass)) {
+    // Release() erases `a`: take what the message needs first (reading
+    // a.next_pass after it was a heap-use-after-free).
+    const uint32_t pass = a.next_pass;
     Release(launch.key);
-    Fail("spread: starting pass " + std::to_string(a.next_pass) + " failed");
+    Fail("spread: starting pass " + std::to_string(pass) + " failed");
     return SpreadEnter::kFailed;
   }
   if (a.launches == 0) a.first_correlation_id = launch.correlation_id;

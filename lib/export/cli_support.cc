@@ -7,33 +7,79 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "lib/export/output_file.h"
+#include "lib/trace/input_file.h"
 
 namespace sightline::exporter {
 
 absl::Status CheckInputFile(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) {
-    return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a trace file"));
-  }
-  if (access(path.c_str(), R_OK) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat(path, ": ", std::strerror(errno)));
-  }
+  // Opened, not stat()ed: the type is checked on the descriptor, and a FIFO
+  // is refused without blocking (lib/trace/input_file.h).
+  absl::StatusOr<trace::InputFile> in = trace::OpenInputFile(path);
+  if (!in.ok()) return in.status();
+  close(in->fd);
   return absl::OkStatus();
 }
 
 absl::Status WriteTextOutput(const std::string& path, std::string_view text) {
-  auto out = OutputFile::Open(path.empty() ? "-" : path);
+  auto out = OutputFile::Open(path);
   if (!out.ok()) return out.status();
   (*out)->Append(text);
   return (*out)->Close();
+}
+
+absl::StatusOr<double> ParseNumberOption(std::string_view option, std::string_view text,
+                                         double min, double max, bool percent) {
+  std::string t(text);
+  if (percent && !t.empty() && t.back() == '%') t.pop_back();
+  auto refuse = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        std::string(option), ": '", std::string(text), "' ", std::string(why),
+        " (expected a number in [",
+        min, ", ", max, "])"));
+  };
+  if (t.empty()) return refuse("is empty");
+  // strtod takes "nan", "inf", hex floats and leading blanks: allow only
+  // digits, one point, an exponent and a leading sign.
+  for (char c : t) {
+    if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'e' || c == 'E' ||
+          c == '-' || c == '+')) {
+      return refuse("is not a finite number");
+    }
+  }
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(t.c_str(), &end);
+  if (end != t.c_str() + t.size()) return refuse("is not a number");
+  if (errno == ERANGE || !std::isfinite(v)) return refuse("is not a finite number");
+  if (!(v >= min && v <= max)) return refuse("is out of range");
+  return v;
+}
+
+absl::StatusOr<uint64_t> ParseCountOption(std::string_view option, std::string_view text,
+                                          uint64_t min, uint64_t max) {
+  auto refuse = [&](std::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(option), ": '", std::string(text),
+                                                   "' ", std::string(why),
+                                                   " (expected a whole number in [", min, ", ",
+                                                   max, "])"));
+  };
+  if (text.empty()) return refuse("is empty");
+  uint64_t v = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return refuse("is not a whole number");
+    uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - digit) / 10) return refuse("is out of range");
+    v = v * 10 + digit;
+  }
+  if (v < min || v > max) return refuse("is out of range");
+  return v;
 }
 
 int TextWidth() {
@@ -51,15 +97,21 @@ bool ArgScanner::Value(std::string_view name, std::string* value, bool* missing)
   const std::string& a = args_[i_];
   if (a == name) {
     ++i_;
-    if (Done()) {
+    last_option_ = std::string(name);
+    // An empty value is no value: `-o ""` must not quietly mean stdout,
+    // `--fail-on-regression ""` must not mean 0.
+    if (Done() || args_[i_].empty()) {
       *missing = true;
+      if (!Done()) ++i_;
       return true;
     }
     *value = args_[i_++];
     return true;
   }
   if (a.size() > name.size() && a.compare(0, name.size(), name) == 0 && a[name.size()] == '=') {
+    last_option_ = std::string(name);
     *value = a.substr(name.size() + 1);
+    *missing = value->empty();
     ++i_;
     return true;
   }

@@ -4,11 +4,13 @@
 #ifndef SIGHTLINE_LIB_EXPORT_CLI_SUPPORT_H_
 #define SIGHTLINE_LIB_EXPORT_CLI_SUPPORT_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace sightline::exporter {
 
@@ -16,9 +18,22 @@ namespace sightline::exporter {
 // says what is wrong ("no such file", "is a directory", ...).
 absl::Status CheckInputFile(const std::string& path);
 
-// Writes `text` to `path` ("-" or "" = stdout) through OutputFile (atomic
-// rename, errors name the path).
+// Writes `text` to `path` ("-" = stdout) through OutputFile (atomic rename
+// of regular files, special files written in place, errors name the path).
+// Commands pass "-" when no -o was given; an explicit empty -o is refused by
+// ArgScanner before it gets here.
 absl::Status WriteTextOutput(const std::string& path, std::string_view text);
+
+// Strict number of an option: the whole text is a finite decimal number
+// (an optional trailing '%' when `percent` is set) inside [min, max]. NaN,
+// inf, 1e309 (overflow), empty text, trailing junk and out-of-range values
+// are refused with a message that names the option and the range, e.g.
+// "--fail-on-regression: 'nan' is not a finite number".
+absl::StatusOr<double> ParseNumberOption(std::string_view option, std::string_view text,
+                                         double min, double max, bool percent = false);
+// The same for whole numbers (no sign, no fraction, no exponent).
+absl::StatusOr<uint64_t> ParseCountOption(std::string_view option, std::string_view text,
+                                          uint64_t min, uint64_t max);
 
 // Width for text output: $COLUMNS or the terminal's width when stdout is a
 // tty, clamped to [60, 100]; 100 otherwise.
@@ -31,14 +46,17 @@ class ArgScanner {
   bool Done() const { return i_ >= args_.size(); }
   const std::string& Peek() const { return args_[i_]; }
   // If the current argument is `name` (or `name=...`), consumes it and its
-  // value. Sets *missing when the value is absent.
+  // value. Sets *missing when the value is absent or empty (last_option()
+  // names the option for the message).
   bool Value(std::string_view name, std::string* value, bool* missing);
+  const std::string& last_option() const { return last_option_; }
   bool Flag(std::string_view name);
   std::string Next() { return args_[i_++]; }
 
  private:
   const std::vector<std::string>& args_;
   size_t i_ = 0;
+  std::string last_option_;
 };
 
 }  // namespace sightline::exporter

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
+#include "lib/trace/terminal_text.h"
 #include "lib/trace/json_writer.h"
 
 namespace sightline::exporter {
@@ -42,6 +43,18 @@ DiffResult DiffReports(const Report& base, const Report& now, const DiffOptions&
   d.base_label = Label(base);
   d.now_label = Label(now);
   d.threshold_pct = options.fail_on_regression_pct;
+  // A damaged trace is compared as far as it was readable: say so, as
+  // analyze does, so a gate result is never read as covering the whole run.
+  for (const auto& [side, report] : {std::pair<const char*, const Report*>{"base", &base},
+                                     std::pair<const char*, const Report*>{"new", &now}}) {
+    for (const analysis::TraceSummary& t : report->traces) {
+      if (t.complete) continue;
+      d.damage_notes.push_back(absl::StrCat(
+          side, ": ", t.path, ": incomplete trace: ",
+          t.integrity_reason.empty() ? "no footer" : t.integrity_reason,
+          "; compared what was readable"));
+    }
+  }
   const double pct = options.fail_on_regression_pct;
   const bool gate = pct >= 0;
   // Improvement is reported when the change exceeds the gate (or 1 unit).
@@ -185,6 +198,8 @@ std::string RenderDiffText(const DiffResult& d, int width_in) {
   std::string out;
   absl::StrAppend(&out, "sightline diff\n  base: ", Ellipsize(d.base_label, width - 8),
                   "\n  new:  ", Ellipsize(d.now_label, width - 8), "\n\n");
+  for (const std::string& note : d.damage_notes) absl::StrAppend(&out, "WARNING: ", note, "\n");
+  if (!d.damage_notes.empty()) out += "\n";
   absl::StrAppend(&out, absl::StrFormat("%-30s %14s %14s %10s  %s\n", "quantity", "base", "new",
                                         "change", "verdict"));
   for (const QuantityChange& q : d.quantities) {
@@ -250,7 +265,8 @@ std::string RenderDiffText(const DiffResult& d, int width_in) {
   } else {
     absl::StrAppend(&out, absl::StrFormat("Verdict: no regression beyond %.1f%%\n", d.threshold_pct));
   }
-  return TrimLineEnds(out);
+  // Names come from traces: escaped for the terminal, layout kept.
+  return trace::EscapeTerminalText(TrimLineEnds(out), trace::KeepLayout::kNewlinesAndTabs);
 }
 
 std::string RenderDiffJson(const DiffResult& d) {
@@ -263,6 +279,9 @@ std::string RenderDiffJson(const DiffResult& d) {
   w.Key("threshold_pct");
   if (d.threshold_pct < 0) w.Null(); else w.Double(d.threshold_pct);
   w.Key("regression").Bool(d.regression());
+  w.Key("damage_notes").BeginArray();
+  for (const std::string& n : d.damage_notes) w.String(n);
+  w.EndArray();
   w.Key("regressions").BeginArray();
   for (const std::string& r : d.regressions) w.String(r);
   w.EndArray();

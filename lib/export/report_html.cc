@@ -195,8 +195,19 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOpt
     if (i) data += ',';
     AppendRunData(*runs[i].model, *runs[i].report, runs[i].label, options, &data, stats);
   }
-  // "</" inside JSON strings would end the script element: "<\/" is the same JSON.
-  absl::StrAppend(&out, absl::StrReplaceAll(data, {{"</", "<\\/"}}), "]}</script>\n<script>\n",
+  // Inside <script>, "</script" ends the element and "<!--" followed by
+  // "<script" switches the parser into a state where the real end tag no
+  // longer counts (a kernel named "<!--<script>" blanked the page). In JSON
+  // these characters only occur inside strings, where \u escapes are the
+  // same text: no '<', '>' or '&' reaches the HTML parser at all. U+2028/9
+  // are escaped too (line terminators for older JavaScript parsers).
+  absl::StrAppend(&out,
+                  absl::StrReplaceAll(data, {{"<", "\\u003c"},
+                                             {">", "\\u003e"},
+                                             {"&", "\\u0026"},
+                                             {"\u2028", "\\u2028"},
+                                             {"\u2029", "\\u2029"}}),
+                  "]}</script>\n<script>\n",
                   assets::kReportJs, "</script>\n</body></html>\n");
   return out;
 }

@@ -2,13 +2,13 @@
 #include "lib/export/report_json_read.h"
 
 #include <cstdlib>
-#include <fstream>
+#include <cstdint>
 #include <memory>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/trace/input_file.h"
 
 namespace sightline::exporter {
 namespace {
@@ -214,9 +214,16 @@ absl::StatusOr<analysis::Report> ReportFromJson(const std::string& name, std::st
     ts.path = t.Str("path");
     ts.pid = static_cast<uint32_t>(t.Num("pid"));
     ts.rank = static_cast<int32_t>(t.Num("rank", -1));
+    // Reports written before "complete" existed count as complete.
+    const Value* complete = t.Get("complete");
+    ts.complete = complete == nullptr || complete->type != Value::kBool || complete->boolean;
+    if (!ts.complete) ts.integrity_reason = t.Str("integrity");
     r.traces.push_back(std::move(ts));
   }
-  if (r.traces.empty()) r.traces.push_back({});
+  if (r.traces.empty()) {
+    r.traces.push_back({});
+    r.traces.back().complete = true;
+  }
   r.traces[0].path = absl::StrCat(name, r.traces[0].path.empty() ? "" : " (report of ",
                                   r.traces[0].path, r.traces[0].path.empty() ? "" : ")");
   static const Value kEmptyObject = [] { Value v; v.type = Value::kObject; return v; }();
@@ -262,11 +269,10 @@ absl::StatusOr<analysis::Report> ReportFromJson(const std::string& name, std::st
 }
 
 absl::StatusOr<analysis::Report> ReadReportJson(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ReportFromJson(path, ss.str());
+  // Regular files only, never blocking on a FIFO (lib/trace/input_file.h).
+  absl::StatusOr<std::string> text = trace::ReadInputPrefix(path, SIZE_MAX);
+  if (!text.ok()) return text.status();
+  return ReportFromJson(path, *text);
 }
 
 }  // namespace sightline::exporter

@@ -80,6 +80,8 @@ struct DiffResult {
   std::vector<std::string> kernels_appeared, kernels_disappeared;
   std::vector<FindingChange> findings_appeared, findings_resolved, findings_changed;
   std::vector<std::string> regressions;  // one line per regression, for the verdict
+  // One line per damaged (incomplete) input trace, either side.
+  std::vector<std::string> damage_notes;
   bool regression() const { return !regressions.empty(); }
 };
 

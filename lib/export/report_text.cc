@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
+#include "lib/trace/terminal_text.h"
 
 namespace sightline::exporter {
 namespace {
@@ -338,7 +339,10 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     absl::StrAppend(&out, "\nNotes:\n");
     for (const std::string& note : r.notes) Wrap(&out, absl::StrCat("- ", note), width, "  ", "    ");
   }
-  return TrimLineEnds(out);
+  // Kernel, NVTX and host names come from the trace: no control sequence
+  // reaches the terminal (lib/trace/terminal_text.h); the layout's own
+  // newlines stay.
+  return trace::EscapeTerminalText(TrimLineEnds(out), trace::KeepLayout::kNewlinesAndTabs);
 }
 
 }  // namespace sightline::exporter

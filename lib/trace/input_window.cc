@@ -59,6 +59,7 @@ const uint8_t* InputWindow::Fill(uint64_t offset, size_t n) {
   }
   window_start_ = offset;
   window_length_ = keep;
+  window_bytes_ += keep;
   while (window_length_ < want) {
     ssize_t got = ::pread(fd_, buffer_.get() + window_length_, want - window_length_,
                           static_cast<off_t>(offset + window_length_));
@@ -76,8 +77,24 @@ const uint8_t* InputWindow::Fill(uint64_t offset, size_t n) {
       return nullptr;
     }
     window_length_ += static_cast<size_t>(got);
+    window_bytes_ += static_cast<uint64_t>(got);
   }
   return buffer_.get();
+}
+
+bool InputWindow::FrameMagicAt(uint64_t offset) {
+  if (offset + 4 > size_) return false;
+  if (memory_ != nullptr) return std::memcmp(memory_ + offset, kFrameMagicBytes, 4) == 0;
+  if (offset >= window_start_ && offset + 4 <= window_start_ + window_length_) {
+    return std::memcmp(buffer_.get() + (offset - window_start_), kFrameMagicBytes, 4) == 0;
+  }
+  uint8_t bytes[4];
+  ssize_t got;
+  do {
+    got = ::pread(fd_, bytes, 4, static_cast<off_t>(offset));
+  } while (got < 0 && errno == EINTR);
+  if (got > 0) window_bytes_ += static_cast<uint64_t>(got);
+  return got == 4 && std::memcmp(bytes, kFrameMagicBytes, 4) == 0;
 }
 
 bool InputWindow::FindFrameMagic(uint64_t from, uint64_t* offset) {
@@ -91,18 +108,29 @@ bool InputWindow::FindFrameMagic(uint64_t from, uint64_t* offset) {
     return true;
   }
   // Scan block by block, overlapping by 3 bytes so that a magic across a
-  // block boundary is found.
+  // block boundary is found. Bytes already in the window are scanned where
+  // they are: after damage the reader searches from one candidate to the
+  // next, a few bytes apart, and re-reading a whole block for each search
+  // made that quadratic in I/O.
   while (from < size_) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(size_ - from, block_bytes_));
-    const uint8_t* p = Get(from, n);
-    if (p == nullptr) return false;
+    const uint8_t* p;
+    size_t n;
+    const uint64_t window_end = std::min<uint64_t>(window_start_ + window_length_, size_);
+    if (from >= window_start_ && from + 4 <= window_end) {
+      p = buffer_.get() + (from - window_start_);
+      n = static_cast<size_t>(window_end - from);
+    } else {
+      n = static_cast<size_t>(std::min<uint64_t>(size_ - from, block_bytes_));
+      p = Get(from, n);
+      if (p == nullptr) return false;
+    }
     const void* hit = memmem(p, n, kFrameMagicBytes, 4);
     if (hit != nullptr) {
       *offset = from + static_cast<uint64_t>(static_cast<const uint8_t*>(hit) - p);
       return true;
     }
     if (from + n >= size_) break;
-    from += n - 3;  // n == block_bytes_ >= kMinBlockBytes here
+    from += n - 3;  // n >= 4 here (a window remainder) or n == block_bytes_
   }
   *offset = size_;
   return true;

@@ -69,11 +69,21 @@ class InputWindow {
   // (as for Get).
   bool FindFrameMagic(uint64_t from, uint64_t* offset);
 
+  // Whether the 4 bytes at `offset` (offset + 4 <= size()) are a frame magic,
+  // read with one small pread when outside the window (the window stays as
+  // it is). false on a read error or shrink (reported as for Get on the
+  // next Get).
+  bool FrameMagicAt(uint64_t offset);
+
   int read_errno() const { return read_errno_; }
   // Offset of the failed read (valid when read_errno() != 0).
   uint64_t read_error_at() const { return read_error_at_; }
   // Number of times the file was found shorter than expected.
   int shrink_count() const { return shrink_count_; }
+  // Bytes brought into the window so far: read from the file, or moved when
+  // a refill keeps the tail of the previous window (0 for memory input).
+  // The reader's I/O and copy work, checked by the resync tests.
+  uint64_t window_bytes() const { return window_bytes_; }
 
  private:
   const uint8_t* Fill(uint64_t offset, size_t n);
@@ -90,6 +100,7 @@ class InputWindow {
   int read_errno_ = 0;
   uint64_t read_error_at_ = 0;
   int shrink_count_ = 0;
+  uint64_t window_bytes_ = 0;
 };
 
 }  // namespace sightline::trace::internal

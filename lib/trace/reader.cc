@@ -23,6 +23,7 @@
 #include "lib/trace/crc32c.h"
 #include "lib/trace/format.h"
 #include "lib/trace/input_window.h"
+#include "lib/trace/input_file.h"
 
 namespace sightline::trace {
 
@@ -121,6 +122,8 @@ struct TraceReader::Impl {
   bool finished = false;
   bool footer_seen = false;
   bool data_after_footer_reported = false;
+  bool after_damage = false;    // a frame was skipped; candidates are checked harder
+  bool resync_given_up = false;
   uint64_t next_sequence = 0;
   uint64_t problems_dropped = 0;
   bool has_loss_event = false;
@@ -161,6 +164,7 @@ struct TraceReader::Impl {
 
 absl::StatusOr<bool> TraceReader::Impl::Damage(std::string text, uint64_t next) {
   Problem(text);
+  after_damage = true;
   integrity.bytes_skipped += next - pos;
   pos = next;
   if (!options.resync) return StopAtDamage(text);
@@ -202,6 +206,7 @@ absl::StatusOr<bool> TraceReader::Impl::InputEnded() {
 
 void TraceReader::Impl::Finalize() {
   Integrity& in = integrity;
+  in.input_window_bytes = input->window_bytes();
   if (in.footer.has_value()) {
     const FooterData& f = *in.footer;
     in.losses = f.losses;
@@ -274,11 +279,51 @@ absl::StatusOr<bool> TraceReader::Impl::ReadFrame(EventVisitor& visitor) {
                                      head.length + kFrameHeaderSize, remaining),
                      remaining);
   }
+  // Bounded resync. After damage, every "SLFR" in the damaged bytes is a
+  // candidate frame, and a candidate claiming a long payload costs a CRC over
+  // it: a file of fake headers (each claiming megabytes that overlap the
+  // next ones) made the work quadratic in the file size. So, after damage:
+  //  - a candidate must end where another frame starts (or at the end of the
+  //    file) — O(1) to check — or fit in a CRC budget of one file size for
+  //    unchained candidates; otherwise it is skipped unverified;
+  //  - frames failing their CRC may in all cost 4x the file size (+ one
+  //    maximal frame); past that the rest of the file is skipped with a
+  //    problem that says so. Genuine frames pass their CRC and cost nothing
+  //    of the budget, so real damage never gets near it.
+  const uint64_t end = payload_at + head.length;
+  if (after_damage) {
+    const uint64_t file = size();
+    if (integrity.crc_failed_bytes > 4 * file + kMaxFramePayload) {
+      if (!resync_given_up) {
+        resync_given_up = true;
+        Problem(absl::StrFormat("stopped resynchronising at byte %d: damaged frames before it "
+                                "cost %d bytes of CRC checks (bound: 4x the file); the "
+                                "remaining %d bytes were skipped",
+                                at, integrity.crc_failed_bytes, file - at));
+      }
+      integrity.bytes_skipped += file - at;
+      pos = file;
+      if (!options.resync) return StopAtDamage(integrity.problems.back());
+      return false;
+    }
+    const bool chained = end + 4 > file || input->FrameMagicAt(end);
+    if (!chained && integrity.crc_failed_bytes + head.length > file) {
+      ++integrity.frames_unverified;
+      uint64_t next;
+      if (!input->FindFrameMagic(at + 4, &next)) return InputEnded();
+      return Damage(absl::StrFormat("unverified frame at byte %d after damage: its %d-byte "
+                                    "payload does not end at a frame; skipped",
+                                    at, head.length),
+                    next);
+    }
+  }
   // Header and payload in one piece, checked and decoded from the same bytes.
   const uint8_t* frame = input->Get(at, kFrameHeaderSize + head.length);
   if (frame == nullptr) return InputEnded();
   std::string_view payload(reinterpret_cast<const char*>(frame + kFrameHeaderSize), head.length);
+  integrity.crc_bytes += head.length;
   if (Crc32c(payload.data(), payload.size()) != head.crc) {
+    integrity.crc_failed_bytes += head.length;
     uint64_t next;
     if (!input->FindFrameMagic(payload_at, &next)) return InputEnded();
     if (head.type == static_cast<uint8_t>(FrameType::kChunk)) ++integrity.chunks_damaged;
@@ -541,29 +586,11 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::FromBuffer(std::string
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path,
                                                                const ReaderOptions& options) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    std::string message = absl::StrCat(path, ": cannot open: ", std::strerror(err));
-    if (err == ENOENT) return absl::NotFoundError(message);
-    if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(message);
-    return absl::InvalidArgumentError(message);
-  }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": cannot stat: ", std::strerror(err)));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a trace file"));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  }
-  if (st.st_size == 0) {
+  // Never blocks on a FIFO, never reads a non-regular file (input_file.h).
+  absl::StatusOr<InputFile> file = OpenInputFile(path);
+  if (!file.ok()) return file.status();
+  int fd = file->fd;
+  if (file->size == 0) {
     ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(path, ": empty file"));
   }
@@ -572,7 +599,7 @@ absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string
   // The window owns fd from here on.
   return FromInput(path,
                    std::make_unique<internal::InputWindow>(
-                       fd, static_cast<uint64_t>(st.st_size), options.read_block_bytes),
+                       fd, file->size, options.read_block_bytes),
                    options);
 }
 

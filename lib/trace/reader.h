@@ -109,6 +109,14 @@ struct Integrity {
   // Events the footer says were written but that were not read (damage).
   uint64_t events_missing = 0;
   std::vector<std::string> problems;  // one line per damage found, with offsets
+  // Work spent (for tests of the resync bound): bytes whose CRC was
+  // computed, and of those, bytes of frames that failed it. Resync after
+  // damage keeps crc_bytes under ~6x the file's size whatever the input
+  // (see ReadFrame in reader.cc).
+  uint64_t crc_bytes = 0;
+  uint64_t crc_failed_bytes = 0;
+  uint64_t frames_unverified = 0;  // candidates after damage skipped without a CRC
+  uint64_t input_window_bytes = 0;  // bytes read or moved into the read window (file input)
 };
 
 struct ReaderOptions {

@@ -44,6 +44,13 @@ check "one: findings listed" grep -q 'class="finding high\|class="finding medium
 rects "$WORK/one.dom" > "$WORK/one.rects"
 check "one: charts not blank" python3 "$SRC/tests/cli/png_regions.py" "$WORK/one.png" "$WORK/one.rects" timeline util kernels steps findings
 
+# A kernel named "<!--<script>" once swallowed the page's script: it renders.
+"$GEN" "$WORK/hostile.sltrace" --steps 10 --kernel-name '<!--<script>x</script>' || exit 1
+expect_exit 0 "report hostile names" "$SL" report "$WORK/hostile.sltrace" -o "$WORK/hostile.html"
+chrome "$WORK/hostile" "$WORK/hostile.html"
+check "hostile names: rendered" test "$(attr "$WORK/hostile.dom" rendered)" = ok
+check "hostile names: no console errors" no_console_errors "$WORK/hostile.log"
+
 # Before/after.
 expect_exit 0 "report comparison" "$SL" report "$WORK/slow.sltrace" "$WORK/fixed.sltrace" -o "$WORK/cmp.html"
 check "comparison section" grep -q 'id="comparison"' "$WORK/cmp.html"

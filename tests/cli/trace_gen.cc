@@ -5,6 +5,7 @@
 //   sightline_trace_gen OUT [--steps N] [--kernels-per-step K] [--kernel-us U]
 //       [--host-work-us H] [--pinned] [--pid P] [--rank R] [--host NAME]
 //       [--chunk-bytes B] [--step-delay-ms D] [--die-after-bytes N] [--as-uid UID]
+//       [--kernel-name NAME] [--extra-arg ARG] [--outlier-kernel-ns T] [--start-ns T]
 //
 // --die-after-bytes N: the process sends exactly N bytes of its stream, then
 // kills itself with SIGKILL (a client dying mid-chunk). --as-uid: drop to that
@@ -77,6 +78,10 @@ int main(int argc, char** argv) {
     else if (a == "--pid") o.pid = std::strtoul(v, nullptr, 10);
     else if (a == "--rank") o.rank = std::atoi(v);
     else if (a == "--host") o.host = v;
+    else if (a == "--kernel-name") o.kernel_name = v;
+    else if (a == "--extra-arg") o.extra_argument = v;
+    else if (a == "--outlier-kernel-ns") o.outlier_kernel_ns = std::strtoull(v, nullptr, 10);
+    else if (a == "--start-ns") o.start_ns = std::strtoull(v, nullptr, 10);
     else if (a == "--chunk-bytes") o.chunk_bytes = std::strtoul(v, nullptr, 10);
     else if (a == "--step-delay-ms") step_delay_ms = std::atol(v);
     else if (a == "--die-after-bytes") die_after = std::strtoull(v, nullptr, 10);

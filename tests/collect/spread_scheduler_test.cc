@@ -398,6 +398,10 @@ TEST(SpreadScheduler, TargetErrorsFailAndReleaseTheImage) {
     t.fail_begin = true;
     EXPECT_EQ(s.Enter(Launch(1, 3)), SpreadEnter::kFailed);
     EXPECT_TRUE(s.failed());
+    // The message is built from the pass number taken before the
+    // configuration was released (reading it after was a use-after-free,
+    // reported by the sanitizer builds of this test).
+    EXPECT_EQ(s.error(), "spread: starting pass 1 failed");
     // The caller collects the others for kernel replay, then drops them.
     EXPECT_EQ(s.InProgressKeys(), (std::vector<uint64_t>{2}));
     s.DropAll();

@@ -32,6 +32,7 @@ bool WriteSyntheticTrace(std::unique_ptr<trace::Sink> sink, const SyntheticOptio
   h.process.host = o.host;
   h.process.rank = o.rank;
   h.process.command_line = {"/usr/bin/python3", "train.py", "--synthetic"};
+  if (!o.extra_argument.empty()) h.process.command_line.push_back(o.extra_argument);
   DeviceInfo d;
   d.id = 0;
   d.name = "NVIDIA H200";
@@ -63,6 +64,7 @@ bool WriteSyntheticTrace(std::unique_ptr<trace::Sink> sink, const SyntheticOptio
   uint32_t marker_name = w.Intern("checkpoint");
   uint32_t kernel_ids[4];
   for (int i = 0; i < 4; ++i) kernel_ids[i] = w.Intern(kKernelNames[i]);
+  if (!o.kernel_name.empty()) kernel_ids[0] = w.Intern(o.kernel_name);
 
   uint64_t t = o.start_ns;
   uint32_t correlation = 1;
@@ -153,6 +155,17 @@ bool WriteSyntheticTrace(std::unique_ptr<trace::Sink> sink, const SyntheticOptio
     w.Add(s);
     t += 1'000;
     if (o.after_step) o.after_step(step);
+  }
+  if (o.outlier_kernel_ns != 0) {
+    KernelEvent kern;
+    kern.start_ns = o.outlier_kernel_ns;
+    kern.end_ns = o.outlier_kernel_ns + o.kernel_ns;
+    kern.stream_id = kStream;
+    kern.correlation_id = correlation++;
+    kern.name_id = kernel_ids[1];
+    kern.grid_x = 264;
+    kern.block_x = 256;
+    w.Add(kern);
   }
   CaptureWindowEvent window;
   window.start_ns = o.start_ns;

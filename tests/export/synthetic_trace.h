@@ -40,6 +40,13 @@ struct SyntheticOptions {
   bool pageable_copy = true;
   size_t chunk_bytes = 16 << 10;
   uint64_t start_ns = 1'000'000'000;
+  // Hostile-input tests: the first kernel name replaced (control characters,
+  // "<!--<script>", ...), a command-line argument added, and one extra kernel
+  // at this timestamp (0 = none; e.g. near INT64_MAX so that the trace's
+  // timestamps span the int64 range).
+  std::string kernel_name;
+  std::string extra_argument;
+  uint64_t outlier_kernel_ns = 0;
   // Called after every step (serve tests pace or kill clients here).
   std::function<void(uint32_t step)> after_step;
 };

@@ -22,6 +22,7 @@
 #include "lib/export/cli_support.h"
 #include "lib/export/progress.h"
 #include "lib/export/report_render.h"
+#include "lib/trace/terminal_text.h"
 #include "tools/sightline/trace_inputs.h"
 #endif
 
@@ -39,7 +40,7 @@ int SeverityRank(const std::string& s) {
 
 int RunAnalyze(const std::vector<std::string>& args) {
   std::vector<std::string> traces;
-  std::string format = "text", output, fail_on, value;
+  std::string format = "text", output = "-", fail_on, value;
   analysis::AnalysisOptions options;
   exporter::ArgScanner scan(args);
   while (!scan.Done()) {
@@ -49,7 +50,7 @@ int RunAnalyze(const std::vector<std::string>& args) {
         scan.Value("--fail-on", &fail_on, &missing) ||
         scan.Value("--step-range", &options.step_range_name, &missing) ||
         scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("analyze: option needs a value (see --help)");
+      if (missing) return UsageError("analyze: " + scan.last_option() + " needs a non-empty value (see --help)");
       continue;
     }
     if (scan.Value("--set", &value, &missing)) {
@@ -102,7 +103,7 @@ int RunAnalyze(const std::vector<std::string>& args) {
     for (const analysis::Finding& f : report->findings) {
       if (static_cast<int>(f.severity) <= limit) {
         std::fprintf(stderr, "sightline: finding at or above '%s': %s (%s)\n", fail_on.c_str(),
-                     f.rule.c_str(), f.title.c_str());
+                     f.rule.c_str(), trace::EscapeTerminalText(f.title).c_str());
         return kExitThreshold;
       }
     }

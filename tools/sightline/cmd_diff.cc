@@ -21,6 +21,8 @@
 #include "lib/export/progress.h"
 #include "lib/export/report_json_read.h"
 #include "lib/export/report_render.h"
+#include "lib/trace/input_file.h"
+#include "lib/trace/terminal_text.h"
 #include "tools/sightline/trace_inputs.h"
 #endif
 
@@ -30,7 +32,7 @@ namespace {
 #ifdef SIGHTLINE_EXPORT_HAS_REPORT
 int RunDiff(const std::vector<std::string>& args) {
   std::vector<std::string> traces;
-  std::string format = "text", output, threshold, min_share;
+  std::string format = "text", output = "-", threshold, min_share;
   analysis::AnalysisOptions options;
   exporter::ArgScanner scan(args);
   while (!scan.Done()) {
@@ -41,7 +43,7 @@ int RunDiff(const std::vector<std::string>& args) {
         scan.Value("--min-kernel-share", &min_share, &missing) ||
         scan.Value("--step-range", &options.step_range_name, &missing) ||
         scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("diff: option needs a value (see --help)");
+      if (missing) return UsageError("diff: " + scan.last_option() + " needs a non-empty value (see --help)");
       continue;
     }
     std::string a = scan.Next();
@@ -59,16 +61,20 @@ int RunDiff(const std::vector<std::string>& args) {
     return UsageError("diff: unknown format '" + format + "' (expected text or json)");
   }
   exporter::DiffOptions diff_options;
+  // NaN compared false with every change: "no regression beyond nan%" on a
+  // +264 % regression. Finite and bounded only.
   if (!threshold.empty()) {
-    char* end = nullptr;
-    double v = std::strtod(threshold.c_str(), &end);
-    if (end == threshold.c_str() || (*end != '\0' && *end != '%') || v < 0) {
-      return UsageError("diff: --fail-on-regression expects a non-negative percentage (got '" +
-                        threshold + "')");
-    }
-    diff_options.fail_on_regression_pct = v;
+    absl::StatusOr<double> v =
+        exporter::ParseNumberOption("--fail-on-regression", threshold, 0, 1e9, true);
+    if (!v.ok()) return UsageError("diff: " + std::string(v.status().message()));
+    diff_options.fail_on_regression_pct = *v;
   }
-  if (!min_share.empty()) diff_options.min_kernel_share_pct = std::strtod(min_share.c_str(), nullptr);
+  if (!min_share.empty()) {
+    absl::StatusOr<double> v =
+        exporter::ParseNumberOption("--min-kernel-share", min_share, 0, 100, true);
+    if (!v.ok()) return UsageError("diff: " + std::string(v.status().message()));
+    diff_options.min_kernel_share_pct = *v;
+  }
   // BASE and NEW may each be a set (a directory or a quoted glob).
   std::vector<std::vector<std::string>> sides;
   for (const std::string& t : traces) {
@@ -88,12 +94,9 @@ int RunDiff(const std::vector<std::string>& args) {
   auto load = [&](const std::vector<std::string>& set) -> absl::StatusOr<analysis::Report> {
     if (set.size() > 1) return analysis::Analyze(set, options);
     const std::string& path = set.front();
-    char head[64] = {0};
-    if (FILE* f = std::fopen(path.c_str(), "rb")) {
-      size_t n = std::fread(head, 1, sizeof(head), f);
-      std::fclose(f);
-      if (exporter::LooksLikeJson(std::string_view(head, n))) return exporter::ReadReportJson(path);
-    }
+    absl::StatusOr<std::string> head = trace::ReadInputPrefix(path, 64);
+    if (!head.ok()) return head.status();
+    if (exporter::LooksLikeJson(*head)) return exporter::ReadReportJson(path);
     return analysis::Analyze({path}, options);
   };
   absl::StatusOr<analysis::Report> base = load(sides[0]);
@@ -102,6 +105,9 @@ int RunDiff(const std::vector<std::string>& args) {
   if (!now.ok()) return UsageError(std::string(now.status().message()));
   progress.Finish();
   exporter::DiffResult diff = exporter::DiffReports(*base, *now, diff_options);
+  for (const std::string& note : diff.damage_notes) {
+    std::fprintf(stderr, "sightline: warning: %s\n", trace::EscapeTerminalText(note).c_str());
+  }
   std::string text = format == "json" ? exporter::RenderDiffJson(diff)
                                       : exporter::RenderDiffText(diff, exporter::TextWidth());
   absl::Status written = exporter::WriteTextOutput(output, text);

@@ -16,6 +16,7 @@
 #include "lib/export/perfetto_trace.h"
 #include "lib/export/progress.h"
 #include "lib/trace/reader.h"
+#include "lib/trace/terminal_text.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
@@ -39,10 +40,11 @@ int RunExport(const std::vector<std::string>& args) {
       format = a.substr(9);
     } else if (a == "-o" || a == "--output") {
       const std::string* v = value("-o");
-      if (!v) return UsageError("export: -o needs an output path");
+      if (!v || v->empty()) return UsageError("export: -o needs a non-empty output path (- for stdout)");
       output = *v;
     } else if (absl::StartsWith(a, "--output=")) {
       output = a.substr(9);
+      if (output.empty()) return UsageError("export: --output needs a non-empty path (- for stdout)");
     } else if (a == "--strict") {
       strict = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
@@ -89,7 +91,8 @@ int RunExport(const std::vector<std::string>& args) {
       return UsageError(input + ": damaged trace (" + integrity.reason + "); not exported (--strict)");
     }
     std::fprintf(stderr, "sightline: warning: %s: %s; exported what was readable\n",
-                 input.c_str(), integrity.reason.c_str());
+                 trace::EscapeTerminalText(input).c_str(),
+                 trace::EscapeTerminalText(integrity.reason).c_str());
   }
   absl::Status closed = (*out)->Close();
   if (!closed.ok()) return UsageError(std::string(closed.message()));

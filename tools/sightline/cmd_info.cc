@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "lib/trace/json_writer.h"
 #include "lib/trace/reader.h"
+#include "lib/trace/terminal_text.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
@@ -86,25 +87,29 @@ std::string LossSummary(const LossReport& l) {
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
+// Every string below comes from the trace (untrusted): escaped for the
+// terminal (lib/trace/terminal_text.h).
+std::string T(std::string_view s) { return trace::EscapeTerminalText(s); }
+
 void PrintText(const trace::TraceReader& reader) {
   const TraceHeaderData& h = reader.header();
   const trace::Integrity& in = reader.integrity();
-  std::printf("trace      %s (%" PRIu64 " bytes, format v%u)\n", reader.name().c_str(),
+  std::printf("trace      %s (%" PRIu64 " bytes, format v%u)\n", T(reader.name()).c_str(),
               in.file_bytes, h.format_version);
   if (in.complete) {
     std::printf("status     COMPLETE\n");
   } else {
-    std::printf("status     INCOMPLETE: %s\n", in.reason.c_str());
+    std::printf("status     INCOMPLETE: %s\n", T(in.reason).c_str());
   }
-  std::printf("tool       sightline %s\n", h.tool_version.empty() ? "(unknown)" : h.tool_version.c_str());
+  std::printf("tool       sightline %s\n", h.tool_version.empty() ? "(unknown)" : T(h.tool_version).c_str());
   std::string rank = h.process.rank >= 0
                          ? absl::StrFormat(", rank %d of %d (local rank %d)", h.process.rank,
                                            h.process.world_size, h.process.local_rank)
                          : "";
   std::printf("process    pid %u on %s%s\n", h.process.pid,
-              h.process.host.empty() ? "(unknown host)" : h.process.host.c_str(), rank.c_str());
+              h.process.host.empty() ? "(unknown host)" : T(h.process.host).c_str(), rank.c_str());
   std::vector<std::string> quoted;
-  for (const std::string& arg : h.process.command_line) quoted.push_back(QuoteArgument(arg));
+  for (const std::string& arg : h.process.command_line) quoted.push_back(T(QuoteArgument(arg)));
   std::printf("command    %s\n", absl::StrJoin(quoted, " ").c_str());
   std::printf("started    %s\n", FormatRealtime(h.start_realtime_ns).c_str());
   std::printf("cuda       driver %s, runtime %s, CUPTI API version %u\n",
@@ -112,16 +117,16 @@ void PrintText(const trace::TraceReader& reader) {
               FormatVersion(h.cuda_runtime_version).c_str(), h.cupti_api_version);
   if (!h.capture_range.empty() || !h.metric_set.empty() || !h.enabled.empty()) {
     std::printf("capture    range %s, metrics %s, enabled %s\n",
-                h.capture_range.empty() ? "whole run" : h.capture_range.c_str(),
-                h.metric_set.empty() ? "none" : h.metric_set.c_str(),
-                absl::StrJoin(h.enabled, ",").c_str());
+                h.capture_range.empty() ? "whole run" : T(h.capture_range).c_str(),
+                h.metric_set.empty() ? "none" : T(h.metric_set).c_str(),
+                T(absl::StrJoin(h.enabled, ",")).c_str());
   }
   std::printf("devices    %zu\n", h.devices.size());
   for (const DeviceInfo& d : h.devices) {
     std::printf("  [%u] %s (%s, sm_%u%u), %u SMs, %.1f GiB, %.1f GB/s, %s\n", d.id,
-                d.name.c_str(), d.chip_name.empty() ? "?" : d.chip_name.c_str(), d.cc_major,
+                T(d.name).c_str(), d.chip_name.empty() ? "?" : T(d.chip_name).c_str(), d.cc_major,
                 d.cc_minor, d.sm_count, d.global_memory_bytes / double(1ull << 30),
-                d.memory_bandwidth_gbps, d.uuid.c_str());
+                d.memory_bandwidth_gbps, T(d.uuid).c_str());
   }
   std::printf("span       %s (first %" PRIu64 " ns, last %" PRIu64 " ns)\n",
               FormatDuration(SpanNs(in)).c_str(), in.first_ns, in.last_ns);
@@ -142,12 +147,12 @@ void PrintText(const trace::TraceReader& reader) {
   }
   if (in.footer) {
     std::printf("end        %s at %s\n",
-                in.footer->end_reason.empty() ? "(no reason)" : in.footer->end_reason.c_str(),
+                in.footer->end_reason.empty() ? "(no reason)" : T(in.footer->end_reason).c_str(),
                 FormatRealtime(in.footer->end_realtime_ns).c_str());
   }
   if (!in.problems.empty()) {
     std::printf("problems\n");
-    for (const std::string& p : in.problems) std::printf("  - %s\n", p.c_str());
+    for (const std::string& p : in.problems) std::printf("  - %s\n", T(p).c_str());
   }
 }
 

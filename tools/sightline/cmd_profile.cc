@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -92,10 +93,14 @@ constexpr FlagMap kFlags[] = {
     {"--backtrace-us", nullptr, "SIGHTLINE_BACKTRACE_US"},
 };
 
+// Finite seconds in [0, 1e7] (116 days): "inf", "1e309" and "nan" are refused.
 bool ValidSeconds(const std::string& v) {
+  if (v.empty() || v.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
   char* end = nullptr;
+  errno = 0;
   double d = std::strtod(v.c_str(), &end);
-  return !v.empty() && end != nullptr && *end == '\0' && d >= 0;
+  return end != nullptr && *end == '\0' && errno != ERANGE && std::isfinite(d) && d >= 0 &&
+         d <= 1e7;
 }
 
 // Returns an empty string on success, else the usage problem.

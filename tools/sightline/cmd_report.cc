@@ -38,7 +38,7 @@ int RunReport(const std::vector<std::string>& args) {
         scan.Value("--max-events", &max_events, &missing) ||
         scan.Value("--step-range", &options.step_range_name, &missing) ||
         scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("report: option needs a value (see --help)");
+      if (missing) return UsageError("report: " + scan.last_option() + " needs a non-empty value (see --help)");
       continue;
     }
     if (scan.Flag("--merge")) {
@@ -56,9 +56,10 @@ int RunReport(const std::vector<std::string>& args) {
   if (output.empty()) return UsageError("report: missing -o report.html");
   exporter::HtmlDataOptions html_options;
   if (!max_events.empty()) {
-    long long v = std::atoll(max_events.c_str());
-    if (v < 1000) return UsageError("report: --max-events expects a number >= 1000");
-    html_options.max_events = static_cast<size_t>(v);
+    absl::StatusOr<uint64_t> v =
+        exporter::ParseCountOption("--max-events", max_events, 1000, uint64_t{1} << 32);
+    if (!v.ok()) return UsageError("report: " + std::string(v.status().message()));
+    html_options.max_events = static_cast<size_t>(*v);
   }
   // Each argument may be a set (a directory or a quoted glob): two
   // arguments are before/after, each side its own set.
@@ -73,10 +74,10 @@ int RunReport(const std::vector<std::string>& args) {
     sets.push_back(*std::move(set));
   }
   // Fail on an unwritable destination before the (possibly long) analysis.
-  {
-    auto probe = exporter::OutputFile::Open(output);
-    if (!probe.ok()) return UsageError(std::string(probe.status().message()));
-  }
+  // (Checked, not opened: opening a FIFO now would hand its reader an
+  // empty stream.)
+  absl::Status writable = exporter::OutputFile::Check(output);
+  if (!writable.ok()) return UsageError(std::string(writable.message()));
   std::vector<std::vector<std::string>> groups;
   if (sets.size() == 2 && !merge) {
     groups = sets;

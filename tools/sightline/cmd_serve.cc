@@ -1,5 +1,7 @@
 // sightline serve --listen unix:PATH [--out DIR] [--status-interval S]
-//                 [--max-connections N]
+//                 [--max-connections N] [--max-clients N] [--max-buffered-mb MB]
+//                 [--stall-timeout S]
+// (limits: see lib/export/serve/trace_server.h)
 //
 // Receives trace streams from many profiled processes at once
 // (SIGHTLINE_OUTPUT=unix:PATH), writes one .sltrace per process into DIR,
@@ -28,15 +30,18 @@ void OnStopSignal(int) {
 
 int RunServe(const std::vector<std::string>& args) {
   exporter::ServeOptions options;
-  std::string listen, interval, max_connections;
+  std::string listen, interval, max_connections, max_clients, max_buffered_mb, stall_timeout;
   exporter::ArgScanner scan(args);
   while (!scan.Done()) {
     bool missing = false;
     if (scan.Value("--listen", &listen, &missing) || scan.Value("--out", &options.out_dir, &missing) ||
         scan.Value("-o", &options.out_dir, &missing) ||
         scan.Value("--status-interval", &interval, &missing) ||
-        scan.Value("--max-connections", &max_connections, &missing)) {
-      if (missing) return UsageError("serve: option needs a value (see --help)");
+        scan.Value("--max-connections", &max_connections, &missing) ||
+        scan.Value("--max-clients", &max_clients, &missing) ||
+        scan.Value("--max-buffered-mb", &max_buffered_mb, &missing) ||
+        scan.Value("--stall-timeout", &stall_timeout, &missing)) {
+      if (missing) return UsageError("serve: " + scan.last_option() + " needs a non-empty value (see --help)");
       continue;
     }
     return UsageError("serve: unexpected argument '" + scan.Next() +
@@ -48,13 +53,31 @@ int RunServe(const std::vector<std::string>& args) {
   }
   options.socket_path = listen.substr(5);
   if (!interval.empty()) {
-    options.status_interval_s = std::strtod(interval.c_str(), nullptr);
-    if (options.status_interval_s <= 0) {
-      return UsageError("serve: --status-interval expects seconds > 0 (got '" + interval + "')");
-    }
+    absl::StatusOr<double> v = exporter::ParseNumberOption("--status-interval", interval, 0.05, 86400);
+    if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
+    options.status_interval_s = *v;
   }
   if (!max_connections.empty()) {
-    options.max_connections = std::strtoull(max_connections.c_str(), nullptr, 10);
+    absl::StatusOr<uint64_t> v =
+        exporter::ParseCountOption("--max-connections", max_connections, 1, uint64_t{1} << 40);
+    if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
+    options.max_connections = *v;
+  }
+  if (!max_clients.empty()) {
+    absl::StatusOr<uint64_t> v = exporter::ParseCountOption("--max-clients", max_clients, 1, 65536);
+    if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
+    options.max_clients = static_cast<size_t>(*v);
+  }
+  if (!max_buffered_mb.empty()) {
+    absl::StatusOr<uint64_t> v =
+        exporter::ParseCountOption("--max-buffered-mb", max_buffered_mb, 1, 1 << 20);
+    if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
+    options.max_buffered_bytes = *v << 20;
+  }
+  if (!stall_timeout.empty()) {
+    absl::StatusOr<double> v = exporter::ParseNumberOption("--stall-timeout", stall_timeout, 0.1, 86400);
+    if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
+    options.stall_timeout_s = *v;
   }
   auto server = exporter::TraceServer::Listen(options);
   if (!server.ok()) return UsageError("serve: " + std::string(server.status().message()));
@@ -77,8 +100,14 @@ int RunServe(const std::vector<std::string>& args) {
     if (r.footer) ++clean;
     if (r.refused) ++refused;
   }
-  std::fprintf(stderr, "sightline serve: stopped; %zu traces written (%zu complete), %zu connections refused\n",
-               files, clean, refused);
+  const exporter::ServeStats& st = (*server)->stats();
+  std::fprintf(stderr,
+               "sightline serve: stopped; %zu traces written (%zu complete), %zu connections refused; "
+               "peak %llu connections, %.1f MB buffered, %llu accept back-offs, %llu stalled dropped\n",
+               files, clean, refused, static_cast<unsigned long long>(st.peak_connections),
+               static_cast<double>(st.peak_buffered_bytes) / 1e6,
+               static_cast<unsigned long long>(st.accept_backoffs),
+               static_cast<unsigned long long>(st.stalled_dropped));
   if (!run.ok()) return UsageError("serve: " + std::string(run.message()));
   return kExitOk;
 }
@@ -86,7 +115,8 @@ int RunServe(const std::vector<std::string>& args) {
 }  // namespace
 
 SIGHTLINE_COMMAND("serve",
-                  "serve --listen unix:PATH [--out DIR] [--status-interval S] [--max-connections N]",
+                  "serve --listen unix:PATH [--out DIR] [--status-interval S] [--max-connections N] "
+                  "[--max-clients N (256)] [--max-buffered-mb MB (256)] [--stall-timeout S (10)]",
                   "Receive trace streams from many processes; one trace file per process",
                   RunServe);
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/trace/terminal_text.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
@@ -24,7 +25,8 @@ bool RegisterCommand(const Command& command) {
 const std::vector<Command>& Commands() { return MutableCommands(); }
 
 int UsageError(const std::string& message) {
-  std::fprintf(stderr, "sightline: %s\n", message.c_str());
+  // Messages quote file names and trace contents: escaped for the terminal.
+  std::fprintf(stderr, "sightline: %s\n", trace::EscapeTerminalText(message).c_str());
   return kExitUsage;
 }
 

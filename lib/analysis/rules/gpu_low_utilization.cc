@@ -31,8 +31,11 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     }
     double min_util = 100;
     for (uint64_t c = 0; c < chunks; ++c) {
-      uint64_t start = t.window_start_ns + window * c / chunks;
-      uint64_t end = t.window_start_ns + window * (c + 1) / chunks;
+      // 128-bit: window * c overflows 64 bits when timestamps span the
+      // int64 range (a damaged or hostile trace), which made chunks overlap
+      // and the flagged idle exceed the window.
+      uint64_t start = t.window_start_ns + MulDiv(window, c, chunks);
+      uint64_t end = t.window_start_ns + MulDiv(window, c + 1, chunks);
       uint64_t busy = t.busy.OverlapWith(start, end);
       double util = PctOf(double(busy), double(end - start));
       min_util = std::min(min_util, util);
@@ -91,6 +94,6 @@ SIGHTLINE_RULE(gpu_low_utilization,
                sightline::analysis::kRuleTimeline | sightline::analysis::kRuleOverview,
                "Time chunks with low GPU time-utilization (nsys gpu_time_util)",
                sightline::analysis::Run,
-               {"num_chunks", 30, "equal chunks the device window is split into"},
+               {"num_chunks", 30, "equal chunks the device window is split into", 1, 100000},
                {"util_threshold_pct", 50, "flag chunks under this time-utilization"},
                {"min_idle_pct", 1, "fire when idle in flagged chunks reaches this % of window"});

@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/export/serve/frame_assembler.h"
 #include "lib/trace/reader.h"
+#include "lib/trace/terminal_text.h"
 
 namespace sightline::exporter {
 namespace {
@@ -83,6 +84,7 @@ struct Connection {
   FrameAssembler frames;
   std::string header_frame;  // kept to decode chunks for status
   ConnectionResult result;
+  Clock::time_point last_data;  // when bytes last arrived
   // Status window.
   uint64_t window_events = 0;
   uint64_t window_busy_ns = 0;
@@ -102,11 +104,25 @@ struct TraceServer::Impl {
   size_t redrawn_lines = 0;
   bool redraw = false;
   uint64_t ended = 0;
+  ServeStats stats;
+  uint64_t buffered = 0;                 // incomplete-frame bytes of all connections
+  const Connection* largest = nullptr;   // may read past the cap (see header)
+  Clock::time_point accept_paused_until;
+  bool accept_paused_logged = false;
 
+  // Host names, command lines and errors come from the stream: escaped.
   void Log(const std::string& line) {
     ClearRedraw();
-    std::fprintf(options.log, "sightline serve: %s\n", line.c_str());
+    std::fprintf(options.log, "sightline serve: %s\n", trace::EscapeTerminalText(line).c_str());
     std::fflush(options.log);
+  }
+  // Under the cap everyone reads; at the cap, the largest incomplete frame
+  // (so it can complete) and every connection under its fair share of the
+  // cap (so small frames keep flowing: no client starves behind big ones).
+  bool MayRead(const Connection& c) const {
+    if (buffered < options.max_buffered_bytes || &c == largest) return true;
+    const size_t share = options.max_buffered_bytes / std::max<size_t>(1, connections.size());
+    return c.frames.partial_bytes() < share;
   }
   void ClearRedraw() {
     if (redraw && redrawn_lines > 0) {
@@ -215,11 +231,26 @@ void TraceServer::Stop() {
 }
 
 const std::vector<ConnectionResult>& TraceServer::results() const { return impl_->results; }
+const ServeStats& TraceServer::stats() const { return impl_->stats; }
 
 void TraceServer::Impl::Accept() {
-  while (true) {
+  while (connections.size() < std::max<size_t>(1, options.max_clients)) {
     int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN or transient error: poll again
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // The listening socket stays readable: polling it again at once
+        // would spin. Pause accepting; connected clients go on.
+        ++stats.accept_backoffs;
+        accept_paused_until = Clock::now() + std::chrono::milliseconds(100);
+        if (!accept_paused_logged) {
+          Log(absl::StrCat("cannot accept more connections (", std::strerror(errno),
+                           "); retrying every 100 ms"));
+          accept_paused_logged = true;
+        }
+      }
+      return;  // EAGAIN or a transient error: poll again
+    }
+    accept_paused_logged = false;
     ucred cred{};
     socklen_t len = sizeof(cred);
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
@@ -237,6 +268,8 @@ void TraceServer::Impl::Accept() {
     }
     Connection& c = connections.emplace_back();
     c.fd = fd;
+    c.last_data = Clock::now();
+    stats.peak_connections = std::max<uint64_t>(stats.peak_connections, connections.size());
     c.peer_pid = static_cast<uint32_t>(cred.pid);
     c.result.pid = c.peer_pid;
   }
@@ -343,10 +376,18 @@ void TraceServer::Impl::OnFrame(Connection& c, const Frame& f) {
 void TraceServer::Impl::ReadFrom(Connection& c, bool* closed) {
   char buf[1 << 16];
   for (int round = 0; round < 64; ++round) {  // stay fair to other clients
+    if (!MayRead(c)) {
+      ++stats.reads_deferred;
+      return;
+    }
     ssize_t n = read(c.fd, buf, sizeof(buf));
     if (n > 0) {
+      c.last_data = Clock::now();
+      buffered -= c.frames.partial_bytes();
       bool ok = c.frames.Feed(buf, static_cast<size_t>(n),
                               [&](const Frame& f) { OnFrame(c, f); });
+      buffered += c.frames.partial_bytes();
+      stats.peak_buffered_bytes = std::max(stats.peak_buffered_bytes, buffered);
       if (!ok && c.result.error.empty()) {
         c.result.error = c.frames.error();
         if (!c.frames.has_preamble() || c.file_fd < 0) c.result.refused = true;
@@ -368,6 +409,8 @@ void TraceServer::Impl::ReadFrom(Connection& c, bool* closed) {
 
 void TraceServer::Impl::Finish(Connection& c, const std::string& why) {
   c.result.partial_bytes = c.frames.partial_bytes();
+  buffered -= c.result.partial_bytes;
+  if (largest == &c) largest = nullptr;
   std::string what;
   if (!c.result.error.empty()) {
     what = absl::StrCat("dropped: ", c.result.error);
@@ -422,7 +465,9 @@ void TraceServer::Impl::PrintStatus(double window_s) {
     c.active_in_window = false;
   }
   ClearRedraw();
-  for (const std::string& l : lines) std::fprintf(options.log, "sightline serve: %s\n", l.c_str());
+  for (const std::string& l : lines) {
+    std::fprintf(options.log, "sightline serve: %s\n", trace::EscapeTerminalText(l).c_str());
+  }
   if (redraw) redrawn_lines = lines.size();
   std::fflush(options.log);
 }
@@ -435,24 +480,52 @@ absl::Status TraceServer::Run() {
   s.next_status = window_start + interval;
   bool stopping = false;
   while (!stopping) {
+    auto now = Clock::now();
+    // At the buffer cap only the largest incomplete frame is read; if its
+    // sender stalls while others wait, it is dropped.
+    s.largest = nullptr;
+    for (const Connection& c : s.connections) {
+      if (s.largest == nullptr || c.frames.partial_bytes() > s.largest->frames.partial_bytes()) {
+        s.largest = &c;
+      }
+    }
+    if (s.largest != nullptr && s.buffered >= s.options.max_buffered_bytes &&
+        s.connections.size() > 1 &&
+        now - s.largest->last_data > std::chrono::duration<double>(s.options.stall_timeout_s)) {
+      Connection& stalled = const_cast<Connection&>(*s.largest);
+      stalled.result.error = absl::StrCat(
+          "stalled mid-frame for ", s.options.stall_timeout_s,
+          " s while the server's buffer cap was reached and other clients waited");
+      ++s.stats.stalled_dropped;
+      s.Finish(stalled, stalled.result.error);
+      s.connections.remove_if([](const Connection& c) { return c.fd < 0; });
+      continue;
+    }
+    bool accepting = s.connections.size() < std::max<size_t>(1, s.options.max_clients) &&
+                     now >= s.accept_paused_until;
     std::vector<pollfd> fds;
     fds.push_back({s.wake_pipe[0], POLLIN, 0});
-    fds.push_back({s.listen_fd, POLLIN, 0});
+    // A negative descriptor is skipped by poll(2).
+    fds.push_back({accepting ? s.listen_fd : -1, POLLIN, 0});
     std::vector<Connection*> order;
     for (Connection& c : s.connections) {
-      fds.push_back({c.fd, POLLIN, 0});
+      fds.push_back({s.MayRead(c) ? c.fd : -1, POLLIN, 0});
       order.push_back(&c);
     }
-    auto now = Clock::now();
+    auto wake = s.next_status;
+    if (!accepting && now < s.accept_paused_until) wake = std::min(wake, s.accept_paused_until);
+    if (s.buffered >= s.options.max_buffered_bytes) {
+      wake = std::min(wake, now + std::chrono::milliseconds(500));  // stall check
+    }
     int timeout_ms = static_cast<int>(std::max<int64_t>(
-        0, std::chrono::duration_cast<std::chrono::milliseconds>(s.next_status - now).count()));
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(wake - now).count() + 1));
     int n = poll(fds.data(), fds.size(), timeout_ms);
     if (n < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("poll: ", std::strerror(errno)));
     }
     if (n > 0) {
       if (fds[0].revents) stopping = true;
-      if (fds[1].revents & POLLIN) s.Accept();
+      if (accepting && (fds[1].revents & POLLIN)) s.Accept();
       for (size_t i = 0; i < order.size(); ++i) {
         if (fds[i + 2].revents == 0) continue;
         bool closed = false;

@@ -24,6 +24,24 @@
 // in the window (per chunk) / the time span they cover. On a terminal the
 // lines are redrawn in place. Connect/disconnect events are logged as lines.
 //
+// Limits (a hostile or broken client must not exhaust the server):
+//  * at most `max_clients` connections at once; more wait in the listen
+//    backlog (the listening socket is not polled while full);
+//  * about `max_buffered_bytes` of incomplete frames over all connections.
+//    Once reached, a connection is read only if it holds the largest
+//    incomplete frame (so it can complete it and free the space) or less
+//    than its fair share (cap / connections: small frames keep flowing);
+//    the others wait in their socket buffers (their writers block:
+//    backpressure, nothing lost). The total stays under the cap + one read
+//    (64 KiB) per connection + the largest frame. If the largest sends
+//    nothing for `stall_timeout_s` while others wait, it is dropped as
+//    stalled.
+//  * accept() failing for lack of file descriptors (EMFILE/ENFILE) pauses
+//    accepting for 100 ms (logged once per episode) instead of spinning on
+//    a listening socket that stays readable.
+// Every string from a stream that reaches the log is escaped for the
+// terminal (lib/trace/terminal_text.h).
+//
 // Threading: one thread runs a poll(2) loop; Stop() may be called from a
 // signal handler (it writes one byte to a self-pipe).
 #ifndef SIGHTLINE_LIB_EXPORT_SERVE_TRACE_SERVER_H_
@@ -49,6 +67,19 @@ struct ServeOptions {
   uint64_t max_connections = 0;
   // Redraw status lines in place (default: when `log` is a terminal).
   int redraw = -1;
+  // Limits (see above).
+  size_t max_clients = 256;
+  uint64_t max_buffered_bytes = uint64_t{256} << 20;
+  double stall_timeout_s = 10.0;
+};
+
+// Counters of the limits at work (tests, final summary).
+struct ServeStats {
+  uint64_t peak_buffered_bytes = 0;   // most incomplete-frame bytes held at once
+  uint64_t peak_connections = 0;      // most connections open at once
+  uint64_t accept_backoffs = 0;       // accept() pauses on EMFILE/ENFILE
+  uint64_t reads_deferred = 0;        // reads skipped because the buffer cap was reached
+  uint64_t stalled_dropped = 0;       // connections dropped as stalled at the cap
 };
 
 // What happened to one connection (for the final summary and tests).
@@ -79,6 +110,7 @@ class TraceServer {
   void Stop();
 
   const std::vector<ConnectionResult>& results() const;
+  const ServeStats& stats() const;
 
  private:
   struct Impl;
