@@ -203,6 +203,18 @@ bool CollectorImpl::Initialize(InitSource source) {
     if (std::strcmp(d, "1") == 0) detach_ = true;
     if (std::strcmp(d, "keep") == 0) unsubscribe_after_ = false;
   }
+  {
+    std::vector<std::string> monitor_problems;
+    monitor_config_ = monitor::MonitorConfigFromEnvironment(nullptr, &monitor_problems);
+    for (const std::string& p : monitor_problems) Warn(p);
+  }
+  if (monitor_config_.enabled) {
+    // Monitor mode: nothing is recorded until the agent opens a capture
+    // window (anomaly, sightline trigger, SIGUSR2); no call-stack callbacks.
+    config_.capture = CaptureMode::kApi;
+    config_.capture_repeat = true;
+    config_.trace_backtrace = false;
+  }
   if (source == InitSource::kLinkIn && std::getenv("SIGHTLINE_CAPTURE") == nullptr &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
     config_.capture = CaptureMode::kApi;  // linked in only: the program decides
@@ -246,7 +258,11 @@ bool CollectorImpl::Initialize(InitSource source) {
   std::atexit(&AtExitTrampoline);
   pthread_atfork(nullptr, nullptr, &AtForkChild);
   InstallSignalFlush(&SignalRequestTrampoline, this, 3000);
-  if (!config_.quiet) {
+  if (monitor_config_.enabled) StartMonitor();
+  if (!config_.quiet && monitor_config_.enabled) {
+    std::fprintf(stderr, "sightline: monitoring pid %d (captures -> %s)\n", owner_pid_,
+                 output_path_.c_str());
+  } else if (!config_.quiet) {
     std::fprintf(stderr, "sightline: profiling pid %d -> %s (capture: %s%s)\n", owner_pid_,
                  output_path_.c_str(), config_.CaptureDescription().c_str(),
                  config_.capture == CaptureMode::kProfilerApi && !config_.trace_driver_api
@@ -342,6 +358,16 @@ bool CollectorImpl::SetUpCupti() {
     // without the backtrace callbacks, the synchronising calls provide it.
     for (CUpti_CallbackId cbid = 0; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
       if (IsSyncCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) enable_rt(cbid);
+    }
+  }
+  if (monitor_config_.enabled) {  // step ranges and markers (ForwardNvtxToMonitor)
+    for (CUpti_CallbackId cbid :
+         {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+          CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangeStartA,
+          CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+          CUPTI_CBID_NVTX_nvtxMarkA, CUPTI_CBID_NVTX_nvtxMarkEx,
+          CUPTI_CBID_NVTX_nvtxDomainMarkEx}) {
+      Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid), "enable NVTX cb");
     }
   }
   if (config_.capture == CaptureMode::kNvtx) {
@@ -779,7 +805,16 @@ void CollectorImpl::RangePop() {
   PushHostEvent(std::move(e));
 }
 
+void CollectorImpl::StartMonitor() {
+  monitor::CaptureControl control;
+  control.start = [this] { return ApiStart() == 0; };
+  control.stop_and_flush = [this] { return ApiStop() == 0 && ApiFlush() == 0; };
+  control.trace_path = output_path_;
+  monitor_ = monitor::MonitorAgent::Start(monitor_config_, std::move(control));
+}
+
 void CollectorImpl::Step(uint64_t step) {
+  if (monitor_ != nullptr) monitor_->OnStepBegin(monitor::MonitorAgent::NowNs());
   HostEvent e;
   e.kind = HostEvent::kStep;
   e.start_ns = Now();
@@ -791,6 +826,9 @@ void CollectorImpl::Step(uint64_t step) {
 void CollectorImpl::Shutdown(const char* reason) {
   if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return;
   if (shut_down_.exchange(true)) return;
+  // The agent first: a capture in progress is closed and flushed while the
+  // writer still runs.
+  if (monitor_ != nullptr) monitor_->Stop();
   bool closed;
   {
     std::lock_guard<std::mutex> lock(control_mu_);

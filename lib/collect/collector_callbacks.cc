@@ -199,8 +199,48 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (detach_ && teardown_pending_ && !enter && t_runtime_depth == 0) MaybeTearDown();
 }
 
+void CollectorImpl::ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  const char* message = nullptr;
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA:
+      message = static_cast<const nvtxRangePushA_params*>(data->functionParams)->message;
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      message = NvtxMessage(static_cast<const nvtxRangePushEx_params*>(data->functionParams)->eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+      message = NvtxMessage(
+          static_cast<const nvtxDomainRangePushEx_params*>(data->functionParams)->core.eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+      message = static_cast<const nvtxRangeStartA_params*>(data->functionParams)->message;
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+      message = NvtxMessage(static_cast<const nvtxRangeStartEx_params*>(data->functionParams)->eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx:
+      message = NvtxMessage(static_cast<const nvtxDomainRangeStartEx_params*>(
+                                data->functionParams)->core.eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxMarkA:
+      message = static_cast<const nvtxMarkA_params*>(data->functionParams)->message;
+      break;
+    case CUPTI_CBID_NVTX_nvtxMarkEx:
+      message = NvtxMessage(static_cast<const nvtxMarkEx_params*>(data->functionParams)->eventAttrib);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainMarkEx:
+      message = NvtxMessage(
+          static_cast<const nvtxDomainMarkEx_params*>(data->functionParams)->core.eventAttrib);
+      break;
+    default:
+      return;
+  }
+  if (message != nullptr) monitor_->OnRangeOpened(message, monitor::MonitorAgent::NowNs());
+}
+
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
   if (config_.trace_nccl) OnNcclNvtx(cbid, data);
+  if (monitor_ != nullptr) ForwardNvtxToMonitor(cbid, data);
   // NCCL tracing enables a few NVTX callbacks in every capture mode; the
   // capture-range logic below is for --capture-range nvtx:NAME only.
   if (config_.capture != CaptureMode::kNvtx) return;

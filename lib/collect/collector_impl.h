@@ -24,6 +24,8 @@
 #include "lib/collect/kernel_launch_hook.h"
 #include "lib/collect/nccl_payload.h"
 #include "lib/collect/record_converter.h"
+#include "lib/monitor/monitor_agent.h"
+#include "lib/monitor/monitor_config.h"
 #include "lib/trace/sink.h"
 #include "lib/trace/writer.h"
 
@@ -103,6 +105,10 @@ class CollectorImpl final : public Collector {
   void OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   // NCCL tracing: learns NCCL's domain handle, decodes NCCL's range payloads.
   void OnNcclNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
+  // Monitor mode (SIGHTLINE_MODE=monitor, lib/monitor): step ranges and
+  // markers opened by the app go to the agent (collector_callbacks.cc).
+  void ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
+  void StartMonitor();  // collector.cc, after the writer thread started
   void MaybeTearDown();
   // Writer thread, once no capture window can open any more (default, no
   // SIGHTLINE_DETACH): every API and NVTX callback of ours switched off, so
@@ -197,7 +203,11 @@ class CollectorImpl final : public Collector {
   uint64_t broken_buffers_ = 0;
   uint64_t metric_ranges_dropped_ = 0;
   LossReport last_loss_report_;
-  NcclJoinStats nccl_join_stats_;  // writer thread: for the exit summary
+  NcclJoinStats nccl_join_stats_;
+  // Monitor mode: read once at initialisation; the agent owns its thread and
+  // opens/closes capture windows through ApiStart/ApiStop/ApiFlush.
+  monitor::MonitorConfig monitor_config_;
+  std::unique_ptr<monitor::MonitorAgent> monitor_;  // writer thread: for the exit summary
   // NCCL's NVTX domain handle (nvtxDomainHandle_t), once seen being created.
   std::atomic<const void*> nccl_domain_{nullptr};
 };

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Monitor-mode overhead on a real training step (issue 15: ≤ 1 % of step time).
+#
+# Interleaved rounds; every round runs, in an order that rotates with the
+# round, the PyTorch LM training step (examples/pytorch/lm_train.py, eager,
+# NVTX step ranges on in both modes) as
+#   plain    python3 lm_train.py ...
+#   monitor  sightline monitor -q --metrics-listen 127.0.0.1:0 -- python3 lm_train.py ...
+# and reads each run's steady-state median step time from its SIGHTLINE_STEPS
+# line (CUDA events, examples/pytorch/common.py). Prints one line per round
+# and the median, min and max over rounds of the paired excess
+# (monitor / plain - 1, in %).
+#   MONITOR_ROUNDS (10)  MONITOR_STEPS (400)  MONITOR_WARMUP (40)
+#   MONITOR_ARGS ("--variant eager")  MONITOR_SCRIPT (examples/pytorch/lm_train.py)
+#   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+SL=${SIGHTLINE_BIN:-$ROOT/build/release/tools/sightline/sightline}
+SCRIPT=${MONITOR_SCRIPT:-$ROOT/examples/pytorch/lm_train.py}
+ROUNDS=${MONITOR_ROUNDS:-10}
+ARGS=(${MONITOR_ARGS:---variant eager} --nvtx --steps "${MONITOR_STEPS:-400}" --warmup "${MONITOR_WARMUP:-40}")
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+[ -x "$SL" ] || { echo "no sightline binary at $SL" >&2; exit 2; }
+median_ms() { sed -n 's/.*SIGHTLINE_STEPS.* median_ms=\([0-9.]*\).*/\1/p' "$1" | tail -1; }
+one() {  # MODE ROUND
+  local o="$W/$1.$2.out"
+  case $1 in
+    plain) python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
+               -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+  esac
+  median_ms "$o"
+}
+echo "round plain_ms monitor_ms excess_pct"
+for r in $(seq 1 "$ROUNDS"); do
+  if [ $((r % 2)) -eq 1 ]; then p=$(one plain "$r"); m=$(one monitor "$r")
+  else m=$(one monitor "$r"); p=$(one plain "$r"); fi
+  if [ -z "$p" ] || [ -z "$m" ]; then echo "round $r: a run printed no SIGHTLINE_STEPS line" >&2; cat "$W"/*."$r".out >&2; exit 1; fi
+  python3 -c "import sys; p,m=float(sys.argv[2]),float(sys.argv[3]); print(f'{sys.argv[1]} {p:.4f} {m:.4f} {(m/p-1)*100:+.2f}')" "$r" "$p" "$m" | tee -a "$W/rounds"
+done
+python3 - "$W/rounds" <<'PY'
+import statistics, sys
+ex = [float(l.split()[3]) for l in open(sys.argv[1])]
+print(f"MONITOR_OVERHEAD rounds={len(ex)} median_excess_pct={statistics.median(ex):+.2f} "
+      f"min={min(ex):+.2f} max={max(ex):+.2f} target=+1.00 "
+      f"{'MET' if statistics.median(ex) <= 1.0 else 'NOT MET'}")
+PY

@@ -1,0 +1,331 @@
+// lib/monitor/monitor_agent.cc — see monitor_agent.h.
+#include "lib/monitor/monitor_agent.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <poll.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "lib/monitor/metrics_endpoint.h"
+#include "lib/monitor/nvml_poller.h"
+
+namespace sightline::monitor {
+namespace {
+
+constexpr size_t kMaxPendingSteps = 1 << 16;
+
+// SIGUSR2 → the one agent of the process (async-signal-safe state only).
+std::atomic<MonitorAgent*> g_signal_agent{nullptr};
+struct sigaction g_previous_usr2 = {};
+std::atomic<bool> g_usr2_installed{false};
+
+void OnSigusr2(int signo, siginfo_t* info, void* ctx) {
+  int saved = errno;
+  if (MonitorAgent* a = g_signal_agent.load(); a != nullptr) a->RequestCapture();
+  // Chain a handler the application installed before us.
+  if ((g_previous_usr2.sa_flags & SA_SIGINFO) != 0 && g_previous_usr2.sa_sigaction != nullptr) {
+    g_previous_usr2.sa_sigaction(signo, info, ctx);
+  } else if (g_previous_usr2.sa_handler != SIG_DFL && g_previous_usr2.sa_handler != SIG_IGN &&
+             g_previous_usr2.sa_handler != nullptr) {
+    g_previous_usr2.sa_handler(signo);
+  }
+  errno = saved;
+}
+
+void InstallSigusr2() {
+  if (g_usr2_installed.exchange(true)) return;
+  struct sigaction sa = {};
+  sa.sa_sigaction = &OnSigusr2;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigaction(SIGUSR2, &sa, &g_previous_usr2);
+}
+
+uint64_t MonotonicMs() { return MonitorAgent::NowNs() / 1000000; }
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace
+
+uint64_t MonitorAgent::NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+MonitorAgent::MonitorAgent(const MonitorConfig& config, CaptureControl control)
+    : config_(config), control_(std::move(control)), step_detector_(config.step) {
+  snapshot_.job = config_.job;
+  snapshot_.rank = config_.rank;
+  pending_steps_.reserve(1024);
+}
+
+std::unique_ptr<MonitorAgent> MonitorAgent::Start(const MonitorConfig& config,
+                                                  CaptureControl control) {
+  std::unique_ptr<MonitorAgent> agent(new MonitorAgent(config, std::move(control)));
+  if (pipe2(agent->wake_, O_CLOEXEC | O_NONBLOCK) != 0) agent->wake_[0] = agent->wake_[1] = -1;
+  if (config.handle_sigusr2) {
+    g_signal_agent.store(agent.get());
+    InstallSigusr2();
+  }
+  agent->thread_ = std::thread([a = agent.get()] { a->Main(); });
+  return agent;
+}
+
+MonitorAgent::~MonitorAgent() {
+  Stop();
+  MonitorAgent* self = this;
+  g_signal_agent.compare_exchange_strong(self, nullptr);
+  if (wake_[0] >= 0) close(wake_[0]);
+  if (wake_[1] >= 0) close(wake_[1]);
+}
+
+void MonitorAgent::OnStepBegin(uint64_t now_ns) {
+  uint64_t previous = last_step_ns_.exchange(now_ns, std::memory_order_relaxed);
+  if (previous == 0 || now_ns <= previous) return;
+  double seconds = static_cast<double>(now_ns - previous) * 1e-9;
+  {
+    std::lock_guard<std::mutex> lock(steps_mu_);
+    if (pending_steps_.size() >= kMaxPendingSteps) {
+      ++steps_dropped_;
+      return;
+    }
+    pending_steps_.push_back(seconds);
+  }
+  if (capturing_.load(std::memory_order_relaxed) && wake_[1] >= 0) {
+    char b = 's';
+    ssize_t n = write(wake_[1], &b, 1);
+    (void)n;
+  }
+}
+
+void MonitorAgent::RequestCapture() {
+  capture_requested_.store(true);
+  if (wake_[1] >= 0) {
+    char b = 't';
+    ssize_t n = write(wake_[1], &b, 1);
+    (void)n;
+  }
+}
+
+void MonitorAgent::Stop() {
+  if (!thread_.joinable()) return;
+  stop_.store(true);
+  if (wake_[1] >= 0) {
+    char b = 'q';
+    ssize_t n = write(wake_[1], &b, 1);
+    (void)n;
+  }
+  thread_.join();
+}
+
+std::string MonitorAgent::bound_address() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return bound_;
+}
+
+MetricsSnapshot MonitorAgent::Snapshot() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return snapshot_;
+}
+
+void MonitorAgent::Log(const std::string& line) const {
+  if (config_.quiet) return;
+  std::fprintf(stderr, "sightline: monitor[%d]: %s\n", static_cast<int>(getpid()), line.c_str());
+}
+
+void MonitorAgent::AppendEvent(const std::string& line) {
+  if (config_.events_path.empty()) return;
+  // One write(2) per line with O_APPEND: lines of several processes never
+  // interleave. Never follows a symlink, never creates.
+  int fd = open(config_.events_path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  std::string l = line.substr(0, 4000) + "\n";
+  ssize_t n = write(fd, l.data(), l.size());
+  (void)n;
+  close(fd);
+}
+
+void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ++snapshot_.anomalies[anomaly.kind];
+  }
+  Log("anomaly (" + anomaly.kind + "): " + anomaly.message);
+  AppendEvent("anomaly\t" + std::to_string(getpid()) + "\t" + anomaly.kind + "\t" +
+              anomaly.message);
+  bool manual = anomaly.kind == "manual";
+  if (capturing_.load()) return;
+  if (capture_index_ >= config_.max_captures) {
+    Log("capture not started: " + std::to_string(config_.max_captures) +
+        " captures already taken (SIGHTLINE_MAX_CAPTURES)");
+    return;
+  }
+  if (!manual && last_capture_end_ns_ != 0 &&
+      now_ns - last_capture_end_ns_ < static_cast<uint64_t>(config_.cooldown_s * 1e9)) {
+    Log("capture not started: within " + Fixed(config_.cooldown_s, 0) +
+        " s of the last one (SIGHTLINE_ANOMALY_COOLDOWN_S)");
+    return;
+  }
+  StartCapture(anomaly, now_ns);
+}
+
+void MonitorAgent::StartCapture(const Anomaly& anomaly, uint64_t now_ns) {
+  if (!control_.start || !control_.start()) {
+    Log("capture could not start (tracing is unavailable in this process)");
+    return;
+  }
+  ++capture_index_;
+  capture_steps_seen_ = 0;
+  capture_start_ns_ = now_ns;
+  capture_reason_ = anomaly;
+  capturing_.store(true);
+  uint64_t steps_so_far = 0;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    steps_so_far = snapshot_.steps.count();
+  }
+  Log("capture #" + std::to_string(capture_index_) + " started at step " +
+      std::to_string(steps_so_far) + ": recording the next " +
+      std::to_string(config_.capture_steps) + " steps");
+}
+
+void MonitorAgent::FinishCapture(const char* why) {
+  capturing_.store(false);
+  bool ok = control_.stop_and_flush && control_.stop_and_flush();
+  last_capture_end_ns_ = NowNs();
+  if (!ok) {
+    Log("capture #" + std::to_string(capture_index_) + " could not be written");
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    ++snapshot_.captures;
+  }
+  Log("capture #" + std::to_string(capture_index_) + " (" + std::to_string(capture_steps_seen_) +
+      " steps, " + why + ") written to " + control_.trace_path);
+  AppendEvent("capture\t" + std::to_string(getpid()) + "\t" + std::to_string(capture_index_) +
+              "\t" + capture_reason_.kind + "\t" + std::to_string(capture_steps_seen_) + "\t" +
+              control_.trace_path + "\t" + capture_reason_.message);
+}
+
+void MonitorAgent::Main() {
+  // `sightline trigger PID` looks for this thread name before sending SIGUSR2
+  // (whose default action would end a process without our handler).
+  pthread_setname_np(pthread_self(), kAgentThreadName);
+  NvmlPoller nvml;
+  std::unique_ptr<MetricsEndpoint> endpoint;
+  if (!config_.listen.empty()) {
+    std::string error;
+    endpoint = MetricsEndpoint::Listen(config_.listen, &error);
+    if (endpoint == nullptr) {
+      Log("warning: metrics endpoint not started: " + error);
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(state_mu_);
+        bound_ = endpoint->bound_address();
+      }
+      Log("serving metrics on " + endpoint->bound_address() + "/metrics");
+    }
+  }
+  {
+    std::string error;
+    if (!nvml.Open(config_.nvml_library, config_.devices, config_.visible_devices, &error)) {
+      Log("warning: " + error);
+    }
+  }
+  uint64_t next_poll_ms = 0;
+  std::vector<pollfd> fds;
+  std::vector<double> steps;
+  std::vector<DeviceSample> samples;
+  auto render = [this](bool om) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    return RenderMetrics(snapshot_, om);
+  };
+  for (;;) {
+    uint64_t now_ms = MonotonicMs();
+    int timeout = next_poll_ms > now_ms ? static_cast<int>(next_poll_ms - now_ms) : 0;
+    if (capturing_.load()) timeout = std::min(timeout, 100);
+    fds.clear();
+    if (wake_[0] >= 0) fds.push_back({wake_[0], POLLIN, 0});
+    if (endpoint != nullptr) endpoint->AppendPollFds(&fds);
+    poll(fds.data(), fds.size(), timeout);
+    if (wake_[0] >= 0) {
+      char buf[64];
+      while (read(wake_[0], buf, sizeof(buf)) > 0) {
+      }
+    }
+    uint64_t now_ns = NowNs();
+    now_ms = now_ns / 1000000;
+    steps.clear();
+    uint64_t dropped = 0;
+    {
+      std::lock_guard<std::mutex> lock(steps_mu_);
+      steps.swap(pending_steps_);
+      dropped = steps_dropped_;
+    }
+    std::vector<Anomaly> anomalies;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      for (double s : steps) {
+        snapshot_.steps.Observe(s);
+        Anomaly a;
+        if (step_detector_.Add(s, &a)) anomalies.push_back(a);
+      }
+      snapshot_.step_median_seconds = step_detector_.median();
+      snapshot_.steps_dropped = dropped;
+    }
+    if (capturing_.load()) capture_steps_seen_ += static_cast<uint32_t>(steps.size());
+    if (nvml.open() && now_ms >= next_poll_ms) {
+      bool up = nvml.Poll(&samples);
+      util_detectors_.resize(samples.size(), UtilizationDropDetector(config_.utilization));
+      memory_detectors_.resize(samples.size(), MemoryGrowthDetector(config_.memory));
+      for (size_t i = 0; i < samples.size(); ++i) {
+        Anomaly a;
+        if (samples[i].has_utilization && util_detectors_[i].Add(samples[i].utilization_ratio, &a)) {
+          a.message = "device " + std::to_string(samples[i].index) + ": " + a.message;
+          anomalies.push_back(a);
+        }
+        if (samples[i].has_memory && memory_detectors_[i].Add(samples[i].memory_used_bytes, &a)) {
+          a.message = "device " + std::to_string(samples[i].index) + ": " + a.message;
+          anomalies.push_back(a);
+        }
+      }
+      std::lock_guard<std::mutex> lock(state_mu_);
+      snapshot_.nvml_up = up;
+      snapshot_.devices = samples;
+    }
+    if (now_ms >= next_poll_ms) next_poll_ms = now_ms + config_.interval_ms;
+    if (capture_requested_.exchange(false)) {
+      Anomaly a;
+      a.kind = "manual";
+      a.message = "capture requested (sightline trigger / SIGUSR2)";
+      anomalies.push_back(a);
+    }
+    for (const Anomaly& a : anomalies) HandleAnomaly(a, now_ns);
+    if (capturing_.load()) {
+      if (capture_steps_seen_ >= config_.capture_steps) {
+        FinishCapture("complete");
+      } else if (now_ns - capture_start_ns_ > static_cast<uint64_t>(config_.capture_max_s * 1e9)) {
+        FinishCapture("time limit");
+      }
+    }
+    if (endpoint != nullptr) endpoint->Handle(fds, now_ms, render);
+    if (stop_.load()) {
+      if (capturing_.load()) FinishCapture("process exit");
+      break;
+    }
+  }
+}
+
+}  // namespace sightline::monitor

@@ -1,0 +1,110 @@
+// lib/monitor/monitor_agent.h — the always-on monitor of one process.
+//
+// Threads and locks:
+//   * application threads call OnStepBegin() (NVTX callback or the C API's
+//     sightline_step): one atomic exchange and, under steps_mu_ (a leaf
+//     mutex held for a push_back into a bounded vector), the step's duration;
+//     a full queue counts a drop. Nothing else runs on application threads.
+//   * the agent's own thread does everything else: loads and polls NVML,
+//     runs the detectors, serves the metrics endpoint, starts and stops
+//     captures through CaptureControl (never while holding a lock of ours),
+//     appends to the events file, logs to stderr.
+//   * SIGUSR2 (and RequestCapture) set an atomic flag and write one byte to
+//     the wake pipe: async-signal-safe.
+// Failure policy: nothing throws or aborts; an endpoint that cannot listen or
+// an NVML that cannot load is one warning on stderr and the rest goes on.
+#ifndef SIGHTLINE_LIB_MONITOR_MONITOR_AGENT_H_
+#define SIGHTLINE_LIB_MONITOR_MONITOR_AGENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lib/monitor/monitor_config.h"
+#include "lib/monitor/metrics_text.h"
+
+namespace sightline::monitor {
+
+// Name of the agent's thread (/proc/PID/task/*/comm): the handler for SIGUSR2
+// is installed before the thread starts, so its presence means a trigger is safe.
+inline constexpr const char* kAgentThreadName = "sl-monitor";
+
+// How the agent records a capture (the collector's capture window in the
+// injected library; fakes in tests). Called on the agent's thread only.
+struct CaptureControl {
+  std::function<bool()> start;           // open a capture window
+  std::function<bool()> stop_and_flush;  // close it, write its records to disk
+  std::string trace_path;                // where the records go (for the log)
+};
+
+class MonitorAgent {
+ public:
+  // Starts the agent's thread. Never fails as a whole: problems are warned.
+  static std::unique_ptr<MonitorAgent> Start(const MonitorConfig& config, CaptureControl control);
+  ~MonitorAgent();  // Stop()
+  MonitorAgent(const MonitorAgent&) = delete;
+  MonitorAgent& operator=(const MonitorAgent&) = delete;
+
+  // A step begins now (CLOCK_MONOTONIC ns). Application threads.
+  void OnStepBegin(uint64_t now_ns);
+  // An NVTX range/marker named `name` opened: a step when the name matches.
+  void OnRangeOpened(const char* name, uint64_t now_ns) {
+    if (MatchesStepName(config_.step_names, name)) OnStepBegin(now_ns);
+  }
+  // On-demand capture (sightline trigger / SIGUSR2). Async-signal-safe.
+  void RequestCapture();
+  // Ends a capture in progress (writes it), stops the thread. Idempotent.
+  void Stop();
+
+  // The endpoint's address ("" when none), for logs and tests.
+  std::string bound_address() const;
+  MetricsSnapshot Snapshot() const;
+  const MonitorConfig& config() const { return config_; }
+
+  static uint64_t NowNs();
+
+ private:
+  explicit MonitorAgent(const MonitorConfig& config, CaptureControl control);
+  void Main();
+  void HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns);
+  void StartCapture(const Anomaly& anomaly, uint64_t now_ns);
+  void FinishCapture(const char* why);
+  void AppendEvent(const std::string& line);
+  void Log(const std::string& line) const;
+
+  MonitorConfig config_;
+  CaptureControl control_;
+  std::thread thread_;
+  int wake_[2] = {-1, -1};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> capture_requested_{false};
+  std::atomic<bool> capturing_{false};  // read on app threads: wake per step
+  std::atomic<uint64_t> last_step_ns_{0};
+
+  std::mutex steps_mu_;  // leaf
+  std::vector<double> pending_steps_;
+  uint64_t steps_dropped_ = 0;
+
+  mutable std::mutex state_mu_;  // guards snapshot_ and bound_ (agent thread writes)
+  MetricsSnapshot snapshot_;
+  std::string bound_;
+
+  // Agent thread only.
+  StepTimeDetector step_detector_;
+  std::vector<UtilizationDropDetector> util_detectors_;
+  std::vector<MemoryGrowthDetector> memory_detectors_;
+  uint32_t capture_index_ = 0;
+  uint32_t capture_steps_seen_ = 0;
+  uint64_t capture_start_ns_ = 0;
+  uint64_t last_capture_end_ns_ = 0;
+  Anomaly capture_reason_;
+};
+
+}  // namespace sightline::monitor
+
+#endif  // SIGHTLINE_LIB_MONITOR_MONITOR_AGENT_H_

@@ -1,0 +1,118 @@
+// lib/monitor/monitor_config.cc — see monitor_config.h.
+#include "lib/monitor/monitor_config.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace sightline::monitor {
+namespace {
+
+const char* Get(const char* (*getenv_fn)(const char*), const char* name) {
+  const char* v = getenv_fn != nullptr ? getenv_fn(name) : std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+bool ParseNumber(const char* text, double lo, double hi, double* out) {
+  char* end = nullptr;
+  double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+template <typename T>
+void Number(const char* (*getenv_fn)(const char*), const char* name, double lo, double hi,
+            T* field, std::vector<std::string>* problems) {
+  const char* v = Get(getenv_fn, name);
+  if (v == nullptr) return;
+  double d = 0;
+  if (!ParseNumber(v, lo, hi, &d)) {
+    if (problems != nullptr) {
+      std::ostringstream msg;
+      msg << name << ": '" << v << "' is not a number from " << lo << " to " << hi
+          << "; using the default";
+      problems->push_back(msg.str());
+    }
+    return;
+  }
+  *field = static_cast<T>(d);
+}
+
+std::string ProgramName() {
+  char buf[256] = {};
+  FILE* f = std::fopen("/proc/self/comm", "r");
+  if (f == nullptr) return "sightline";
+  if (std::fgets(buf, sizeof(buf), f) == nullptr) buf[0] = '\0';
+  std::fclose(f);
+  std::string name = buf;
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  return name.empty() ? "sightline" : name;
+}
+
+}  // namespace
+
+MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*),
+                                           std::vector<std::string>* problems) {
+  MonitorConfig c;
+  if (const char* m = Get(getenv_fn, "SIGHTLINE_MODE"); m != nullptr) {
+    if (std::strcmp(m, "monitor") == 0) {
+      c.enabled = true;
+    } else if (std::strcmp(m, "trace") != 0 && problems != nullptr) {
+      problems->push_back(std::string("SIGHTLINE_MODE: '") + m +
+                          "' is not trace or monitor; tracing");
+    }
+  }
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_METRICS_LISTEN"); v != nullptr) c.listen = v;
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_STEP_RANGE"); v != nullptr) {
+    c.step_names.clear();
+    std::stringstream ss(v);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (!item.empty()) c.step_names.push_back(item);
+    }
+  }
+  Number(getenv_fn, "SIGHTLINE_MONITOR_INTERVAL_MS", 50, 60000, &c.interval_ms, problems);
+  Number(getenv_fn, "SIGHTLINE_CAPTURE_STEPS", 1, 100000, &c.capture_steps, problems);
+  Number(getenv_fn, "SIGHTLINE_CAPTURE_MAX_S", 0.1, 3600, &c.capture_max_s, problems);
+  Number(getenv_fn, "SIGHTLINE_MAX_CAPTURES", 0, 1000, &c.max_captures, problems);
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_COOLDOWN_S", 0, 86400, &c.cooldown_s, problems);
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_MAD_K", 0.5, 1000, &c.step.mad_k, problems);
+  double min_pct = c.step.min_rel_increase * 100;
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_MIN_PCT", 0, 10000, &min_pct, problems);
+  c.step.min_rel_increase = min_pct / 100;
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_STEPS", 1, 1000, &c.step.consecutive, problems);
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_WARMUP", 3, 100000, &c.step.warmup, problems);
+  if (c.step.window < c.step.warmup) c.step.window = c.step.warmup;
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_JOB"); v != nullptr) c.job = v;
+  if (c.job.empty()) c.job = ProgramName();
+  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    if (const char* v = Get(getenv_fn, var); v != nullptr) {
+      c.rank = v;
+      break;
+    }
+  }
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_MONITOR_EVENTS"); v != nullptr) c.events_path = v;
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_MONITOR_DEVICES"); v != nullptr) c.devices = v;
+  if (const char* v = Get(getenv_fn, "CUDA_VISIBLE_DEVICES"); v != nullptr) c.visible_devices = v;
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_NVML_LIB"); v != nullptr) c.nvml_library = v;
+  if (const char* q = Get(getenv_fn, "SIGHTLINE_QUIET"); q != nullptr && std::strcmp(q, "0") != 0) {
+    c.quiet = true;
+  }
+  return c;
+}
+
+bool MatchesStepName(const std::vector<std::string>& patterns, const char* name) {
+  if (name == nullptr) return false;
+  for (const std::string& p : patterns) {
+    if (!p.empty() && p.back() == '*') {
+      if (std::strncmp(name, p.data(), p.size() - 1) == 0) return true;
+    } else if (p == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace sightline::monitor

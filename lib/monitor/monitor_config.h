@@ -1,0 +1,71 @@
+// lib/monitor/monitor_config.h — monitor-mode settings, read from SIGHTLINE_*
+// variables (`sightline monitor` flags map onto them 1:1):
+//
+//   SIGHTLINE_MODE=monitor        monitor instead of trace: no activity records
+//                                 until a capture; step times, NVML, endpoint
+//   SIGHTLINE_METRICS_LISTEN      HOST:PORT | :PORT | unix:PATH ("" = no endpoint)
+//   SIGHTLINE_STEP_RANGE          comma list of NVTX range/marker names that
+//                                 open a step; NAME* matches a prefix
+//                                 (default "train_step,step,ProfilerStep#*");
+//                                 sightline_step() (C API) always counts
+//   SIGHTLINE_MONITOR_INTERVAL_MS NVML sample period (default 1000, 50..60000)
+//   SIGHTLINE_CAPTURE_STEPS       steps one capture records (default 10)
+//   SIGHTLINE_CAPTURE_MAX_S       a capture ends after this even without steps (30)
+//   SIGHTLINE_MAX_CAPTURES        captures per process at most (default 5)
+//   SIGHTLINE_ANOMALY_COOLDOWN_S  no anomaly-triggered capture sooner than this
+//                                 after the last one ended (default 60; on-demand
+//                                 triggers ignore it)
+//   SIGHTLINE_ANOMALY_MAD_K       robust z of a slow step (default 5)
+//   SIGHTLINE_ANOMALY_MIN_PCT     and at least this % over the median (default 10)
+//   SIGHTLINE_ANOMALY_STEPS       slow steps in a row that make an anomaly (5)
+//   SIGHTLINE_ANOMALY_WARMUP      steps before judging (default 16)
+//   SIGHTLINE_JOB                 the job label (default: program name)
+//   SIGHTLINE_MONITOR_EVENTS      file each finished capture appends a line to
+//                                 (set by `sightline monitor`, which analyzes it)
+//   SIGHTLINE_MONITOR_DEVICES     NVML indexes to report (default: per
+//                                 CUDA_VISIBLE_DEVICES, else all)
+//   SIGHTLINE_NVML_LIB            NVML library to load (default libnvidia-ml.so.1)
+// Parsing is pure (getenv function passed in); bad values are reported and
+// the default kept, like lib/collect/config.h.
+#ifndef SIGHTLINE_LIB_MONITOR_MONITOR_CONFIG_H_
+#define SIGHTLINE_LIB_MONITOR_MONITOR_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/monitor/anomaly_detector.h"
+
+namespace sightline::monitor {
+
+struct MonitorConfig {
+  bool enabled = false;
+  std::string listen;
+  std::vector<std::string> step_names = {"train_step", "step", "ProfilerStep#*"};
+  uint32_t interval_ms = 1000;
+  uint32_t capture_steps = 10;
+  double capture_max_s = 30;
+  uint32_t max_captures = 5;
+  double cooldown_s = 60;
+  StepDetectorOptions step;
+  UtilizationDetectorOptions utilization;
+  MemoryDetectorOptions memory;
+  std::string job;
+  std::string rank;  // from RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID
+  std::string events_path;
+  std::string devices;
+  std::string visible_devices;  // CUDA_VISIBLE_DEVICES
+  std::string nvml_library;
+  bool quiet = false;
+  bool handle_sigusr2 = true;  // tests turn it off
+};
+
+MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*),
+                                           std::vector<std::string>* problems);
+
+// True when `name` matches one of `patterns` (exact, or prefix for "NAME*").
+bool MatchesStepName(const std::vector<std::string>& patterns, const char* name);
+
+}  // namespace sightline::monitor
+
+#endif  // SIGHTLINE_LIB_MONITOR_MONITOR_CONFIG_H_

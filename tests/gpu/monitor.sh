@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Monitor mode on a real PyTorch training loop (issue 15, short version of the
+# 10-minute run): examples/pytorch/monitor_train.py runs MONITOR_SECONDS (60)
+# under `sightline monitor`; after half of it a file flag switches on a
+# per-step sync. Checks: the app finishes normally; NVML gauges and steps on
+# the endpoint (and in a real Prometheus when installed); the anomaly starts a
+# capture within 10 steps of the switch; the capture's first finding names
+# the injected cause (sync_api); the counters say 1 anomaly-triggered capture.
+source "$(dirname "$0")/lib.sh"
+python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null || { echo "SKIPPED: no torch"; exit 77; }
+SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
+SECS=${MONITOR_SECONDS:-60}
+HALF=$((SECS / 2))
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+rm -f "$WORK/slow"
+PROM=$(command -v prometheus || true)
+PROM_PID=
+if [ -n "$PROM" ]; then
+  PPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  printf 'global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: sightline\n    honor_labels: true\n    static_configs:\n      - targets: ["127.0.0.1:%s"]\n' "$PORT" > "$WORK/prom.yml"
+  "$PROM" --config.file="$WORK/prom.yml" --storage.tsdb.path="$WORK/tsdb" \
+    --web.listen-address="127.0.0.1:$PPORT" --log.level=warn 2>"$WORK/prom.err" &
+  PROM_PID=$!
+else
+  echo "note: prometheus not installed; the endpoint is checked with a plain HTTP GET only"
+fi
+note "sightline monitor, ${SECS}s, per-step sync from ${HALF}s"
+( cd "$SRC_DIR/examples/pytorch" && SIGHTLINE_OUTPUT="$WORK/mon-%p.sltrace" "$SL" monitor \
+    --metrics-listen "127.0.0.1:$PORT" --job gpu-monitor --capture-steps 10 -- \
+    python3 monitor_train.py --seconds "$SECS" --sync-flag "$WORK/slow" --switch-after "$HALF" ) \
+  >"$WORK/mon.out" 2>"$WORK/mon.err" &
+MON=$!
+sleep $((HALF / 2))
+curl_metrics() { python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics', timeout=3).read().decode())"; }
+curl_metrics > "$WORK/metrics.before" 2>&1
+wait $MON; rc=$?
+cat "$WORK/mon.out"; grep -E "sightline" "$WORK/mon.err" | head -30
+[ $rc -eq 0 ] || { echo "FAIL: exit $rc"; fail=1; }
+grep -q MONITOR_DONE "$WORK/mon.out" || { echo "FAIL: the app did not finish"; fail=1; }
+grep -q 'sightline_gpu_utilization_ratio{job="gpu-monitor"' "$WORK/metrics.before" || { echo "FAIL: no NVML utilization on the endpoint"; fail=1; }
+grep -q 'sightline_step_duration_seconds_count{job="gpu-monitor"' "$WORK/metrics.before" || { echo "FAIL: no step histogram"; fail=1; }
+sw=$(sed -n 's/^MONITOR_SWITCH step=\([0-9]*\).*/\1/p' "$WORK/mon.out")
+cap=$(sed -n 's/.*capture #1 started at step \([0-9]*\).*/\1/p' "$WORK/mon.err" | head -1)
+echo "switch at step ${sw:-?}, capture #1 started at step ${cap:-?}"
+if [ -z "$sw" ] || [ -z "$cap" ] || [ $((cap - sw)) -lt 0 ] || [ $((cap - sw)) -gt 10 ]; then
+  echo "FAIL: the capture did not start within 10 steps of the switch"; fail=1
+fi
+grep -q "anomaly (step_time)" "$WORK/mon.err" || { echo "FAIL: no step_time anomaly"; fail=1; }
+first=$(sed -n 's/.*capture #1 finding 1: \[\([a-z_]*\)\].*/\1/p' "$WORK/mon.err" | head -1)
+echo "capture #1 first finding: ${first:-none}"
+[ "$first" = "sync_api" ] || { echo "FAIL: the first finding is not sync_api (the injected per-step sync)"; fail=1; }
+if [ -n "$PROM_PID" ]; then
+  q() { python3 -c "
+import json,sys,urllib.parse,urllib.request
+d=json.load(urllib.request.urlopen('http://127.0.0.1:$PPORT/api/v1/query?query='+urllib.parse.quote(sys.argv[1]),timeout=3))
+r=d['data']['result']; print(r[0]['value'][1] if r else '')" "$1"; }
+  a=$(q 'max_over_time(sightline_anomalies_total{job="gpu-monitor",kind="step_time"}[10m])')
+  c=$(q 'max_over_time(sightline_captures_total{job="gpu-monitor"}[10m])')
+  lo=$(q 'min_over_time(sightline_step_duration_median_seconds{job="gpu-monitor"}[10m])')
+  hi=$(q 'max_over_time(sightline_step_duration_median_seconds{job="gpu-monitor"}[10m])')
+  echo "prometheus: anomalies=$a captures=$c median step min=$lo max=$hi"
+  python3 -c "import sys; a,c,lo,hi=map(float,sys.argv[1:]); sys.exit(0 if a>=1 and c>=1 and hi>lo*1.1 else 1)" "${a:-0}" "${c:-0}" "${lo:-0}" "${hi:-0}" \
+    || { echo "FAIL: Prometheus series do not show the slowdown, anomaly and capture"; fail=1; }
+  kill "$PROM_PID"; wait "$PROM_PID" 2>/dev/null
+fi
+note "SIGHTLINE_MODE=monitor without a GPU library for NVML: warning, app unaffected"
+SIGHTLINE_NVML_LIB=/nonexistent/libnvidia-ml.so.1 SIGHTLINE_MODE=monitor \
+  CUDA_INJECTION64_PATH="$B/injection/libsightline_inject.so" NVTX_INJECTION64_PATH="$B/injection/libsightline_inject.so" \
+  SIGHTLINE_OUTPUT="$WORK/plain-%p.sltrace" \
+  python3 "$SRC_DIR/examples/pytorch/monitor_train.py" --seconds 5 >"$WORK/plain.out" 2>"$WORK/plain.err"
+rc=$?
+grep -q "could not be loaded" "$WORK/plain.err" || { echo "FAIL: no NVML warning"; fail=1; }
+[ $rc -eq 0 ] && grep -q MONITOR_DONE "$WORK/plain.out" || { echo "FAIL: plain injection run failed ($rc)"; fail=1; }
+exit $fail

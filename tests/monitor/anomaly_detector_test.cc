@@ -1,0 +1,110 @@
+// Detectors of the monitor mode on synthetic series (lib/monitor/anomaly_detector.h).
+#include "lib/monitor/anomaly_detector.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace sightline::monitor {
+namespace {
+
+TEST(Median, OddEvenEmpty) {
+  EXPECT_EQ(Median({}), 0);
+  EXPECT_EQ(Median({3, 1, 2}), 2);
+  EXPECT_EQ(Median({4, 1, 3, 2}), 2.5);
+  EXPECT_EQ(MedianAbsoluteDeviation({1, 2, 3, 4, 100}, 3), 1);
+}
+
+// Steps of 20 ms with 3 % jitter, then 30 ms from step `at` on.
+std::vector<double> Series(int n, int at, double slow = 0.030) {
+  std::mt19937 rng(7);
+  std::normal_distribution<double> jitter(0, 0.0006);
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) v.push_back((i < at ? 0.020 : slow) + jitter(rng));
+  return v;
+}
+
+TEST(StepTimeDetector, QuietOnJitterFiresWithinConsecutiveStepsOfASlowdown) {
+  StepTimeDetector d;
+  std::vector<double> v = Series(400, 200);
+  std::vector<int> fired;
+  Anomaly a;
+  for (int i = 0; i < static_cast<int>(v.size()); ++i) {
+    if (d.Add(v[i], &a)) fired.push_back(i);
+  }
+  ASSERT_EQ(fired.size(), 1u) << "one anomaly for one lasting slowdown";
+  EXPECT_GE(fired[0], 200);
+  EXPECT_LE(fired[0], 204) << "5 slow steps in a row make the anomaly";
+  EXPECT_EQ(a.kind, "step_time");
+  EXPECT_NEAR(a.baseline, 0.020, 0.001);
+  EXPECT_NEAR(a.value, 0.030, 0.002);
+  EXPECT_NE(a.message.find("(+5"), std::string::npos) << a.message;  // ~+50 %
+  // The new level became the baseline.
+  EXPECT_NEAR(d.median(), 0.030, 0.002);
+}
+
+TEST(StepTimeDetector, SingleSpikesAndSmallShiftsAreNotAnomalies) {
+  StepTimeDetector d;
+  Anomaly a;
+  int fired = 0;
+  for (int i = 0; i < 300; ++i) {
+    double s = 0.020;
+    if (i % 50 == 49) s = 0.080;                  // an isolated hiccup
+    if (i >= 150 && i % 2 == 0) s = 0.021;        // +5 %: under min_rel_increase
+    fired += d.Add(s, &a);
+  }
+  EXPECT_EQ(fired, 0);
+}
+
+TEST(StepTimeDetector, NotBeforeWarmupAndIgnoresGarbage) {
+  StepDetectorOptions o;
+  o.warmup = 10;
+  StepTimeDetector d(o);
+  Anomaly a;
+  for (int i = 0; i < 9; ++i) EXPECT_FALSE(d.Add(0.01, &a));
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(d.Add(1.0, &a)) << "still warming up";
+  EXPECT_FALSE(d.Add(NAN, &a));
+  EXPECT_FALSE(d.Add(-1, &a));
+}
+
+TEST(UtilizationDropDetector, SustainedDropFires) {
+  UtilizationDropDetector d;
+  Anomaly a;
+  int fired = -1;
+  for (int i = 0; i < 60; ++i) {
+    double u = i < 30 ? 0.95 : 0.40;
+    if (d.Add(u, &a) && fired < 0) fired = i;
+  }
+  EXPECT_EQ(fired, 32);
+  EXPECT_EQ(a.kind, "utilization_drop");
+  EXPECT_NEAR(a.baseline, 0.95, 1e-9);
+  // A single dip does not.
+  UtilizationDropDetector d2;
+  int n = 0;
+  for (int i = 0; i < 60; ++i) n += d2.Add(i == 40 ? 0.1 : 0.9, &a);
+  EXPECT_EQ(n, 0);
+}
+
+TEST(MemoryGrowthDetector, LeakFiresOnceThenRebaselines) {
+  MemoryDetectorOptions o;
+  o.min_growth_bytes = 100e6;
+  MemoryGrowthDetector d(o);
+  Anomaly a;
+  std::vector<int> fired;
+  for (int i = 0; i < 100; ++i) {
+    double used = 4e9 + (i >= 20 ? (i - 20) * 20e6 : 0);  // +20 MB per sample after 20
+    if (d.Add(used, &a)) fired.push_back(i);
+  }
+  ASSERT_FALSE(fired.empty());
+  EXPECT_GE(fired[0], 20 + 4e8 / 20e6);  // 10 % of 4 GB = 400 MB of growth
+  EXPECT_EQ(a.kind, "memory_growth");
+  // Steady memory never fires.
+  MemoryGrowthDetector flat(o);
+  int n = 0;
+  for (int i = 0; i < 100; ++i) n += flat.Add(4e9 + (i % 3) * 1e6, &a);
+  EXPECT_EQ(n, 0);
+}
+
+}  // namespace
+}  // namespace sightline::monitor

@@ -1,0 +1,78 @@
+// The exposition of the monitor's metrics (lib/monitor/metrics_text.h).
+#include "lib/monitor/metrics_text.h"
+
+#include <gtest/gtest.h>
+
+namespace sightline::monitor {
+namespace {
+
+MetricsSnapshot Sample() {
+  MetricsSnapshot s;
+  s.job = "train \"big\"\\run";
+  s.rank = "3";
+  s.steps.Observe(0.012);
+  s.steps.Observe(0.030);
+  s.steps.Observe(100);  // beyond the last bound: +Inf only
+  s.step_median_seconds = 0.03;
+  s.nvml_up = true;
+  DeviceSample d;
+  d.index = 1;
+  d.has_utilization = true;
+  d.utilization_ratio = 0.87;
+  d.has_memory = true;
+  d.memory_used_bytes = 1024;
+  d.memory_total_bytes = 4096;
+  s.devices.push_back(d);
+  s.anomalies["step_time"] = 2;
+  s.captures = 1;
+  return s;
+}
+
+TEST(MetricsText, PrometheusTextFormat) {
+  std::string t = RenderMetrics(Sample(), false);
+  const std::string base = "job=\"train \\\"big\\\"\\\\run\",rank=\"3\"";
+  EXPECT_NE(t.find("# TYPE sightline_step_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(t.find("sightline_step_duration_seconds_bucket{" + base + ",le=\"0.01\"} 0\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("sightline_step_duration_seconds_bucket{" + base + ",le=\"0.015\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("sightline_step_duration_seconds_bucket{" + base + ",le=\"60\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("sightline_step_duration_seconds_bucket{" + base + ",le=\"+Inf\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("sightline_step_duration_seconds_count{" + base + "} 3\n"), std::string::npos);
+  EXPECT_NE(t.find("sightline_gpu_utilization_ratio{" + base + ",device=\"1\"} 0.87"),
+            std::string::npos);
+  EXPECT_NE(t.find("sightline_gpu_memory_used_bytes{" + base + ",device=\"1\"} 1024\n"),
+            std::string::npos);
+  // Quantities NVML did not give are left out, not zero.
+  EXPECT_EQ(t.find("sightline_gpu_power_watts{"), std::string::npos);
+  EXPECT_NE(t.find("# TYPE sightline_anomalies_total counter\n"), std::string::npos);
+  EXPECT_NE(t.find("sightline_anomalies_total{" + base + ",kind=\"step_time\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("sightline_anomalies_total{" + base + ",kind=\"memory_growth\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("sightline_captures_total{" + base + "} 1\n"), std::string::npos);
+  EXPECT_EQ(t.find("# EOF"), std::string::npos);
+  EXPECT_EQ(std::string(MetricsContentType(false)), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+TEST(MetricsText, OpenMetricsFamiliesAndEof) {
+  std::string t = RenderMetrics(Sample(), true);
+  EXPECT_NE(t.find("# TYPE sightline_anomalies counter\n"), std::string::npos);
+  EXPECT_NE(t.find("# TYPE sightline_captures counter\n"), std::string::npos);
+  EXPECT_NE(t.find("sightline_captures_total{"), std::string::npos);
+  ASSERT_GE(t.size(), 6u);
+  EXPECT_EQ(t.substr(t.size() - 6), "# EOF\n");
+}
+
+TEST(MetricsText, NoRankIsMinusOne) {
+  MetricsSnapshot s;
+  s.job = "j";
+  std::string t = RenderMetrics(s, false);
+  EXPECT_NE(t.find("sightline_captures_total{job=\"j\",rank=\"-1\"} 0\n"), std::string::npos);
+  EXPECT_NE(t.find("sightline_nvml_up{job=\"j\",rank=\"-1\"} 0\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sightline::monitor

@@ -1,0 +1,326 @@
+// The monitor agent end to end on the CPU: steps in, endpoint scraped over
+// HTTP, anomaly → capture of the next K steps through a fake CaptureControl,
+// on-demand capture, NVML from a fake library or absent, unix socket rules.
+#include "lib/monitor/monitor_agent.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "lib/monitor/metrics_endpoint.h"
+
+namespace sightline::monitor {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/sl-monitor-test-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+// GET `path` from "HOST:PORT" or "unix:PATH"; returns the whole response.
+std::string Get(const std::string& address, const std::string& path,
+                const std::string& accept = "") {
+  int fd = -1;
+  if (address.rfind("unix:", 0) == 0) {
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un a = {};
+    a.sun_family = AF_UNIX;
+    std::string p = address.substr(5);
+    std::memcpy(a.sun_path, p.c_str(), p.size());
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(fd);
+      return "";
+    }
+  } else {
+    size_t colon = address.rfind(':');
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(std::atoi(address.substr(colon + 1).c_str())));
+    inet_pton(AF_INET, address.substr(0, colon).c_str(), &a.sin_addr);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(fd);
+      return "";
+    }
+  }
+  std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n" +
+                    (accept.empty() ? "" : "Accept: " + accept + "\r\n") + "\r\n";
+  EXPECT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, int ms = 5000) {
+  for (int i = 0; i < ms / 10; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+MonitorConfig TestConfig() {
+  MonitorConfig c;
+  c.enabled = true;
+  c.listen = "127.0.0.1:0";
+  c.job = "unit";
+  c.interval_ms = 50;
+  c.capture_steps = 5;
+  c.handle_sigusr2 = false;
+  c.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  c.quiet = true;
+  return c;
+}
+
+struct FakeCapture {
+  std::atomic<int> starts{0}, stops{0};
+  CaptureControl Control() {
+    CaptureControl c;
+    c.start = [this] { ++starts; return true; };
+    c.stop_and_flush = [this] { ++stops; return true; };
+    c.trace_path = "/tmp/fake.sltrace";
+    return c;
+  }
+};
+
+// Steps of `seconds` each, fed with synthetic timestamps.
+void FeedSteps(MonitorAgent* a, uint64_t* t, int n, double seconds) {
+  for (int i = 0; i < n; ++i) {
+    *t += static_cast<uint64_t>(seconds * 1e9);
+    a->OnStepBegin(*t);
+  }
+}
+
+TEST(MonitorAgent, ServesMetricsAndCapturesTheNextStepsAfterASlowdown) {
+  std::string dir = TempDir();
+  std::string events = dir + "/events";
+  close(open(events.c_str(), O_CREAT | O_WRONLY, 0600));
+  MonitorConfig c = TestConfig();
+  c.events_path = events;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  ASSERT_TRUE(WaitFor([&] { return !agent->bound_address().empty(); }));
+  std::string addr = agent->bound_address();
+  EXPECT_EQ(addr.rfind("127.0.0.1:", 0), 0u) << addr;
+
+  uint64_t t = 1000000000;
+  agent->OnStepBegin(t);
+  FeedSteps(agent.get(), &t, 40, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 40; }));
+  std::string r = Get(addr, "/metrics");
+  EXPECT_NE(r.find("HTTP/1.1 200 OK"), std::string::npos);
+  EXPECT_NE(r.find("Content-Type: text/plain; version=0.0.4"), std::string::npos);
+  EXPECT_NE(r.find("sightline_step_duration_seconds_count{job=\"unit\",rank=\"-1\"} 40\n"),
+            std::string::npos) << r;
+  EXPECT_NE(r.find("sightline_nvml_up{job=\"unit\",rank=\"-1\"} 0\n"), std::string::npos);
+  EXPECT_EQ(fake.starts.load(), 0);
+
+  FeedSteps(agent.get(), &t, 5, 0.040);  // +100 %: anomaly after 5 steps
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+  EXPECT_EQ(fake.stops.load(), 0) << "the capture records the next steps";
+  FeedSteps(agent.get(), &t, 5, 0.040);
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().captures == 1; }));
+  r = Get(addr, "/metrics");
+  EXPECT_NE(r.find("sightline_anomalies_total{job=\"unit\",rank=\"-1\",kind=\"step_time\"} 1\n"),
+            std::string::npos) << r;
+  EXPECT_NE(r.find("sightline_captures_total{job=\"unit\",rank=\"-1\"} 1\n"), std::string::npos);
+  // OpenMetrics when asked.
+  r = Get(addr, "/metrics", "application/openmetrics-text;version=1.0.0,text/plain;q=0.5");
+  EXPECT_NE(r.find("application/openmetrics-text; version=1.0.0"), std::string::npos);
+  EXPECT_NE(r.find("# EOF\n"), std::string::npos);
+  // Anything else is 404.
+  EXPECT_NE(Get(addr, "/admin").find("404 Not Found"), std::string::npos);
+
+  // The events file says what was captured, for `sightline monitor`.
+  ASSERT_TRUE(WaitFor([&] {
+    std::ifstream f(events);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str().find("capture\t") != std::string::npos;
+  }));
+  std::ifstream f(events);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("anomaly\t" + std::to_string(getpid()) + "\tstep_time\t"),
+            std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("capture\t" + std::to_string(getpid()) + "\t1\tstep_time\t5\t/tmp/fake.sltrace\t"),
+            std::string::npos) << ss.str();
+
+  // The new level is the baseline: no second anomaly while it lasts.
+  FeedSteps(agent.get(), &t, 60, 0.040);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(fake.starts.load(), 1);
+  agent.reset();
+  unlink(events.c_str());
+  rmdir(dir.c_str());
+}
+
+TEST(MonitorAgent, OnDemandCaptureIgnoresTheCooldownAndEndsAtTheTimeLimit) {
+  MonitorConfig c = TestConfig();
+  c.listen = "";
+  c.capture_max_s = 0.2;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  agent->RequestCapture();
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));  // no steps: time limit
+  agent->RequestCapture();
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }));
+  EXPECT_EQ(agent->Snapshot().anomalies["manual"], 2u);
+  agent->Stop();  // a capture in progress is closed
+  EXPECT_EQ(fake.stops.load(), 2);
+}
+
+TEST(MonitorAgent, Sigusr2RequestsACapture) {
+  MonitorConfig c = TestConfig();
+  c.listen = "";
+  c.handle_sigusr2 = true;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  kill(getpid(), SIGUSR2);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+}
+
+TEST(MonitorAgent, MaxCapturesIsRespected) {
+  MonitorConfig c = TestConfig();
+  c.listen = "";
+  c.max_captures = 1;
+  c.capture_max_s = 0.1;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  agent->RequestCapture();
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+  agent->RequestCapture();
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().anomalies["manual"] == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(fake.starts.load(), 1);
+}
+
+TEST(MonitorAgent, NvmlGaugesFromAFakeLibrary) {
+  const char* fake_lib = std::getenv("SIGHTLINE_FAKE_NVML");
+  if (fake_lib == nullptr) GTEST_SKIP() << "SIGHTLINE_FAKE_NVML not set";
+  std::string dir = TempDir();
+  std::string values = dir + "/nvml";
+  std::ofstream(values) << "77 2048\n";
+  setenv("SIGHTLINE_FAKE_NVML_FILE", values.c_str(), 1);
+  MonitorConfig c = TestConfig();
+  c.nvml_library = fake_lib;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().nvml_up; }));
+  ASSERT_TRUE(WaitFor([&] { return !agent->bound_address().empty(); }));
+  std::string r = Get(agent->bound_address(), "/metrics");
+  const std::string base = "job=\"unit\",rank=\"-1\",device=\"0\"";
+  EXPECT_NE(r.find("sightline_gpu_utilization_ratio{" + base + "} 0.77"), std::string::npos) << r;
+  EXPECT_NE(r.find("sightline_gpu_memory_used_bytes{" + base + "} 2147483648\n"),
+            std::string::npos);
+  EXPECT_NE(r.find("sightline_gpu_sm_clock_hertz{" + base + "} 1980000000\n"), std::string::npos);
+  EXPECT_NE(r.find("sightline_gpu_power_watts{" + base + "} 450\n"), std::string::npos);
+  EXPECT_NE(r.find("sightline_gpu_temperature_celsius{" + base + "} 51\n"), std::string::npos);
+  // A utilization drop is an anomaly (and starts a capture).
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // > warm-up of 10 samples
+  std::ofstream(values) << "10 2048\n";
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().anomalies["utilization_drop"] == 1; }));
+  EXPECT_EQ(fake.starts.load(), 1);
+  agent.reset();
+  unsetenv("SIGHTLINE_FAKE_NVML_FILE");
+  unlink(values.c_str());
+  rmdir(dir.c_str());
+}
+
+TEST(MetricsEndpoint, UnixSocketIsUserOnlyAndNeverReplacesAFile) {
+  std::string dir = TempDir();
+  std::string path = dir + "/sub/metrics.sock";
+  std::string error;
+  auto ep = MetricsEndpoint::Listen("unix:" + path, &error);
+  ASSERT_NE(ep, nullptr) << error;
+  struct stat st;
+  ASSERT_EQ(lstat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(stat((dir + "/sub").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // A live socket is not taken over.
+  auto second = MetricsEndpoint::Listen("unix:" + path, &error);
+  EXPECT_EQ(second, nullptr);
+  EXPECT_NE(error.find("running process"), std::string::npos) << error;
+  ep.reset();
+  EXPECT_NE(lstat(path.c_str(), &st), 0) << "removed on close";
+  // A regular file is never replaced.
+  std::string file = dir + "/precious";
+  std::ofstream(file) << "data";
+  EXPECT_EQ(MetricsEndpoint::Listen("unix:" + file, &error), nullptr);
+  EXPECT_NE(error.find("not a socket"), std::string::npos) << error;
+  std::ifstream in(file);
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "data");
+  unlink(file.c_str());
+  rmdir((dir + "/sub").c_str());
+  rmdir(dir.c_str());
+}
+
+TEST(MetricsEndpoint, BadAddressesAreClearErrors) {
+  std::string error;
+  EXPECT_EQ(MetricsEndpoint::Listen("127.0.0.1:99999", &error), nullptr);
+  EXPECT_NE(error.find("99999"), std::string::npos) << error;
+  EXPECT_EQ(MetricsEndpoint::Listen("nocolon", &error), nullptr);
+  EXPECT_NE(error.find("HOST:PORT"), std::string::npos) << error;
+  auto ep = MetricsEndpoint::Listen(":0", &error);
+  ASSERT_NE(ep, nullptr) << error;
+  EXPECT_EQ(ep->bound_address().rfind("127.0.0.1:", 0), 0u) << "':PORT' is loopback";
+}
+
+TEST(MonitorConfig, FromEnvironment) {
+  static std::map<std::string, std::string> env;
+  env = {{"SIGHTLINE_MODE", "monitor"},
+         {"SIGHTLINE_METRICS_LISTEN", "127.0.0.1:9400"},
+         {"SIGHTLINE_STEP_RANGE", "iter,ProfilerStep#*"},
+         {"SIGHTLINE_CAPTURE_STEPS", "7"},
+         {"SIGHTLINE_ANOMALY_MIN_PCT", "nan"},
+         {"SIGHTLINE_MONITOR_INTERVAL_MS", "5"},
+         {"RANK", "2"},
+         {"SIGHTLINE_JOB", "llm"}};
+  std::vector<std::string> problems;
+  MonitorConfig c = MonitorConfigFromEnvironment(
+      [](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      &problems);
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.listen, "127.0.0.1:9400");
+  EXPECT_EQ(c.capture_steps, 7u);
+  EXPECT_EQ(c.rank, "2");
+  EXPECT_EQ(c.job, "llm");
+  EXPECT_DOUBLE_EQ(c.step.min_rel_increase, 0.10) << "NaN refused, default kept";
+  EXPECT_EQ(c.interval_ms, 1000u) << "out of range refused";
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_TRUE(MatchesStepName(c.step_names, "ProfilerStep#12"));
+  EXPECT_TRUE(MatchesStepName(c.step_names, "iter"));
+  EXPECT_FALSE(MatchesStepName(c.step_names, "iteration"));
+  EXPECT_FALSE(MatchesStepName(c.step_names, nullptr));
+}
+
+}  // namespace
+}  // namespace sightline::monitor

@@ -1,0 +1,325 @@
+// sightline monitor [options] -- CMD [ARGS...]
+//
+// Runs CMD with the collector injected in monitor mode (SIGHTLINE_MODE=monitor,
+// lib/monitor/monitor_config.h): no activity tracing; step times from NVTX
+// step ranges/markers, NVML metrics, an optional Prometheus/OpenMetrics
+// endpoint, and an anomaly detector that captures the next K steps. Every
+// finished capture is announced on a private events file; this command
+// analyzes it at once and prints its findings (the trace stays on disk).
+// Flags map 1:1 onto SIGHTLINE_* variables, as for `sightline profile`.
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "tools/sightline/command.h"
+
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+#include "lib/analysis/analyze.h"
+#include "lib/export/report_render.h"
+#endif
+
+extern char** environ;
+
+namespace sightline::cli {
+namespace {
+
+constexpr const char* kLibName = "libsightline_inject.so";
+
+bool IsFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// Same search as `sightline profile` (cmd_profile.cc).
+std::string FindInjectionLibrary() {
+  if (const char* env = std::getenv("SIGHTLINE_INJECT_LIB"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::string dir = ExecutableDir();
+  for (const char* rel : {"/../../injection/", "/../lib/", "/../lib64/", "/", "/../injection/"}) {
+    std::string candidate = dir + rel + kLibName;
+    if (IsFile(candidate)) {
+      char resolved[PATH_MAX];
+      if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
+      return candidate;
+    }
+  }
+  return "";
+}
+
+struct FlagMap {
+  const char* name;
+  const char* variable;
+};
+constexpr FlagMap kFlags[] = {
+    {"--output", "SIGHTLINE_OUTPUT"},
+    {"-o", "SIGHTLINE_OUTPUT"},
+    {"--metrics-listen", "SIGHTLINE_METRICS_LISTEN"},
+    {"--step-range", "SIGHTLINE_STEP_RANGE"},
+    {"--interval-ms", "SIGHTLINE_MONITOR_INTERVAL_MS"},
+    {"--capture-steps", "SIGHTLINE_CAPTURE_STEPS"},
+    {"--capture-max-s", "SIGHTLINE_CAPTURE_MAX_S"},
+    {"--max-captures", "SIGHTLINE_MAX_CAPTURES"},
+    {"--cooldown", "SIGHTLINE_ANOMALY_COOLDOWN_S"},
+    {"--anomaly-mad-k", "SIGHTLINE_ANOMALY_MAD_K"},
+    {"--anomaly-min-pct", "SIGHTLINE_ANOMALY_MIN_PCT"},
+    {"--anomaly-steps", "SIGHTLINE_ANOMALY_STEPS"},
+    {"--anomaly-warmup", "SIGHTLINE_ANOMALY_WARMUP"},
+    {"--job", "SIGHTLINE_JOB"},
+    {"--devices", "SIGHTLINE_MONITOR_DEVICES"},
+    {"--trace", "SIGHTLINE_TRACE"},
+    {"-t", "SIGHTLINE_TRACE"},
+};
+
+struct MonitorOptions {
+  std::vector<std::pair<std::string, std::string>> env;
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+std::string ParseArgs(const std::vector<std::string>& args, MonitorOptions* o) {
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-q" || a == "--quiet") {
+      o->quiet = true;
+      o->env.emplace_back("SIGHTLINE_QUIET", "1");
+      continue;
+    }
+    if (a.empty() || a[0] != '-') break;
+    std::string name = a, value;
+    bool has_value = false;
+    size_t eq = a.find('=');
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      name = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has_value = true;
+    }
+    const FlagMap* flag = nullptr;
+    for (const FlagMap& f : kFlags) {
+      if (name == f.name) flag = &f;
+    }
+    if (flag == nullptr) return "monitor: unknown option '" + a + "'";
+    if (!has_value) {
+      if (i + 1 >= args.size()) return "monitor: option '" + a + "' needs a value";
+      value = args[++i];
+    }
+    if (value.empty()) return "monitor: option '" + name + "' needs a non-empty value";
+    o->env.emplace_back(flag->variable, value);
+  }
+  for (; i < args.size(); ++i) o->command.push_back(args[i]);
+  if (o->command.empty()) {
+    return "monitor: no command given (usage: sightline monitor [options] -- CMD ARGS...)";
+  }
+  return "";
+}
+
+pid_t g_child = 0;
+void ForwardSignal(int signo) {
+  if (g_child > 0) kill(g_child, signo);
+}
+
+std::vector<std::string> Split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    size_t end = line.find(sep, start);
+    out.push_back(line.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+struct Tally {
+  int anomalies = 0;
+  int captures = 0;
+};
+
+// "capture\tPID\tINDEX\tKIND\tSTEPS\tTRACE\tMESSAGE": analyze the trace now.
+void OnCapture(const std::vector<std::string>& f, bool quiet) {
+  if (f.size() < 7) return;
+  const std::string& trace = f[5];
+  std::fprintf(stderr, "sightline: capture #%s of pid %s (%s: %s), %s steps -> %s\n",
+               f[2].c_str(), f[1].c_str(), f[3].c_str(), f[6].c_str(), f[4].c_str(),
+               trace.c_str());
+#ifdef SIGHTLINE_EXPORT_HAS_REPORT
+  absl::StatusOr<analysis::Report> report = analysis::Analyze({trace}, analysis::AnalysisOptions());
+  if (!report.ok()) {
+    std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", f[2].c_str(),
+                 std::string(report.status().message()).c_str());
+    return;
+  }
+  if (report->findings.empty()) {
+    std::fprintf(stderr, "sightline: capture #%s: no findings\n", f[2].c_str());
+  }
+  size_t shown = 0;
+  for (const analysis::Finding& finding : report->findings) {
+    if (++shown > 5) break;
+    std::fprintf(stderr, "sightline: capture #%s finding %zu: [%s] %s (est. saving %s)\n",
+                 f[2].c_str(), shown, finding.rule.c_str(), finding.title.c_str(),
+                 exporter::FormatPct(finding.est_saving_pct).c_str());
+  }
+  if (!quiet) {
+    std::fprintf(stderr, "sightline: full report: sightline analyze %s\n", trace.c_str());
+  }
+#else
+  std::fprintf(stderr, "sightline: this build has no analyzer; run sightline analyze %s\n",
+               trace.c_str());
+#endif
+}
+
+// Reads complete new lines of the events file from *offset.
+void DrainEvents(int fd, std::string* partial, Tally* tally, bool quiet) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    partial->append(buf, static_cast<size_t>(n));
+  }
+  size_t nl;
+  while ((nl = partial->find('\n')) != std::string::npos) {
+    std::string line = partial->substr(0, nl);
+    partial->erase(0, nl + 1);
+    std::vector<std::string> f = Split(line, '\t');
+    if (f[0] == "anomaly") ++tally->anomalies;
+    if (f[0] == "capture") {
+      ++tally->captures;
+      OnCapture(f, quiet);
+    }
+  }
+}
+
+int RunMonitor(const std::vector<std::string>& args) {
+  MonitorOptions o;
+  std::string problem = ParseArgs(args, &o);
+  if (!problem.empty()) return UsageError(problem);
+  std::string lib = FindInjectionLibrary();
+  if (lib.empty() || !IsFile(lib)) {
+    return UsageError("monitor: cannot find " + std::string(kLibName) +
+                      " next to the sightline executable (" + ExecutableDir() +
+                      "); set SIGHTLINE_INJECT_LIB to its path");
+  }
+  if (std::getenv("SIGHTLINE_OUTPUT") == nullptr) {
+    setenv("SIGHTLINE_OUTPUT", "sightline-monitor-%p.sltrace", 1);
+  }
+  for (const auto& [var, value] : o.env) setenv(var.c_str(), value.c_str(), 1);
+  setenv("SIGHTLINE_MODE", "monitor", 1);
+  setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+  setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
+  if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home != nullptr && *cuda_home) {
+    std::string path = std::string(cuda_home) + "/lib64:" + cuda_home + "/extras/CUPTI/lib64";
+    if (const char* old = std::getenv("LD_LIBRARY_PATH"); old != nullptr && *old) {
+      path += std::string(":") + old;
+    }
+    setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+  }
+  // Private events file: a 0700 directory of ours, the file 0600.
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir_template = std::string(tmp != nullptr && *tmp == '/' ? tmp : "/tmp") +
+                             "/sightline-monitor-XXXXXX";
+  std::vector<char> dir_buf(dir_template.begin(), dir_template.end());
+  dir_buf.push_back('\0');
+  if (mkdtemp(dir_buf.data()) == nullptr) {
+    return UsageError("monitor: cannot create a private directory under " +
+                      dir_template.substr(0, dir_template.rfind('/')) + ": " +
+                      std::strerror(errno));
+  }
+  std::string dir = dir_buf.data();
+  std::string events = dir + "/events";
+  int events_fd = open(events.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (events_fd < 0) {
+    rmdir(dir.c_str());
+    return UsageError("monitor: cannot create " + events + ": " + std::strerror(errno));
+  }
+  setenv("SIGHTLINE_MONITOR_EVENTS", events.c_str(), 1);
+  auto cleanup = [&] {
+    close(events_fd);
+    unlink(events.c_str());
+    rmdir(dir.c_str());
+  };
+
+  std::vector<char*> argv;
+  for (std::string& a : o.command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+    cleanup();
+    return UsageError("monitor: pipe failed");
+  }
+  pid_t child = fork();
+  if (child < 0) {
+    cleanup();
+    return UsageError(std::string("monitor: fork failed: ") + std::strerror(errno));
+  }
+  if (child == 0) {
+    close(err_pipe[0]);
+    execvp(argv[0], argv.data());
+    int e = errno;
+    ssize_t n = write(err_pipe[1], &e, sizeof(e));
+    (void)n;
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  int exec_errno = 0;
+  if (read(err_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
+    close(err_pipe[0]);
+    waitpid(child, nullptr, 0);
+    cleanup();
+    return UsageError("monitor: cannot run '" + o.command[0] + "': " + std::strerror(exec_errno));
+  }
+  close(err_pipe[0]);
+  g_child = child;
+  struct sigaction sa = {};
+  sa.sa_handler = &ForwardSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2}) sigaction(s, &sa, nullptr);
+
+  Tally tally;
+  std::string partial;
+  int status = 0;
+  for (;;) {
+    DrainEvents(events_fd, &partial, &tally, o.quiet);
+    pid_t r = waitpid(child, &status, WNOHANG);
+    if (r == child) break;
+    if (r < 0 && errno != EINTR) break;
+    usleep(200 * 1000);
+  }
+  DrainEvents(events_fd, &partial, &tally, o.quiet);
+  cleanup();
+  int code = WIFEXITED(status) ? WEXITSTATUS(status)
+                               : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+  if (!o.quiet) {
+    std::fprintf(stderr, "sightline: monitor: '%s' exited (%d); %d anomalies, %d captures\n",
+                 o.command[0].c_str(), code, tally.anomalies, tally.captures);
+  }
+  return code;
+}
+
+}  // namespace
+
+SIGHTLINE_COMMAND("monitor",
+                  "monitor [--metrics-listen HOST:PORT|unix:PATH] [--step-range NAMES] "
+                  "[--capture-steps K] [--max-captures N] [--cooldown S] [--anomaly-min-pct P] "
+                  "[--anomaly-steps N] [--anomaly-mad-k K] [--anomaly-warmup N] "
+                  "[--interval-ms MS] [--job NAME] [--devices LIST] [-o PATH] [-q] -- CMD [ARGS...]",
+                  "Run a command under the always-on monitor: step times, NVML metrics, "
+                  "Prometheus endpoint, anomaly-triggered captures",
+                  RunMonitor);
+
+}  // namespace sightline::cli
