@@ -191,6 +191,7 @@ void ModelBuilder::Impl::CopyStack(uint32_t stack_id) {
   if (s == nullptr) return;
   CallStack copy;
   copy.id = stack_id;
+  copy.kind = s->kind;
   copy.frames.reserve(s->frames.size());
   for (const StackFrame& f : s->frames) {
     StackFrame g = f;
