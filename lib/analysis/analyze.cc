@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/analysis/python_sites.h"
 #include "lib/analysis/report_builder.h"
 
 namespace sightline::analysis {
@@ -191,6 +192,7 @@ Report AnalyzeModel(const TimelineModel& model, const AnalysisOptions& options) 
   DerivedTimeline timeline = BuildDerivedTimeline(model, TimelineOptionsFrom(options));
   Report report = BuildSummaryReport(model, timeline, options);
   RunRules(model, timeline, options, &report);
+  AddPythonSites(model, &report);
   return report;
 }
 
