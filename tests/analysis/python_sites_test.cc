@@ -12,6 +12,12 @@
 namespace sightline::analysis {
 namespace {
 
+using testing::AnalyzeTraces;
+using testing::Build;
+using testing::BuildPath;
+using testing::TraceBuilder;
+using testing::us;
+
 struct PyFrame {
   std::string file, function;
   uint32_t line;
