@@ -227,7 +227,7 @@ void AddPythonSites(const TimelineModel& model, Report* report) {
   // Per kernel name: GPU time per site / per op.
   std::unordered_map<std::string, std::map<int32_t, uint64_t>> kernel_sites, kernel_ops;
   std::map<std::pair<uint16_t, uint32_t>, PythonStackRow> stacks;
-  uint64_t kernel_ns = 0, kernel_site_ns = 0, kernel_op_ns = 0;
+  uint64_t kernel_ns = 0, kernel_site_ns = 0, kernel_inferred_ns = 0, kernel_op_ns = 0;
   auto row = [&](uint32_t api) -> PythonSiteRow* {
     int32_t s = a.api_site[api];
     if (s < 0) return nullptr;
@@ -274,7 +274,8 @@ void AddPythonSites(const TimelineModel& model, Report* report) {
       if (PythonStackRow* s = stack_row(g.launch_api)) s->gpu_ns += g.duration();
       if (kernel) {
         kernel_sites[std::string(model.String(g.name))][a.api_site[g.launch_api]] += g.duration();
-        if (!a.api_site_inferred[g.launch_api]) kernel_site_ns += g.duration();
+        kernel_site_ns += g.duration();
+        if (a.api_site_inferred[g.launch_api]) kernel_inferred_ns += g.duration();
       }
     }
     int32_t op = a.api_op[g.launch_api];
@@ -324,6 +325,7 @@ void AddPythonSites(const TimelineModel& model, Report* report) {
   if (report->python_stacks.size() > 500) report->python_stacks.resize(500);
   if (kernel_ns > 0) {
     report->python_attributed_gpu_pct = 100.0 * double(kernel_site_ns) / double(kernel_ns);
+    report->python_inferred_gpu_pct = 100.0 * double(kernel_inferred_ns) / double(kernel_ns);
     report->op_attributed_gpu_pct = 100.0 * double(kernel_op_ns) / double(kernel_ns);
   }
 

@@ -256,7 +256,8 @@ struct Report {
   std::vector<PythonSiteRow> python_sites;  // by gpu_ns + host_blocked_ns descending
   std::vector<OpRow> ops;                   // by gpu_ns descending
   std::vector<PythonStackRow> python_stacks;  // by gpu_ns + host_blocked_ns, at most 500
-  double python_attributed_gpu_pct = 0;     // of kernel time, to a user line
+  double python_attributed_gpu_pct = 0;     // of kernel time, to a user line (incl. inferred)
+  double python_inferred_gpu_pct = 0;       // of kernel time, to a user line by inference
   double op_attributed_gpu_pct = 0;         // of kernel time, to an op
 };
 

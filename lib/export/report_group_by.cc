@@ -33,8 +33,9 @@ std::string RenderGroupByText(const analysis::Report& r, const std::string& grou
              "--python-backtrace` on a Python program).\n";
     }
     absl::StrAppend(&out, absl::StrFormat(
-        "Python call sites (%.1f%% of kernel time at a line of the user's code)\n",
-        r.python_attributed_gpu_pct));
+        "Python call sites (%.1f%% of kernel time at a line of the user's code; %.1f%% by "
+        "inference for threads without Python frames)\n",
+        r.python_attributed_gpu_pct, r.python_inferred_gpu_pct));
     absl::StrAppend(&out, absl::StrFormat("%12s %7s %12s %9s  %s\n", "GPU ms", "GPU %",
                                           "blocked ms", "launches", "site"));
     for (const analysis::PythonSiteRow& s : r.python_sites) {

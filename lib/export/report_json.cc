@@ -303,6 +303,7 @@ void WritePythonSites(JsonWriter& w, const Report& r) {
   w.EndArray();
   w.Key("python_attribution").BeginObject();
   w.Key("kernel_time_with_user_site_pct").Double(r.python_attributed_gpu_pct);
+  w.Key("kernel_time_inferred_pct").Double(r.python_inferred_gpu_pct);
   w.Key("kernel_time_with_op_pct").Double(r.op_attributed_gpu_pct);
   w.EndObject();
 }
