@@ -20,7 +20,10 @@
 # floor-late-disable, floor-finalize), OVERHEAD_AFTER_ROUNDS (3), OVERHEAD_PIN (e.g.
 # "taskset -c 2-7"), OVERHEAD_PARTS ("launch after torch"),
 # OVERHEAD_LAUNCH_MODES ("plain floor sightline"), OVERHEAD_TORCH_MODES
-# ("plain torch.profiler floor sightline"); more modes: sightline-nobt (no
+# ("plain torch.profiler floor sightline"); Python stacks and ops (issue 13):
+# sightline-py, sightline-pygil, sightline-pytorch, sightline-pytorch-shapes,
+# torch.profiler-shapes; OVERHEAD_TORCH_ARGS passes e.g. "--depth 20" or
+# "--workload step" to torch_overhead.py; more modes: sightline-nobt (no
 # sync-call backtraces), sightline-nolaunchapi (no cudaLaunchKernel records),
 # sightline-kind (runtime records as the whole kind: the default before run H),
 # floor-kernel (CUPTI kernel records only: the least any kernel tracer pays).
@@ -54,7 +57,14 @@ echo "rounds: $ROUNDS (launch), $TROUNDS (torch); pin: ${PIN:-none}"
 # setting to show where the cost is.
 sl_env() {
   case $1 in
-    sightline) echo "SIGHTLINE_QUIET=1" ;;
+    # Python stacks are on by default for python commands since issue 13;
+    # "sightline" keeps its earlier meaning (off) so runs stay comparable.
+    sightline) echo "SIGHTLINE_QUIET=1 SIGHTLINE_PYTHON_BACKTRACE=off" ;;
+    sightline-py) echo "SIGHTLINE_QUIET=1 SIGHTLINE_PYTHON_BACKTRACE=on" ;;  # Python stacks
+    sightline-pygil) echo "SIGHTLINE_QUIET=1 SIGHTLINE_PYTHON_BACKTRACE=gil" ;;  # GIL holders only
+    sightline-pytorch | sightline-pytorch-shapes)  # --pytorch[=shapes], stacks off
+      echo "SIGHTLINE_QUIET=1 SIGHTLINE_PYTHON_BACKTRACE=off PYTHONPATH=$(realpath "$B")/share/sightline/python"
+      [ "$1" = sightline-pytorch ] && echo "SIGHTLINE_PYTORCH=ops" || echo "SIGHTLINE_PYTORCH=shapes" ;;
     sightline-nobt) echo "SIGHTLINE_TRACE=cuda,nvtx,nccl" ;;  # no sync-call backtraces
     sightline-nolaunchapi) echo "SIGHTLINE_API_SKIP=cudaLaunchKernel" ;;  # no launch API records
     sightline-kind) echo "SIGHTLINE_RUNTIME_PER_API=0" ;;  # the whole RUNTIME kind, skips switched off
@@ -85,10 +95,12 @@ launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
 
 torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
   local o=$W/ov_t.out
-  local args=(--ops 50000 --reps 3)
+  local args=(--ops 50000 --reps 3 ${OVERHEAD_TORCH_ARGS:-})
   case $1 in
     plain) $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ;;
     torch.profiler) $PIN python3 "$TO" --mode torch-profiler "${args[@]}" >"$o" 2>&1 ;;
+    torch.profiler-shapes)  # CPU + CUDA activities, record_shapes=True (vs --pytorch=shapes)
+      $PIN python3 "$TO" --mode torch-profiler-shapes "${args[@]}" >"$o" 2>&1 ;;
     floor | floor-kernel)  # floor-kernel: CUPTI kernel records only
       env $([ "$1" = floor-kernel ] && echo SIGHTLINE_FLOOR_KINDS=kernel) CUDA_INJECTION64_PATH=$FLOOR \
         $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1

@@ -16,35 +16,71 @@ import time
 import torch
 
 
-def run(ops, x, cpu):
+def loop(ops, x):
+    for _ in range(ops):
+        x.add_(1)
+
+
+def nested(depth, fn, *args):
+    """Runs fn `depth` Python frames deeper (Python stack cost grows with depth)."""
+    if depth <= 0:
+        return fn(*args)
+    return nested(depth - 1, fn, *args)
+
+
+def run(ops, x, cpu, depth=0):
     """Wall µs per op; appends this thread's CPU µs per op to `cpu` (no
     steal time from the VM's host in it)."""
     t0, c0 = time.perf_counter(), time.thread_time()
-    for _ in range(ops):
-        x.add_(1)
+    nested(depth, loop, ops, x)
     torch.cuda.synchronize()
     cpu.append((time.thread_time() - c0) * 1e6 / ops)
     return (time.perf_counter() - t0) * 1e6 / ops
 
 
+class Step:
+    """A real training step: 4-layer MLP, forward, backward, AdamW (~30 launches)."""
+
+    def __init__(self):
+        self.model = torch.nn.Sequential(
+            torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 512),
+            torch.nn.GELU(), torch.nn.Linear(512, 256)).cuda()
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4)
+        self.x = torch.randn(64, 256, device="cuda")
+
+    def add_(self, _):
+        loss = self.model(self.x).square().mean()
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--mode", default="plain", choices=["plain", "torch-profiler"])
+    p.add_argument("--mode", default="plain",
+                   choices=["plain", "torch-profiler", "torch-profiler-shapes"])
+    p.add_argument("--depth", type=int, default=0, help="extra Python frames around the loop")
+    p.add_argument("--workload", default="add", choices=["add", "step"],
+                   help="add: one x.add_(1) per op; step: one MLP training step per op")
     p.add_argument("--ops", type=int, default=100000)
     p.add_argument("--reps", type=int, default=5)
     a = p.parse_args()
-    x = torch.zeros(32, device="cuda")
-    run(1000, x, [])  # warm-up
+    x = torch.zeros(32, device="cuda") if a.workload == "add" else Step()
+    if a.workload == "step":
+        a.ops = max(1, a.ops // 50)  # a step is ~50x an add
+    run(min(1000, a.ops), x, [], a.depth)  # warm-up
     times, cpu = [], []
-    if a.mode == "torch-profiler":
+    if a.mode.startswith("torch-profiler"):
         from torch.profiler import profile, ProfilerActivity
-        with profile(activities=[ProfilerActivity.CUDA]):
+        shapes = a.mode == "torch-profiler-shapes"
+        activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if shapes else [ProfilerActivity.CUDA]
+        with profile(activities=activities, record_shapes=shapes):
             for _ in range(a.reps):
-                times.append(run(a.ops, x, cpu))
+                times.append(run(a.ops, x, cpu, a.depth))
     else:
         for _ in range(a.reps):
-            times.append(run(a.ops, x, cpu))
-    print(f"OVERHEAD mode={a.mode} ops={a.ops} reps={a.reps} "
+            times.append(run(a.ops, x, cpu, a.depth))
+    print(f"OVERHEAD mode={a.mode} workload={a.workload} depth={a.depth} ops={a.ops} reps={a.reps} "
           f"median_us_per_op={statistics.median(times):.4f} min={min(times):.4f} max={max(times):.4f} "
           f"median_cpu_us_per_op={statistics.median(cpu):.4f}")
 

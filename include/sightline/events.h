@@ -158,6 +158,9 @@ struct ApiEvent {
   uint32_t thread_id = 0;
   uint32_t return_value = 0;
   uint32_t stack_id = 0;  // CallStack id; 0 = none
+  // Python call stack (CallStack of kind kPython) of the calling thread at
+  // the call's entry; 0 = none (not Python, no frames, or not recorded).
+  uint32_t python_stack_id = 0;
 };
 
 struct NvtxRangeEvent {
@@ -273,16 +276,22 @@ struct LossReport {
   }
 };
 
+// Native frames: function, module (shared object), offset, address.
+// Python frames: function = qualified name, module = source file, line.
 struct StackFrame {
   uint32_t function_id = 0;
   uint32_t module_id = 0;
   uint64_t offset = 0;
   uint64_t address = 0;
+  uint32_t line = 0;  // Python frames: source line (0 = unknown)
 };
+
+enum class StackKind : uint8_t { kNative = 0, kPython = 1 };
 
 struct CallStack {
   uint32_t id = 0;
   std::vector<StackFrame> frames;  // innermost first
+  StackKind kind = StackKind::kNative;
 };
 
 }  // namespace sightline

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/analysis/python_sites.h"
 #include "lib/analysis/report_builder.h"
 
 namespace sightline::analysis {
@@ -237,6 +238,7 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
   FillStartup(whole, steps, scope, &report);
   s.startup_ns = s.startup.duration_ns;
   RunRules(*model, timeline, options, &report);
+  AddPythonSites(*model, &report);
   return report;
 }
 

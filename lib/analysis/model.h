@@ -174,6 +174,7 @@ struct ApiCall {
   uint32_t correlation_id = 0;
   uint32_t thread = 0;     // index into threads
   uint32_t stack_id = 0;   // per-trace CallStack id (resolve with TimelineModel::Stack)
+  uint32_t python_stack_id = 0;  // per-trace Python CallStack id (0 = none)
   uint16_t trace = 0;
   uint8_t flags = 0;
   ApiDomain domain = ApiDomain::kUnknown;

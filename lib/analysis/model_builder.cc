@@ -191,6 +191,7 @@ void ModelBuilder::Impl::CopyStack(uint32_t stack_id) {
   if (s == nullptr) return;
   CallStack copy;
   copy.id = stack_id;
+  copy.kind = s->kind;
   copy.frames.reserve(s->frames.size());
   for (const StackFrame& f : s->frames) {
     StackFrame g = f;
@@ -327,10 +328,12 @@ void ModelBuilder::Impl::OnApi(const ApiEvent& e) {
   c.correlation_id = e.correlation_id;
   c.thread = Thread(e.thread_id);
   c.stack_id = e.stack_id;
+  c.python_stack_id = e.python_stack_id;
   c.trace = trace_index;
   c.flags = ApiFlags(c.name);
   c.domain = e.domain;
   CopyStack(e.stack_id);
+  CopyStack(e.python_stack_id);
   thread_calls[c.thread].push_back(c);
 }
 

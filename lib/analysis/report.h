@@ -40,6 +40,9 @@ struct Offender {
   uint64_t total_ns = 0;
   double share_pct = 0;  // rule-defined share (e.g. of the idle it explains)
   std::string detail;    // free text, e.g. a call stack or "stream 7"
+  // The user's Python line behind this offender ("train.py:42 in step"),
+  // "" when none applies or no Python stacks were recorded.
+  std::string python_site;
 };
 
 struct Finding {
@@ -194,6 +197,34 @@ struct KernelRow {
   // From the occupancy calculator when the device is known; -1 = unknown.
   double theoretical_occupancy_pct = -1;
   std::string occupancy_limiter;  // "registers", "shared_memory", "warps", "blocks", ""
+  // The Python call site with the most GPU time of this kernel and the
+  // PyTorch op (innermost aten op range, --pytorch) with the most; "" = none.
+  std::string python_site;
+  std::string op;
+};
+
+// GPU and host-blocked time by the user's Python line (python_sites.h).
+struct PythonSiteRow {
+  std::string site;            // "path.py:LINE in function"
+  bool inferred = false;       // work of threads without Python frames, see python_sites.h
+  uint64_t gpu_ns = 0;         // kernels, copies and memsets launched from here
+  uint64_t host_blocked_ns = 0;  // synchronizing calls / synchronous copies made here
+  uint64_t launches = 0;       // kernel and graph launches made here
+  uint64_t calls = 0;          // CUDA calls with this site
+};
+
+// GPU time by PyTorch op (NVTX ranges of --pytorch).
+struct OpRow {
+  std::string op;
+  uint64_t gpu_ns = 0;
+  uint64_t kernels = 0;
+};
+
+// One whole Python stack (outermost frame first) with its times: the
+// call-site view of the HTML report.
+struct PythonStackRow {
+  std::vector<std::string> frames;  // "function (file:line)", outermost first
+  uint64_t gpu_ns = 0, host_blocked_ns = 0;
 };
 
 struct ApiRow {
@@ -263,6 +294,13 @@ struct Report {
   std::vector<NcclOpRow> nccl_ops;  // by (trace, op)
   std::vector<Finding> findings;    // ranked by est_saving_ns descending
   std::vector<std::string> notes;   // warnings: losses, invalid timestamps, skew
+  // Python call sites and ops (empty without --python-backtrace / --pytorch).
+  std::vector<PythonSiteRow> python_sites;  // by gpu_ns + host_blocked_ns descending
+  std::vector<OpRow> ops;                   // by gpu_ns descending
+  std::vector<PythonStackRow> python_stacks;  // by gpu_ns + host_blocked_ns, at most 500
+  double python_attributed_gpu_pct = 0;     // of kernel time, to a user line (incl. inferred)
+  double python_inferred_gpu_pct = 0;       // of kernel time, to a user line by inference
+  double op_attributed_gpu_pct = 0;         // of kernel time, to an op
 };
 
 }  // namespace sightline::analysis

@@ -330,6 +330,31 @@ bool CollectorImpl::SetUpCupti() {
       enable_drv(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     }
   }
+  if (config_.trace_python) {
+    // Runtime callbacks of the calls that get a Python stack; driver ones only
+    // with -t cuda-driver (any driver callback costs every driver call, see
+    // below), so direct driver launches (Triton) get stacks only then.
+    python_ = std::make_unique<PythonStackCollector>(config_.python_require_gil);
+    auto fill = [&](CUpti_CallbackDomain domain, CUpti_CallbackId size,
+                    std::vector<uint8_t>* table) {
+      table->assign(size, 0);
+      for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
+        const char* name = nullptr;
+        if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS) name = nullptr;
+        if (IsPythonStackApi(domain, cbid, name)) (*table)[cbid] = 1;
+      }
+    };
+    fill(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, &python_rt_cbids_);
+    if (config_.trace_driver_api) {
+      fill(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, &python_drv_cbids_);
+    }
+    for (CUpti_CallbackId cbid = 0; cbid < python_rt_cbids_.size(); ++cbid) {
+      if (python_rt_cbids_[cbid] != 0) enable_rt(cbid);
+    }
+    for (CUpti_CallbackId cbid = 0; cbid < python_drv_cbids_.size(); ++cbid) {
+      if (python_drv_cbids_[cbid] != 0) enable_drv(cbid);
+    }
+  }
   if (config_.trace_backtrace) {
     if (config_.backtrace_threshold_us >= 0) {
       Check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API), "enable runtime cbs");

@@ -75,6 +75,23 @@ bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
+bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name) {
+  if (IsSyncCbid(domain, cbid)) return true;
+  if (name == nullptr) return false;
+  auto starts = [name](const char* prefix) {
+    return std::strncmp(name, prefix, std::strlen(prefix)) == 0;
+  };
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return starts("cudaLaunch") || starts("__cudaLaunch") || starts("cudaGraphLaunch") ||
+           starts("cudaMemcpy") || starts("cudaMemset");
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    return starts("cuLaunch") || starts("cuGraphLaunch") || starts("cuMemcpy") ||
+           starts("cuMemset");
+  }
+  return false;
+}
+
 void CollectorImpl::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                const void* data) {
   if (getpid() != owner_pid_ || tracing_off_) return;
@@ -125,6 +142,12 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const CUpti_CallbackData* data) {
   bool enter = data->callbackSite == CUPTI_API_ENTER;
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  // Python stack of an outermost launch/copy/memset/sync call (a driver call
+  // inside a runtime call shares the runtime call's Python stack).
+  if (enter && python_ != nullptr && t_runtime_depth == 0 && activities_on_) {
+    const std::vector<uint8_t>& table = runtime ? python_rt_cbids_ : python_drv_cbids_;
+    if (cbid < table.size() && table[cbid] != 0) python_->Capture(data->correlationId);
+  }
   if (runtime && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) && !enter) {
     Control(&CaptureStateMachine::OnProfilerStart);
   } else if (!runtime && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && !enter) {

@@ -17,6 +17,7 @@
 
 #include "lib/collect/buffer_pool.h"
 #include "lib/collect/call_stacks.h"
+#include "lib/collect/python_stacks.h"
 #include "lib/collect/capture_state.h"
 #include "lib/collect/collector.h"
 #include "lib/collect/launch_callbacks.h"
@@ -54,6 +55,9 @@ struct HostEvent {
 // Synchronizing API calls (their call stacks are captured) and kernel-launch
 // API calls (reported to the KernelLaunchHook), by callback id.
 bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+// Calls that get a Python stack (--python-backtrace): launches, graph
+// launches, copies, memsets and the synchronizing calls, by API name.
+bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name);
 
 class CollectorImpl final : public Collector {
  public:
@@ -159,6 +163,10 @@ class CollectorImpl final : public Collector {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::unique_ptr<ActivityBufferPool> pool_;
   StackCollector stacks_;
+  // Python call stacks (config_.trace_python); the tables say which callback
+  // ids capture one (indexed by cbid, filled before the callbacks are on).
+  std::unique_ptr<PythonStackCollector> python_;
+  std::vector<uint8_t> python_rt_cbids_, python_drv_cbids_;
   std::unique_ptr<KernelLaunchHook> hook_;
 
   std::mutex control_mu_;

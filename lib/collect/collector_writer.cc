@@ -116,6 +116,9 @@ void CollectorImpl::WriterMain() {
   StackSymbolizer symbolizer({"libsightline", "libcupti", "libcuda.so", "libpthread", "libc.so"});
   std::vector<CompletedBuffer> buffers;
   std::vector<RawStack> raw_stacks;
+  std::vector<PythonStackDef> py_defs;
+  std::vector<PythonStackPair> py_pairs;
+  std::vector<uint32_t> py_ids;  // local Python stack id → trace stack id
   std::vector<HostEvent> host;
   uint64_t last_flush_ms = MonotonicMs();
   uint64_t last_chunk_ms = last_flush_ms;
@@ -135,6 +138,31 @@ void CollectorImpl::WriterMain() {
     }
     buffers.clear();
     pool_->TakeCompleted(&buffers);
+    // Python stacks after the buffers: the pair of every API record in them
+    // was pushed at the call's entry, before its buffer completed.
+    if (python_ != nullptr) {
+      py_defs.clear();
+      py_pairs.clear();
+      python_->Take(&py_defs, &py_pairs);
+      for (const PythonStackDef& d : py_defs) {
+        CallStack cs;
+        cs.kind = StackKind::kPython;
+        cs.frames.reserve(d.frames.size());
+        for (const PythonFrameText& f : d.frames) {
+          StackFrame sf;
+          sf.function_id = sink.Intern(f.function);
+          sf.module_id = sink.Intern(f.file);
+          sf.line = f.line;
+          cs.frames.push_back(sf);
+        }
+        if (py_ids.size() <= d.id) py_ids.resize(d.id + 1, 0);
+        py_ids[d.id] = sink.InternStack(cs);
+      }
+      for (const PythonStackPair& p : py_pairs) {
+        uint32_t id = p.stack_id < py_ids.size() ? py_ids[p.stack_id] : 0;
+        if (id != 0) converter.AttachPythonStack(p.correlation_id, id);
+      }
+    }
     // Host events are taken after the buffers: every NCCL payload pushed
     // before a range whose end is in these buffers is then in hand when the
     // converter joins it (NcclPayload events go in before the drain).
@@ -228,7 +256,8 @@ void CollectorImpl::WriterMain() {
     in.invalid_timestamps = converter.stats().invalid_timestamps;
     in.unsupported_records = converter.stats().unsupported_records;
     in.metric_ranges_dropped = metric_ranges_dropped_;
-    in.stacks_dropped = stacks_.dropped();
+    in.stacks_dropped = stacks_.dropped() + converter.stats().python_stacks_unmatched +
+                        (python_ != nullptr ? python_->stats().dropped : 0);
     {
       std::lock_guard<std::mutex> lock(host_mu_);
       in.host_events_dropped = host_events_dropped_;
@@ -373,6 +402,23 @@ void CollectorImpl::PrintSummary() {
                count(EventKind::kKernel), count(EventKind::kMemcpy), count(EventKind::kMemset),
                count(EventKind::kApi), count(EventKind::kNvtxRange),
                static_cast<unsigned long long>(last_loss_report_.total()));
+  if (python_ != nullptr) {
+    auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+    std::string why = python_->inactive_reason();
+    PythonStackStats s = python_->stats();
+    if (!why.empty()) {
+      std::fprintf(stderr, "sightline: no Python stacks: %s\n", why.c_str());
+    } else {
+      std::fprintf(stderr,
+                   "sightline: Python stacks on %llu calls (%llu with the GIL released by the "
+                   "caller), %llu distinct; without one: %llu calls from threads unknown to "
+                   "Python, %llu without Python frames, %llu at interpreter shutdown, %llu "
+                   "without the GIL (gil mode), %llu lost; %llu walks cut short\n",
+                   u(s.captured), u(s.captured_without_gil), u(s.distinct), u(s.no_thread_state),
+                   u(s.no_frames), u(s.skipped_shutdown), u(s.skipped_no_gil), u(s.dropped),
+                   u(s.bad_frames));
+    }
+  }
   const NcclJoinStats& n = nccl_join_stats_;
   if (n.ranges > 0) {
     auto u = [](uint64_t v) { return static_cast<unsigned long long>(v); };

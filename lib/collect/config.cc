@@ -107,6 +107,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   if (const char* v = getenv_fn("SIGHTLINE_MANIFEST"); v != nullptr) c.manifest_path = v;
   if (const char* v = getenv_fn("SIGHTLINE_TRACE"); v != nullptr && *v != '\0') {
     c.trace_cuda = c.trace_driver_api = c.trace_nvtx = c.trace_nccl = c.trace_backtrace = false;
+    c.trace_python = false;
     for (const std::string& item : SplitList(v)) {
       if (item == "cuda") {
         c.trace_cuda = true;
@@ -118,12 +119,15 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
         c.trace_nccl = true;
       } else if (item == "backtrace" || item == "cudabacktrace") {
         c.trace_backtrace = true;
+      } else if (item == "python") {
+        c.trace_python = true;
       } else if (item == "graph") {
         c.trace_graph_nodes = false;
       } else if (item == "none") {
       } else {
         problem("SIGHTLINE_TRACE", item.c_str(),
-                "is unknown (expected cuda, cuda-driver, nvtx, nccl, backtrace, graph, none)");
+                "is unknown (expected cuda, cuda-driver, nvtx, nccl, backtrace, python, graph, "
+                "none)");
       }
     }
   }
@@ -257,6 +261,18 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_RUNTIME_PER_API", v, "is not 0 or 1");
     }
   }
+  if (const char* v = getenv_fn("SIGHTLINE_PYTHON_BACKTRACE"); v != nullptr && *v != '\0') {
+    std::string s = v;
+    if (s == "on" || s == "1") {
+      c.trace_python = true;
+    } else if (s == "off" || s == "0") {
+      c.trace_python = false;
+    } else if (s == "gil") {
+      c.trace_python = c.python_require_gil = true;
+    } else {
+      problem("SIGHTLINE_PYTHON_BACKTRACE", v, "is not on, off or gil");
+    }
+  }
   if (const char* v = getenv_fn("SIGHTLINE_QUIET"); v != nullptr) {
     c.quiet = *v != '\0' && std::strcmp(v, "0") != 0;
   }
@@ -280,6 +296,7 @@ std::vector<std::string> CollectorConfig::EnabledList() const {
   if (trace_nvtx) out.push_back("nvtx");
   if (trace_nccl) out.push_back("nccl");
   if (trace_backtrace) out.push_back("backtrace");
+  if (trace_python) out.push_back(python_require_gil ? "python-gil" : "python");
   if (!trace_graph_nodes) out.push_back("graph");
   if (!metric_set.empty()) out.push_back("metrics");
   return out;

@@ -24,6 +24,8 @@
 //                        nvtx        NVTX ranges and markers
 //                        nccl        NCCL collectives (from kernels and NVTX)
 //                        backtrace   host call stacks of synchronizing runtime API calls
+//                        python      Python call stacks of launches, copies, memsets and
+//                                    synchronizing calls (lib/collect/python_stacks.h)
 //                        graph       one record per CUDA graph launch instead of per node
 //                        none        nothing (the collector stays passive)
 //   SIGHTLINE_CAPTURE    "" | "cudaProfilerApi" | "nvtx:NAME" | "api"
@@ -65,6 +67,10 @@
 //                        per PyTorch op on the H200: bench/overhead/README.md)
 //   SIGHTLINE_BACKTRACE_US  also capture stacks of any runtime API call longer than
 //                        this (µs); unset = synchronizing calls only
+//   SIGHTLINE_PYTHON_BACKTRACE  on | off | gil: Python call stacks (overrides the
+//                        "python" item of SIGHTLINE_TRACE); gil = only calls made
+//                        while the thread holds the GIL (PyTorch releases it around
+//                        every op: few stacks)
 //   SIGHTLINE_QUIET      1 = no banner on stderr (warnings are still printed)
 //
 // Parsing is pure (takes a getenv function) so it is tested on the CPU.
@@ -113,6 +119,8 @@ struct CollectorConfig {
   bool trace_backtrace = true;
   bool trace_graph_nodes = true;  // false with "graph": one record per graph launch
   double backtrace_threshold_us = -1;  // < 0: synchronizing calls only
+  bool trace_python = false;            // Python call stacks ("python", SIGHTLINE_PYTHON_BACKTRACE)
+  bool python_require_gil = false;      // SIGHTLINE_PYTHON_BACKTRACE=gil
 
   std::string metric_set;
   std::string metric_kernel_filter;

@@ -267,12 +267,27 @@ void RecordConverter::ConvertApi(const CUpti_ActivityAPI& a, ApiDomain domain) {
       stacks_.erase(it);
     }
   }
+  if (!python_stacks_.empty()) {
+    auto it = python_stacks_.find(a.correlationId);
+    if (it != python_stacks_.end()) {
+      e.python_stack_id = it->second;
+      python_stacks_.erase(it);
+    }
+  }
   sink_->Add(e);
   Count(EventKind::kApi);
 }
 
 void RecordConverter::AttachStack(uint32_t correlation_id, uint32_t stack_id) {
   stacks_[correlation_id] = stack_id;
+}
+
+void RecordConverter::AttachPythonStack(uint32_t correlation_id, uint32_t stack_id) {
+  if (python_stacks_.size() >= kMaxPendingPythonStacks) {
+    stats_.python_stacks_unmatched += python_stacks_.size();
+    python_stacks_.clear();
+  }
+  python_stacks_[correlation_id] = stack_id;
 }
 
 void RecordConverter::ConvertMarker(const CUpti_ActivityMarker2& m) {

@@ -78,6 +78,8 @@ struct ConversionStats {
   uint64_t skipped_api_records = 0;  // filtered by the skip list (not a loss)
   uint64_t unmatched_range_ends = 0;
   uint64_t open_ranges_at_end = 0;
+  // Python stacks whose API record never came (bounded table cleared): lost.
+  uint64_t python_stacks_unmatched = 0;
   uint64_t counts[kNumEventKinds] = {};
   NcclJoinStats nccl;
 };
@@ -113,6 +115,11 @@ class RecordConverter {
   void AddNcclPayload(uint32_t thread_id, uint64_t timestamp_ns, const NcclPayload& payload);
   // The API record with this correlation id gets this call stack id.
   void AttachStack(uint32_t correlation_id, uint32_t stack_id);
+  // The API record with this correlation id gets this Python stack id
+  // (ApiEvent.python_stack_id). At most kMaxPendingPythonStacks wait; past
+  // that the waiting ones are dropped and counted.
+  void AttachPythonStack(uint32_t correlation_id, uint32_t stack_id);
+  static constexpr size_t kMaxPendingPythonStacks = 1 << 20;
   // End of the trace: ranges still open are emitted ending at `end_ns` (they
   // were open when the capture ended) and counted in open_ranges_at_end.
   void CloseOpenRanges(uint64_t end_ns);
@@ -175,6 +182,7 @@ class RecordConverter {
   std::unordered_map<uint32_t, MarkerData> marker_data_;    // by marker id
   std::vector<std::pair<NvtxMarkerEvent, uint32_t>> pending_instants_;  // + marker id
   std::unordered_map<uint32_t, uint32_t> stacks_;            // correlation → stack id
+  std::unordered_map<uint32_t, uint32_t> python_stacks_;     // correlation → Python stack id
   std::unordered_map<uint32_t, uint32_t> context_device_;    // context → device
   // NVTX-callback NCCL payloads waiting for their range, per thread, in push order.
   std::unordered_map<uint32_t, std::deque<CallbackPayload>> nccl_callback_payloads_;

@@ -190,6 +190,32 @@ class ChromeEmitter : public trace::EventVisitor {
     out_.Append("}}");
   }
 
+  // "fn (file:line) <- ..." for Python stacks, "fn (module+0xoff) <- ..."
+  // for native ones; cached per stack id.
+  const std::string& StackArg(uint32_t id) {
+    auto it = stack_args_.find(id);
+    if (it != stack_args_.end()) return it->second;
+    std::string text;
+    if (const CallStack* s = reader_.stack(id)) {
+      for (size_t i = 0; i < s->frames.size() && i < 64; ++i) {
+        const StackFrame& f = s->frames[i];
+        if (i > 0) text += " <- ";
+        text += reader_.strings().Get(f.function_id);
+        text += " (";
+        text += reader_.strings().Get(f.module_id);
+        if (s->kind == StackKind::kPython) {
+          text += ":" + std::to_string(f.line);
+        } else {
+          char buf[32];
+          std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(f.offset));
+          text += buf;
+        }
+        text += ")";
+      }
+    }
+    return stack_args_.emplace(id, std::move(text)).first->second;
+  }
+
   void OnApi(const ApiEvent& e) override {
     ++stats_.events_read;
     uint64_t tid = Track({TrackType::kThread, 0, e.thread_id});
@@ -201,6 +227,21 @@ class ChromeEmitter : public trace::EventVisitor {
     if (e.return_value != 0) {
       out_.Append(",\"return\":");
       AppendUint(out_, e.return_value);
+    }
+    // Call stacks, innermost frame first (strings from the trace, escaped).
+    if (e.python_stack_id != 0) {
+      const std::string& text = StackArg(e.python_stack_id);
+      if (!text.empty()) {
+        out_.Append(",\"python_stack\":");
+        AppendJsonString(out_, text);
+      }
+    }
+    if (e.stack_id != 0) {
+      const std::string& text = StackArg(e.stack_id);
+      if (!text.empty()) {
+        out_.Append(",\"stack\":");
+        AppendJsonString(out_, text);
+      }
     }
     out_.Append("}}");
     // Runtime and driver calls share the correlation id of the GPU work; the
@@ -441,6 +482,7 @@ class ChromeEmitter : public trace::EventVisitor {
   }
 
   trace::TraceReader& reader_;
+  std::unordered_map<uint32_t, std::string> stack_args_;
   OutputFile& out_;
   const TraceHeaderData& header_;
   TrackRegistry tracks_;

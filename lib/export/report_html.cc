@@ -92,6 +92,9 @@ void Findings(std::string* out, const Report& r) {
         const analysis::Offender& o = f.offenders[i];
         absl::StrAppend(out, i ? "; " : "", HtmlEscape(DisplayKernelName(o.name, 80)), " (", o.count, "x, ",
                         FormatDuration(o.total_ns), ")");
+        if (!o.python_site.empty()) {
+          absl::StrAppend(out, " at <code>", HtmlEscape(o.python_site), "</code>");
+        }
       }
       absl::StrAppend(out, "</div>");
     }
@@ -174,6 +177,7 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOpt
   SummaryCards(&out, r, main_run.label);
   if (runs.size() == 2) Comparison(&out, *runs[0].report, r);
   Findings(&out, r);
+  PythonCallSitesHtml(&out, r);
   absl::StrAppend(&out, "<section><h2>Timeline: CUDA streams and NVTX ranges");
   if (runs.size() == 2) absl::StrAppend(&out, "<select id=\"run-select\"></select>");
   absl::StrAppend(&out, "</h2><div class=\"hint\">wheel: zoom · drag: pan · double-click: reset · "

@@ -33,6 +33,10 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs,
 // Escapes &, <, >, " and ' for HTML text and attribute values.
 std::string HtmlEscape(std::string_view s);
 
+// The call-site view (GPU and host-blocked time by Python stack); nothing
+// when the report has no Python stacks. report_html_python.cc.
+void PythonCallSitesHtml(std::string* out, const analysis::Report& r);
+
 }  // namespace sightline::exporter
 
 #endif  // SIGHTLINE_LIB_EXPORT_REPORT_HTML_H_

@@ -132,6 +132,8 @@ void WriteKernels(JsonWriter& w, const Report& r) {
     w.Key("theoretical_occupancy_pct");
     NumberOrNull(w, k.theoretical_occupancy_pct);
     w.Key("occupancy_limiter").String(k.occupancy_limiter);
+    w.Key("python_site").String(k.python_site);
+    w.Key("op").String(k.op);
     w.EndObject();
   }
   w.EndArray();
@@ -262,6 +264,7 @@ void WriteFindings(JsonWriter& w, const Report& r) {
       w.Key("total_ns").Uint(o.total_ns);
       w.Key("share_pct").Double(o.share_pct);
       w.Key("detail").String(o.detail);
+      w.Key("python_site").String(o.python_site);
       w.EndObject();
     }
     w.EndArray();
@@ -272,6 +275,46 @@ void WriteFindings(JsonWriter& w, const Report& r) {
     w.EndObject();
   }
   w.EndArray();
+}
+
+void WritePythonSites(JsonWriter& w, const Report& r) {
+  w.Key("python_sites").BeginArray();
+  for (const analysis::PythonSiteRow& s : r.python_sites) {
+    w.BeginObject();
+    w.Key("site").String(s.site);
+    w.Key("inferred").Bool(s.inferred);
+    w.Key("gpu_ns").Uint(s.gpu_ns);
+    w.Key("host_blocked_ns").Uint(s.host_blocked_ns);
+    w.Key("launches").Uint(s.launches);
+    w.Key("calls").Uint(s.calls);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("ops").BeginArray();
+  for (const analysis::OpRow& o : r.ops) {
+    w.BeginObject();
+    w.Key("op").String(o.op);
+    w.Key("gpu_ns").Uint(o.gpu_ns);
+    w.Key("kernels").Uint(o.kernels);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("python_stacks").BeginArray();
+  for (const analysis::PythonStackRow& s : r.python_stacks) {
+    w.BeginObject();
+    w.Key("frames").BeginArray();
+    for (const std::string& f : s.frames) w.String(f);
+    w.EndArray();
+    w.Key("gpu_ns").Uint(s.gpu_ns);
+    w.Key("host_blocked_ns").Uint(s.host_blocked_ns);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("python_attribution").BeginObject();
+  w.Key("kernel_time_with_user_site_pct").Double(r.python_attributed_gpu_pct);
+  w.Key("kernel_time_inferred_pct").Double(r.python_inferred_gpu_pct);
+  w.Key("kernel_time_with_op_pct").Double(r.op_attributed_gpu_pct);
+  w.EndObject();
 }
 
 }  // namespace
@@ -327,6 +370,7 @@ std::string RenderReportJson(const Report& r) {
   WriteKernels(w, r);
   WriteTables(w, r);
   WriteFindings(w, r);
+  WritePythonSites(w, r);
   w.Key("notes").BeginArray();
   for (const std::string& n : r.notes) w.String(n);
   w.EndArray();

@@ -26,6 +26,12 @@ struct TextOptions {
 };
 std::string RenderReportText(const analysis::Report& report, const TextOptions& options = {});
 
+// `analyze --group-by python|op|kernel`: one table of GPU time and
+// host-blocked time by Python call site, by PyTorch op, or by kernel (with
+// each kernel's op and call site). report_group_by.cc.
+std::string RenderGroupByText(const analysis::Report& report, const std::string& group_by,
+                              int width = 100);
+
 // Pretty-printed JSON (2-space indent), newline-terminated.
 std::string RenderReportJson(const analysis::Report& report);
 

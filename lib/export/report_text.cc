@@ -326,6 +326,9 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
           absl::StrAppend(&line, " (", detail, ")");
         }
         absl::StrAppend(&out, "      ", Ellipsize(line, room), "\n");
+        if (!o.python_site.empty()) {
+          absl::StrAppend(&out, "        at ", Ellipsize(o.python_site, room - 2), "\n");
+        }
       }
       if (!f.recommendation.empty()) {
         Wrap(&out, absl::StrCat("-> ", f.recommendation), width, "      ", "         ");

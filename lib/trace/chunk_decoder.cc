@@ -333,6 +333,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
           case 5: e.thread_id = U32(v); break;
           case 6: e.return_value = U32(v); break;
           case 7: e.stack_id = U32(v); break;
+          case 8: e.python_stack_id = U32(v); break;
         }
       });
     }
@@ -579,7 +580,10 @@ bool ChunkDecoder::Decode(std::string_view payload, StringTable* strings,
         } else if (f == 4) {
           CallStack stack;
           if (!ForEachField(
-                  WireReader(s), [&stack](uint32_t sf, uint64_t v) { if (sf == 1) stack.id = U32(v); },
+                  WireReader(s), [&stack](uint32_t sf, uint64_t v) {
+                    if (sf == 1) stack.id = U32(v);
+                    if (sf == 3) stack.kind = v == 1 ? StackKind::kPython : StackKind::kNative;
+                  },
                   NoFixed(), [&stack](uint32_t sf, std::string_view frame_bytes) {
                     if (sf != 2) return true;
                     StackFrame frame;
@@ -588,6 +592,7 @@ bool ChunkDecoder::Decode(std::string_view payload, StringTable* strings,
                           if (ff == 2) frame.module_id = U32(v);
                           if (ff == 3) frame.offset = v;
                           if (ff == 4) frame.address = v;
+                          if (ff == 5) frame.line = U32(v);
                         })) {
                       return false;
                     }

@@ -109,6 +109,7 @@ inline uint8_t* EncodeApi(const ApiEvent& e, uint8_t* p) {
   p = PutUint(5, e.thread_id, p);
   p = PutUint(6, e.return_value, p);
   p = PutUint(7, e.stack_id, p);
+  p = PutUint(8, e.python_stack_id, p);
   return p;
 }
 

@@ -331,8 +331,10 @@ uint32_t TraceWriter::InternStack(const CallStack& stack) {
     const StackFrame& f = stack.frames[i];
     MessageBuilder frame;
     frame.Uint(1, f.function_id).Uint(2, f.module_id).Uint(3, f.offset).Uint(4, f.address);
+    frame.Uint(5, f.line);
     frames.Message(2, frame);
   }
+  frames.Uint(3, static_cast<uint32_t>(stack.kind));
   const std::string& key = frames.bytes();
   size_t hash = std::hash<std::string_view>()(key);
   size_t slot;

@@ -12,6 +12,7 @@ for f in tools/sightline/sightline injection/libsightline_inject.so \
          tests/gpu/sightline_trace_check tests/gpu/sightline_other_subscriber \
          bench/overhead/launch_overhead bench/overhead/libfloor_inject.so \
          bench/overhead/torch_overhead.py examples/pytorch_train.py \
+         share/sightline/python/sitecustomize.py \
          examples/starved_gpu examples/fragmented_kernels examples/serialized_streams \
          examples/naive_matmul examples/training_loop examples/nccl_allreduce "$@"; do
   [ -e "$S/$f" ] || { echo "missing $S/$f" >&2; continue; }

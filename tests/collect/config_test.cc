@@ -83,6 +83,28 @@ TEST_F(ConfigTest, EveryVariable) {
   EXPECT_EQ(enabled, (std::vector<std::string>{"cuda", "cuda-driver", "nvtx", "metrics"}));
 }
 
+TEST_F(ConfigTest, PythonBacktrace) {
+  EXPECT_FALSE(Parse().trace_python);
+  env_ = {{"SIGHTLINE_TRACE", "cuda,python"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_TRUE(c.trace_python);
+  EXPECT_FALSE(c.python_require_gil);
+  EXPECT_EQ(c.EnabledList(), (std::vector<std::string>{"cuda", "python"}));
+  env_ = {{"SIGHTLINE_TRACE", "cuda,python"}, {"SIGHTLINE_PYTHON_BACKTRACE", "off"}};
+  EXPECT_FALSE(Parse().trace_python);
+  env_ = {{"SIGHTLINE_PYTHON_BACKTRACE", "gil"}};
+  c = Parse();
+  EXPECT_TRUE(c.trace_python);
+  EXPECT_TRUE(c.python_require_gil);
+  env_ = {{"SIGHTLINE_PYTHON_BACKTRACE", "on"}};
+  EXPECT_TRUE(Parse().trace_python);
+  env_ = {{"SIGHTLINE_PYTHON_BACKTRACE", "sometimes"}};
+  EXPECT_FALSE(Parse().trace_python);
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("SIGHTLINE_PYTHON_BACKTRACE"), std::string::npos);
+}
+
 TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
   env_ = {{"SIGHTLINE_DELAY", "soon"},
           {"SIGHTLINE_CAPTURE", "nvtx:"},

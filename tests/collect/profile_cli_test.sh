@@ -30,6 +30,32 @@ check "death by SIGTERM reported as 143" "[ $rc -eq 143 ]"
 sleep 0.5; kill -TERM $pid; wait $pid; rc=$?
 check "SIGTERM sent to profile is forwarded to the child (143)" "[ $rc -eq 143 ]"
 
+# Python stacks: on by default for a Python interpreter (by name, or a #!
+# script whose interpreter is one); flags and the environment win.
+T=$(mktemp -d)
+printf '#!/bin/sh\nexec env\n' > "$T/python3.99"; chmod +x "$T/python3.99"
+printf '#!%s\n' "$T/python3.99" > "$T/train"; chmod +x "$T/train"
+out=$(PATH="$T:$PATH" "$SL" profile -q -- python3.99 2>&1)
+check "python* command: stacks on" "grep -qx 'SIGHTLINE_PYTHON_BACKTRACE=on' <<<\"\$out\""
+out=$("$SL" profile -q -- "$T/train" 2>&1)
+check "#! script of a python* interpreter: stacks on" \
+  "grep -qx 'SIGHTLINE_PYTHON_BACKTRACE=on' <<<\"\$out\""
+out=$("$SL" profile -q -- env 2>&1)
+check "other command: stacks not set" "! grep -q '^SIGHTLINE_PYTHON_BACKTRACE=' <<<\"\$out\""
+out=$(PATH="$T:$PATH" "$SL" profile -q --python-backtrace=off -- python3.99 2>&1)
+check "--python-backtrace=off wins" "grep -qx 'SIGHTLINE_PYTHON_BACKTRACE=off' <<<\"\$out\""
+out=$("$SL" profile -q --python-backtrace -- env 2>&1)
+check "bare --python-backtrace is on" "grep -qx 'SIGHTLINE_PYTHON_BACKTRACE=on' <<<\"\$out\""
+err=$("$SL" profile --python-backtrace=maybe -- true 2>&1); rc=$?
+check "bad --python-backtrace is a usage error" "[ $rc -eq 2 ] && grep -q maybe <<<\"\$err\""
+out=$(PYTHONPATH=/opt/mine "$SL" profile -q --pytorch=shapes -- env 2>&1)
+check "--pytorch=shapes sets SIGHTLINE_PYTORCH" "grep -qx 'SIGHTLINE_PYTORCH=shapes' <<<\"\$out\""
+check "--pytorch prepends the hook to PYTHONPATH" \
+  "grep -q '^PYTHONPATH=/.*share/sightline/python:/opt/mine$' <<<\"\$out\""
+err=$("$SL" profile --pytorch=everything -- true 2>&1); rc=$?
+check "bad --pytorch is a usage error" "[ $rc -eq 2 ] && grep -q everything <<<\"\$err\""
+rm -rf "$T"
+
 err=$("$SL" profile --delay soon -- true 2>&1); rc=$?
 check "bad --delay is a usage error" "[ $rc -eq 2 ] && grep -q \"'soon' is not a number\" <<<\"\$err\""
 err=$("$SL" profile --capture-range sometimes -- true 2>&1); rc=$?

@@ -195,6 +195,20 @@ TEST_F(ConverterTest, ApiRecordsNamedSkippedAndGivenStacks) {
   EXPECT_EQ(converter_.stats().skipped_api_records, 1u);
 }
 
+TEST_F(ConverterTest, PythonStacksGoToTheirApiRecord) {
+  auto launch = Api(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 100, 105, 42);
+  auto other = Api(CUPTI_ACTIVITY_KIND_RUNTIME, 211, 110, 115, 43);
+  converter_.AttachPythonStack(42, 7);
+  converter_.AttachStack(42, 5);
+  Convert(&launch);
+  Convert(&other);
+  ASSERT_EQ(sink_.apis.size(), 2u);
+  EXPECT_EQ(sink_.apis[0].python_stack_id, 7u);
+  EXPECT_EQ(sink_.apis[0].stack_id, 5u);
+  EXPECT_EQ(sink_.apis[1].python_stack_id, 0u);
+  EXPECT_EQ(converter_.stats().python_stacks_unmatched, 0u);
+}
+
 TEST_F(ConverterTest, NvtxRangesPairAcrossThreadsAndCarryMarkerData) {
   auto start = Marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 1, 1000, "forward", nullptr, 7);
   CUpti_ActivityMarkerData2 data;

@@ -12,6 +12,8 @@
 #include "lib/export/flow_matcher.h"
 #include "lib/export/output_file.h"
 #include "lib/trace/reader.h"
+#include "lib/trace/sink.h"
+#include "lib/trace/writer.h"
 #include "tests/export/synthetic_trace.h"
 
 namespace sightline::exporter {
@@ -77,6 +79,62 @@ TEST(ChromeTraceTest, CountsAndFlowsOfSyntheticTrace) {
   // kernel waits for the 4 MiB pageable copy (3 us + 419.430 us).
   EXPECT_NE(json.find("\"ts\":422.430,\"dur\":50.000"), std::string::npos);
   EXPECT_NE(json.find("\"complete\":true"), std::string::npos);
+}
+
+TEST(ChromeTraceTest, ApiEventsCarryPythonAndNativeStacks) {
+  std::string trace_path = TempPath("chrome-stacks.sltrace");
+  {
+    trace::FileSinkOptions so;
+    std::string error;
+    auto sink = trace::OpenFileSink(trace_path, so, &error);
+    ASSERT_NE(sink, nullptr) << error;
+    trace::TraceWriter w(std::move(sink));
+    TraceHeaderData h;
+    h.tool_version = "test";
+    ASSERT_TRUE(w.Begin(h));
+    CallStack py;
+    py.kind = StackKind::kPython;
+    StackFrame leaf;
+    leaf.function_id = w.Intern("Model.\"forward\"");  // escaped in the JSON
+    leaf.module_id = w.Intern("/work/train.py");
+    leaf.line = 42;
+    StackFrame outer;
+    outer.function_id = w.Intern("<module>");
+    outer.module_id = leaf.module_id;
+    outer.line = 7;
+    py.frames = {leaf, outer};
+    CallStack native;
+    StackFrame nf;
+    nf.function_id = w.Intern("main");
+    nf.module_id = w.Intern("/usr/bin/app");
+    nf.offset = 0x40;
+    native.frames = {nf};
+    ApiEvent api;
+    api.start_ns = 1000;
+    api.end_ns = 2000;
+    api.domain = ApiDomain::kRuntime;
+    api.name_id = w.Intern("cudaStreamSynchronize");
+    api.thread_id = 5;
+    api.python_stack_id = w.InternStack(py);
+    api.stack_id = w.InternStack(native);
+    w.Add(api);
+    ASSERT_TRUE(w.Finish("exit"));
+  }
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("chrome-stacks.json");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
+  ASSERT_TRUE((*out)->Close().ok());
+  std::string json = ReadFile(out_path);
+  EXPECT_NE(json.find("\"python_stack\":\"Model.\\\"forward\\\" (/work/train.py:42) <- "
+                      "<module> (/work/train.py:7)\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"stack\":\"main (/usr/bin/app+0x40)\""), std::string::npos) << json;
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
 }
 
 TEST(FlowMatcherTest, PairsInEitherOrderAndKeepsLaunchForGraphs) {

@@ -302,6 +302,53 @@ TEST(RoundTripTest, CallStacksAreInternedAndReadBack) {
   EXPECT_EQ((*reader)->stack(12345), nullptr);
 }
 
+TEST(RoundTripTest, PythonStacksKeepKindAndLines) {
+  std::string bytes;
+  TraceWriter writer(OpenMemorySink(&bytes));
+  ASSERT_TRUE(writer.Begin(SampleHeader()));
+  CallStack py;
+  py.kind = StackKind::kPython;
+  StackFrame leaf;
+  leaf.function_id = writer.Intern("Model.forward");
+  leaf.module_id = writer.Intern("/home/u/train.py");
+  leaf.line = 42;
+  StackFrame outer;
+  outer.function_id = writer.Intern("<module>");
+  outer.module_id = leaf.module_id;
+  outer.line = 7;
+  py.frames = {leaf, outer};
+  uint32_t py_id = writer.InternStack(py);
+  // The same frames as a native stack are a different stack.
+  CallStack native = py;
+  native.kind = StackKind::kNative;
+  uint32_t native_id = writer.InternStack(native);
+  EXPECT_NE(py_id, native_id);
+  EXPECT_EQ(writer.InternStack(py), py_id);
+  // A different line is a different stack.
+  CallStack moved = py;
+  moved.frames[0].line = 43;
+  EXPECT_NE(writer.InternStack(moved), py_id);
+  ApiEvent api;
+  api.start_ns = 5;
+  api.end_ns = 6;
+  api.python_stack_id = py_id;
+  writer.Add(api);
+  ASSERT_TRUE(writer.Finish("exit"));
+
+  RecordingVisitor visitor;
+  auto reader = ReadAllFromBuffer(bytes, &visitor);
+  ASSERT_TRUE(reader.ok());
+  const CallStack* back = (*reader)->stack(py_id);
+  ASSERT_NE(back, nullptr);
+  EXPECT_EQ(back->kind, StackKind::kPython);
+  ASSERT_EQ(back->frames.size(), 2u);
+  EXPECT_EQ(back->frames[0].line, 42u);
+  EXPECT_EQ(back->frames[1].line, 7u);
+  EXPECT_EQ((*reader)->strings().Get(back->frames[0].function_id), "Model.forward");
+  EXPECT_EQ((*reader)->stack(native_id)->kind, StackKind::kNative);
+  ASSERT_EQ(visitor.events.size(), 1u);
+}
+
 TEST(RoundTripTest, FailedSinkCountsLostEventsAndDoesNotCrash) {
   class FailingSink : public Sink {
    public:

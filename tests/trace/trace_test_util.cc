@@ -173,6 +173,7 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   p.thread_id = 4242;
   p.return_value = 700;
   p.stack_id = 9;
+  p.python_stack_id = 11;
   out.push_back(a);
 
   a = AnyEvent();

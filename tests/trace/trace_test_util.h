@@ -48,7 +48,7 @@ inline auto Tie(const SyncEvent& e) {
 }
 inline auto Tie(const ApiEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.domain, e.cbid, e.name_id, e.correlation_id,
-                  e.thread_id, e.return_value, e.stack_id);
+                  e.thread_id, e.return_value, e.stack_id, e.python_stack_id);
 }
 inline auto Tie(const NvtxRangeEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.domain_id, e.name_id, e.thread_id, e.end_thread_id,

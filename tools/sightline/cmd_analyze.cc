@@ -1,4 +1,4 @@
-// sightline analyze TRACE... [--format text|json] [-o FILE]
+// sightline analyze TRACE... [--format text|json] [-o FILE] [--group-by python|op|kernel]
 //                  [--set KEY=VALUE]... [--step-range NAME] [--rules A,B]
 //                  [--fail-on high|medium|low]
 //
@@ -40,7 +40,7 @@ int SeverityRank(const std::string& s) {
 
 int RunAnalyze(const std::vector<std::string>& args) {
   std::vector<std::string> traces;
-  std::string format = "text", output = "-", fail_on, value;
+  std::string format = "text", output = "-", fail_on, value, group_by;
   analysis::AnalysisOptions options;
   exporter::ArgScanner scan(args);
   while (!scan.Done()) {
@@ -48,6 +48,7 @@ int RunAnalyze(const std::vector<std::string>& args) {
     if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
         scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
         scan.Value("--fail-on", &fail_on, &missing) ||
+        scan.Value("--group-by", &group_by, &missing) ||
         scan.Value("--step-range", &options.step_range_name, &missing) ||
         scan.Value("--window", &options.window, &missing)) {
       if (missing) return UsageError("analyze: " + scan.last_option() + " needs a non-empty value (see --help)");
@@ -74,6 +75,9 @@ int RunAnalyze(const std::vector<std::string>& args) {
   if (format != "text" && format != "json") {
     return UsageError("analyze: unknown format '" + format + "' (expected text or json)");
   }
+  if (!group_by.empty() && group_by != "python" && group_by != "op" && group_by != "kernel") {
+    return UsageError("analyze: --group-by expects python, op or kernel (got '" + group_by + "')");
+  }
   if (!fail_on.empty() && SeverityRank(fail_on) < 0) {
     return UsageError("analyze: --fail-on expects high, medium, low or info (got '" + fail_on + "')");
   }
@@ -94,8 +98,10 @@ int RunAnalyze(const std::vector<std::string>& args) {
   absl::StatusOr<analysis::Report> report = analysis::Analyze(traces, options);
   progress.Finish();
   if (!report.ok()) return UsageError(std::string(report.status().message()));
-  std::string text = format == "json" ? exporter::RenderReportJson(*report)
-                                      : exporter::RenderReportText(*report, {exporter::TextWidth()});
+  std::string text =
+      format == "json"     ? exporter::RenderReportJson(*report)
+      : !group_by.empty() ? exporter::RenderGroupByText(*report, group_by, exporter::TextWidth())
+                          : exporter::RenderReportText(*report, {exporter::TextWidth()});
   absl::Status written = exporter::WriteTextOutput(output, text);
   if (!written.ok()) return UsageError(std::string(written.message()));
   if (!fail_on.empty()) {
@@ -120,7 +126,8 @@ int RunAnalyze(const std::vector<std::string>&) {
 
 SIGHTLINE_COMMAND("analyze",
                   "analyze TRACE... [--format text|json] [-o FILE] [--set KEY=VALUE]... "
-                  "[--step-range NAME] [--window steady|all|steps:A-B|T0..T1] [--rules A,B] [--fail-on high|medium|low]",
+                  "[--step-range NAME] [--window steady|all|steps:A-B|T0..T1] [--rules A,B] "
+                  "[--fail-on high|medium|low] [--group-by python|op|kernel]",
                   "Find bottlenecks: summary, top kernels and findings ranked by saving",
                   RunAnalyze);
 

@@ -63,6 +63,8 @@ struct ProfileOptions {
   std::vector<std::pair<std::string, std::string>> env;  // SIGHTLINE_* to set
   std::string output = "sightline-%p.sltrace";
   bool quiet = false;
+  std::string python_backtrace;  // "" = default (on for Python commands)
+  std::string pytorch;           // "" / "off" = no op ranges; "ops" | "shapes"
   std::vector<std::string> command;
 };
 
@@ -117,6 +119,26 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       o->env.emplace_back("SIGHTLINE_QUIET", "1");
       continue;
     }
+    if (a == "--python-backtrace" || a.rfind("--python-backtrace=", 0) == 0) {
+      std::string v = a.size() > 18 ? a.substr(19) : "on";
+      if (v == "cuda") v = "on";  // nsys's spelling
+      if (v != "on" && v != "off" && v != "gil") {
+        return "profile: --python-backtrace '" + v + "' is not on, off or gil";
+      }
+      o->python_backtrace = v;
+      o->env.emplace_back("SIGHTLINE_PYTHON_BACKTRACE", v);
+      continue;
+    }
+    if (a == "--pytorch" || a.rfind("--pytorch=", 0) == 0) {
+      std::string v = a.size() > 9 ? a.substr(10) : "ops";
+      if (v == "autograd-nvtx" || v == "on") v = "ops";
+      if (v == "autograd-shapes-nvtx") v = "shapes";
+      if (v != "ops" && v != "shapes" && v != "off") {
+        return "profile: --pytorch '" + v + "' is not ops, shapes or off";
+      }
+      o->pytorch = v;
+      continue;
+    }
     if (a.empty() || a[0] != '-') break;  // the command starts here
     std::string name = a, value;
     bool has_value = false;
@@ -157,6 +179,78 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   }
   for (; i < args.size(); ++i) o->command.push_back(args[i]);
   if (o->command.empty()) return "profile: no command given (usage: sightline profile [options] -- CMD ARGS...)";
+  return "";
+}
+
+// Whether CMD runs a Python interpreter: its basename is python*, or it is a
+// "#!" script whose interpreter (or `env` argument) is.
+bool IsPythonCommand(const std::string& cmd) {
+  auto is_python = [](std::string path) {
+    size_t slash = path.rfind('/');
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    return base.rfind("python", 0) == 0;
+  };
+  if (is_python(cmd)) return true;
+  std::string path = cmd;
+  if (cmd.find('/') == std::string::npos) {
+    const char* env_path = std::getenv("PATH");
+    std::string dirs = env_path != nullptr ? env_path : "";
+    path.clear();
+    size_t begin = 0;
+    while (begin <= dirs.size()) {
+      size_t colon = dirs.find(':', begin);
+      std::string dir = dirs.substr(begin, colon == std::string::npos ? std::string::npos
+                                                                       : colon - begin);
+      std::string candidate = (dir.empty() ? "." : dir) + "/" + cmd;
+      if (access(candidate.c_str(), X_OK) == 0 && IsFile(candidate)) {
+        path = candidate;
+        break;
+      }
+      if (colon == std::string::npos) break;
+      begin = colon + 1;
+    }
+    if (path.empty()) return false;
+  }
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char buf[256] = {};
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n < 2 || buf[0] != '#' || buf[1] != '!') return false;
+  std::string line(buf + 2, static_cast<size_t>(n - 2));
+  line = line.substr(0, line.find('\n'));
+  std::vector<std::string> words;
+  for (size_t i = 0; i < line.size();) {
+    size_t j = line.find_first_of(" \t", i);
+    if (j == std::string::npos) j = line.size();
+    if (j > i) words.push_back(line.substr(i, j - i));
+    i = j + 1;
+  }
+  if (words.empty()) return false;
+  if (is_python(words[0])) return true;
+  if (words[0].size() >= 4 && words[0].compare(words[0].size() - 4, 4, "/env") == 0) {
+    for (size_t k = 1; k < words.size(); ++k) {
+      if (words[k][0] == '-') continue;
+      return is_python(words[k]);
+    }
+  }
+  return false;
+}
+
+// The directory holding sightline's sitecustomize.py (--pytorch).
+std::string FindPythonHookDir() {
+  if (const char* env = std::getenv("SIGHTLINE_PYTHON_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::string dir = ExecutableDir();
+  for (const char* rel : {"/../share/sightline/python", "/../../share/sightline/python"}) {
+    std::string candidate = dir + rel;
+    if (IsFile(candidate + "/sitecustomize.py")) {
+      char resolved[4096];
+      if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
+      return candidate;
+    }
+  }
   return "";
 }
 
@@ -409,6 +503,26 @@ int RunProfile(const std::vector<std::string>& args) {
                       " next to the sightline executable (" + ExecutableDir() +
                       "); set SIGHTLINE_INJECT_LIB to its path");
   }
+  // Python stacks: on by default when the command is a Python interpreter
+  // (an explicit flag or SIGHTLINE_PYTHON_BACKTRACE in the environment wins).
+  if (o.python_backtrace.empty() && std::getenv("SIGHTLINE_PYTHON_BACKTRACE") == nullptr &&
+      IsPythonCommand(o.command[0])) {
+    o.env.emplace_back("SIGHTLINE_PYTHON_BACKTRACE", "on");
+  }
+  if (!o.pytorch.empty() && o.pytorch != "off") {
+    std::string hook = FindPythonHookDir();
+    if (hook.empty()) {
+      return UsageError("profile: --pytorch: cannot find share/sightline/python/sitecustomize.py "
+                        "near the sightline executable (" + ExecutableDir() +
+                        "); set SIGHTLINE_PYTHON_DIR to its directory");
+    }
+    std::string path = hook;
+    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') {
+      path += std::string(":") + old;
+    }
+    o.env.emplace_back("PYTHONPATH", path);
+    o.env.emplace_back("SIGHTLINE_PYTORCH", o.pytorch);
+  }
   for (const auto& [var, value] : o.env) setenv(var.c_str(), value.c_str(), 1);
   // libcupti must match the CUDA install: with $CUDA_HOME set, its CUPTI
   // comes first on the child's library path.
@@ -526,7 +640,8 @@ SIGHTLINE_COMMAND("profile",
                   "profile [-o PATH] [--capture-range cudaProfilerApi|nvtx:NAME|api] "
                   "[--capture-range-end repeat|stop] [--capture-skip N] [--capture-count K] "
                   "[--delay S] [--duration S] "
-                  "[-t cuda,cuda-driver,nvtx,nccl,backtrace,graph] [--metrics SET] "
+                  "[-t cuda,cuda-driver,nvtx,nccl,backtrace,python,graph] [--metrics SET] "
+                  "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",

@@ -1,0 +1,116 @@
+# sightline's start-up hook for `sightline profile --pytorch[=shapes]`.
+#
+# `sightline profile` puts this file's directory first on PYTHONPATH of the
+# profiled process only, with SIGHTLINE_PYTORCH=ops|shapes. Python imports
+# `sitecustomize` at start-up; this one
+#   1. runs the next `sitecustomize` on sys.path (the one it shadows), if any;
+#   2. waits for `torch` to be imported (a meta-path hook: importing torch
+#      here would slow every Python process of the run and could change the
+#      program), then enters torch.autograd.profiler.emit_nvtx(record_shapes=...)
+#      for the life of the process: every ATen op becomes an NVTX range
+#      ("aten::mm, seq = 12[, sizes = ...]"), which the collector records and
+#      the analyzer projects onto kernels through the launch's correlation id.
+# It never raises: without torch, or with an API it does not know, it prints
+# one warning on stderr and the program runs unchanged.
+import os
+import sys
+
+
+def _sightline_warn(message):
+    try:
+        sys.stderr.write("sightline: --pytorch: %s\n" % message)
+    except Exception:
+        pass
+
+
+def _sightline_chain_sitecustomize():
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        import importlib.machinery
+        import importlib.util
+
+        path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+        if spec is None or spec.origin is None or spec.loader is None:
+            return
+        if os.path.abspath(spec.origin) == os.path.abspath(__file__):
+            return
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception as e:  # the shadowed hook's own failure: report, go on
+        _sightline_warn("the other sitecustomize on sys.path failed: %r" % (e,))
+
+
+_sightline_state = {"profiler": None, "done": False}
+
+
+def _sightline_enable_ops():
+    if _sightline_state["done"]:
+        return
+    _sightline_state["done"] = True
+    mode = os.environ.get("SIGHTLINE_PYTORCH", "ops")
+    try:
+        import torch.autograd.profiler as profiler
+
+        emit_nvtx = getattr(profiler, "emit_nvtx", None)
+        if emit_nvtx is None:
+            _sightline_warn("this torch has no torch.autograd.profiler.emit_nvtx; no op ranges")
+            return
+        p = emit_nvtx(record_shapes=(mode == "shapes"))
+        p.__enter__()
+        _sightline_state["profiler"] = p  # kept alive; never exited
+    except Exception as e:
+        _sightline_warn("could not enable op ranges (%r); the program runs without them" % (e,))
+
+
+class _SightlineTorchFinder(object):
+    """Meta-path finder that runs _sightline_enable_ops once torch is imported."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" or _sightline_state["done"]:
+            return None
+        try:
+            import importlib.machinery
+
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+            else:
+                return None
+            loader = spec.loader
+            exec_module = getattr(loader, "exec_module", None)
+            if exec_module is None:
+                return None
+
+            def _exec(module, _exec_module=exec_module):
+                _exec_module(module)
+                _sightline_enable_ops()
+
+            # Wrap this loader instance only; everything else is untouched.
+            try:
+                loader.exec_module = _exec
+            except Exception:
+                return None
+            return spec
+        except Exception as e:
+            _sightline_warn("import hook failed (%r); no op ranges" % (e,))
+            return None
+
+
+def _sightline_install():
+    if os.environ.get("SIGHTLINE_PYTORCH", "") in ("", "off"):
+        return
+    if "torch" in sys.modules:
+        _sightline_enable_ops()
+    else:
+        sys.meta_path.insert(0, _SightlineTorchFinder())
+
+
+_sightline_chain_sitecustomize()
+try:
+    _sightline_install()
+except Exception as _e:
+    _sightline_warn("start-up hook failed (%r)" % (_e,))

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The --pytorch start-up hook (python/sitecustomize.py) on the CPU, with a
+# fake `torch` package: op ranges are enabled once torch is imported (not
+# before), record_shapes follows SIGHTLINE_PYTORCH, a shadowed sitecustomize
+# still runs, and a torch without emit_nvtx (or one whose emit_nvtx raises)
+# costs one warning and nothing else. Usage: pytorch_hook_test.sh SRC_DIR
+set -euo pipefail
+SRC=${1:?usage: pytorch_hook_test.sh SRC_DIR}
+PY=$(command -v python3 || true)
+[ -n "$PY" ] || { echo "skipped: no python3"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/good/torch/autograd" "$T/bad/torch/autograd" "$T/raising/torch/autograd" "$T/other"
+for v in good bad raising; do
+  : > "$T/$v/torch/__init__.py"
+  printf 'import torch.autograd.profiler\n' > "$T/$v/torch/autograd/__init__.py"
+done
+cat > "$T/good/torch/autograd/profiler.py" <<'PY'
+import sys
+class emit_nvtx:
+    def __init__(self, enabled=True, record_shapes=False):
+        self.record_shapes = record_shapes
+    def __enter__(self):
+        sys.stdout.write("emit_nvtx entered record_shapes=%s\n" % self.record_shapes)
+        return self
+PY
+: > "$T/bad/torch/autograd/profiler.py"
+cat > "$T/raising/torch/autograd/profiler.py" <<'PY'
+class emit_nvtx:
+    def __init__(self, **kw):
+        raise RuntimeError("API changed")
+PY
+printf 'import sys\nsys.stdout.write("other sitecustomize ran\\n")\n' > "$T/other/sitecustomize.py"
+HOOK="$SRC/python"
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Ops mode: enabled right after `import torch`, not before; the shadowed hook ran.
+out=$(PYTHONPATH="$HOOK:$T/other:$T/good" SIGHTLINE_PYTORCH=ops "$PY" -c '
+import sys
+print("before import")
+import torch
+print("after import")' 2>&1)
+echo "$out"
+expected=$'other sitecustomize ran\nbefore import\nemit_nvtx entered record_shapes=False\nafter import'
+[ "$out" = "$expected" ] || fail "ops mode output"
+
+out=$(PYTHONPATH="$HOOK:$T/good" SIGHTLINE_PYTORCH=shapes "$PY" -c 'import torch' 2>&1)
+[ "$out" = "emit_nvtx entered record_shapes=True" ] || fail "shapes mode: $out"
+
+# No torch imported: nothing printed, nothing imported.
+out=$(PYTHONPATH="$HOOK:$T/good" SIGHTLINE_PYTORCH=ops "$PY" -c 'import sys; print("torch" in sys.modules)' 2>&1)
+[ "$out" = "False" ] || fail "torch imported eagerly: $out"
+
+# A torch without emit_nvtx, and one whose emit_nvtx raises: one warning, exit 0.
+out=$(PYTHONPATH="$HOOK:$T/bad" SIGHTLINE_PYTORCH=ops "$PY" -c 'import torch; import torch; print("ran")' 2>&1)
+echo "$out"
+[ "$(grep -c 'sightline: --pytorch' <<<"$out")" = 1 ] && grep -q '^ran$' <<<"$out" || fail "no emit_nvtx"
+out=$(PYTHONPATH="$HOOK:$T/raising" SIGHTLINE_PYTORCH=ops "$PY" -c 'import torch; print("ran")' 2>&1)
+echo "$out"
+[ "$(grep -c 'sightline: --pytorch' <<<"$out")" = 1 ] && grep -q '^ran$' <<<"$out" || fail "raising emit_nvtx"
+
+# Off: the hook does nothing at all.
+out=$(PYTHONPATH="$HOOK:$T/good" SIGHTLINE_PYTORCH=off "$PY" -c 'import torch; print("ran")' 2>&1)
+[ "$out" = "ran" ] || fail "off mode: $out"
+echo "PASS"
