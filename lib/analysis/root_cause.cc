@@ -110,8 +110,8 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
     uint64_t marginal = w.Saving(fix, applied, window);
     applied |= fix;
     if (prerequisite(fix)) f.Text("fix_order", "first: a step that waits cannot be graphed");
-    f.Number("replay_fidelity_pct",
-             100.0 * double(w.baseline()) / double(window), "pct")
+    // Baseline replay / recorded window (a ratio, not a share: may pass 1).
+    f.Number("replay_to_recorded_ratio", double(w.baseline()) / double(window), "x")
         .Number("standalone_saving_ns", double(standalone), "ns");
     SetSaving(&f, marginal, window);
   }

@@ -204,12 +204,13 @@ uint64_t WhatIf::Replay(uint32_t fixes) const {
     t += gap;
     uint64_t launch_at = t;
     uint64_t duration = c.duration;
+    // A launch call longer than the launch path (launch_overhead_ns) was
+    // waiting for room in the GPU's queue (a GPU-bound loop runs ahead of
+    // the GPU until the queue is full): that wait follows the GPU, it is not
+    // host work, so the replay keeps only the launch path.
+    if (launch) duration = std::min(duration, params_.launch_overhead_ns);
     if (graph && capturable && (launch || c.op_end > c.op_begin)) {
-      // A graph removes the launch path (up to launch_overhead_ns a call);
-      // time a launch call spends beyond that is blocking (a full queue,
-      // module loading), which a graph launch would block on too.
-      uint64_t blocked = c.duration > params_.launch_overhead_ns ? c.duration - params_.launch_overhead_ns : 0;
-      duration = (in_run ? 0 : std::min(c.duration, params_.graph_launch_ns)) + blocked;
+      duration = in_run ? 0 : std::min(duration, params_.graph_launch_ns);
       in_run = true;
     } else if (graph && !capturable) {
       in_run = false;

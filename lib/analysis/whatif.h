@@ -7,6 +7,9 @@
 // busy time is replayed), with the recorded host time between them. Each
 // launch enqueues its GPU work on its stream; an operation starts when it was
 // launched (+1 µs) and its stream is free, and lasts its recorded duration.
+// A launch call costs the host at most `launch_overhead_ns`: the rest of a
+// longer call is the wait for room in a full launch queue, which follows the
+// GPU (a GPU-bound loop fills the queue), not host work.
 // A blocking call (synchronize, synchronous copy) waits until the GPU has
 // finished everything enqueued. The replayed time is max(host end, GPU end).
 // The baseline replay is compared with the recorded window (`fidelity`); a
@@ -26,9 +29,7 @@
 //   kGraph        runs of launches are replayed as one graph launch: launch
 //                 calls and the host pauses shorter than `host_gap_ns` between
 //                 them vanish (a CUDA graph replays without Python or the
-//                 launch path; time beyond `launch_overhead_ns` inside a
-//                 launch call is blocking and stays), one `graph_launch_ns`
-//                 per run remains; calls
+//                 launch path), one `graph_launch_ns` per run remains; calls
 //                 that cannot be captured (synchronizing, copies to pageable
 //                 memory) end a run;
 //   kTensorCores  FP32 GEMM/convolution kernels that do not use tensor cores

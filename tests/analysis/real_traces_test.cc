@@ -204,5 +204,60 @@ TEST(RealTraceTest, SavingsNeverExceedTheWindow) {
   }
 }
 
+// The real PyTorch corpus (examples/pytorch/, recorded on the H200 into
+// tests/data/pytorch/ by scripts/gpu/record-corpus.sh; see its README): in the
+// steady state the slow variant's first finding is the defect the fixed
+// variant removes, and the fixed variant has no high finding of that rule.
+struct CorpusPair {
+  const char* slow;
+  const char* fixed;
+  const char* rule;
+};
+
+class PytorchCorpusTest : public ::testing::TestWithParam<CorpusPair> {};
+
+TEST_P(PytorchCorpusTest, FirstFindingIsTheDefectTheFixRemoves) {
+  const CorpusPair& p = GetParam();
+  std::string slow = DataPath(std::string("pytorch/") + p.slow);
+  std::string fixed = DataPath(std::string("pytorch/") + p.fixed);
+  if (!Exists(slow) || !Exists(fixed)) GTEST_SKIP() << "no recorded corpus traces";
+  auto s = Analyze(std::vector<std::string>{slow}, {});
+  auto f = Analyze(std::vector<std::string>{fixed}, {});
+  ASSERT_TRUE(s.ok() && f.ok());
+  EXPECT_EQ(s->summary.scope, "steady_state") << p.slow;
+  EXPECT_EQ(f->summary.scope, "steady_state") << p.fixed;
+  ASSERT_FALSE(s->findings.empty());
+  EXPECT_EQ(s->findings.front().rule, p.rule) << p.slow << ": " << s->findings.front().title;
+  EXPECT_EQ(s->summary.first_action.rule, p.rule);
+  EXPECT_EQ(s->findings.front().severity, Severity::kHigh) << p.slow;
+  for (const Finding& x : f->findings) {
+    if (x.rule == p.rule) EXPECT_NE(x.severity, Severity::kHigh) << p.fixed << ": " << x.title;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Corpus, PytorchCorpusTest,
+    ::testing::Values(CorpusPair{"lm_eager", "lm_graph", "launch_bound"},
+                      CorpusPair{"sync_slow", "sync_fixed", "pageable_memcpy"},
+                      CorpusPair{"loader_slow", "loader_fixed", "cpu_bound"},
+                      CorpusPair{"decode_eager", "decode_graph", "launch_bound"},
+                      CorpusPair{"cnn_slow", "cnn_fixed", "fp32_math"}),
+    [](const auto& info) { return std::string(info.param.slow); });
+
+// Traces recorded with Python stacks name the user's lines: the pageable
+// .cuda() copy of sync_copy.py is the offender of its first finding.
+TEST(PytorchCorpusTest, SyncCopyOffenderIsThePageableCopyLine) {
+  std::string path = DataPath("pytorch/sync_slow");
+  if (!Exists(path)) GTEST_SKIP() << "no recorded corpus traces";
+  auto r = Analyze(std::vector<std::string>{path}, {});
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->findings.empty());
+  bool named = false;
+  for (const Offender& o : r->findings.front().offenders) {
+    named |= o.python_site.find("sync_copy.py:41 ") != std::string::npos;
+  }
+  EXPECT_TRUE(named) << r->findings.front().title;
+}
+
 }  // namespace
 }  // namespace sightline::analysis
