@@ -245,6 +245,8 @@ void MonitorAgent::Main() {
     }
   }
   uint64_t next_poll_ms = 0;
+  const uint64_t started_ms = MonotonicMs();
+  uint64_t steps_total = 0;
   std::vector<pollfd> fds;
   std::vector<double> steps;
   std::vector<DeviceSample> samples;
@@ -286,12 +288,20 @@ void MonitorAgent::Main() {
       snapshot_.steps_dropped = dropped;
     }
     if (capturing_.load()) capture_steps_seen_ += static_cast<uint32_t>(steps.size());
+    steps_total += steps.size();
+    // Device detectors judge the steady state only: GPU memory and
+    // utilization change by design during start-up and the first steps
+    // (allocator growth, cuDNN workspaces, autotuning). With steps, after
+    // the step detector's warm-up; without any step, after 60 s.
+    const bool device_steady = steps_total > 0 ? steps_total >= config_.step.warmup + 1
+                                               : now_ms >= started_ms + config_.device_grace_ms;
     if (nvml.open() && now_ms >= next_poll_ms) {
       bool up = nvml.Poll(&samples);
       util_detectors_.resize(samples.size(), UtilizationDropDetector(config_.utilization));
       memory_detectors_.resize(samples.size(), MemoryGrowthDetector(config_.memory));
       for (size_t i = 0; i < samples.size(); ++i) {
         Anomaly a;
+        if (!device_steady) continue;
         if (samples[i].has_utilization && util_detectors_[i].Add(samples[i].utilization_ratio, &a)) {
           a.message = "device " + std::to_string(samples[i].index) + ": " + a.message;
           anomalies.push_back(a);

@@ -74,6 +74,7 @@ MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*)
     }
   }
   Number(getenv_fn, "SIGHTLINE_MONITOR_INTERVAL_MS", 50, 60000, &c.interval_ms, problems);
+  Number(getenv_fn, "SIGHTLINE_MONITOR_DEVICE_GRACE_MS", 0, 3600000, &c.device_grace_ms, problems);
   Number(getenv_fn, "SIGHTLINE_CAPTURE_STEPS", 1, 100000, &c.capture_steps, problems);
   Number(getenv_fn, "SIGHTLINE_CAPTURE_MAX_S", 0.1, 3600, &c.capture_max_s, problems);
   Number(getenv_fn, "SIGHTLINE_MAX_CAPTURES", 0, 1000, &c.max_captures, problems);

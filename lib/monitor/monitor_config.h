@@ -50,6 +50,10 @@ struct MonitorConfig {
   StepDetectorOptions step;
   UtilizationDetectorOptions utilization;
   MemoryDetectorOptions memory;
+  // Device detectors (utilization, memory) start judging once the step
+  // detector is past its warm-up, or, in a program without steps, this long
+  // after the agent started (start-up grows memory by design).
+  uint32_t device_grace_ms = 60000;
   std::string job;
   std::string rank;  // from RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID
   std::string events_path;

@@ -84,6 +84,7 @@ MonitorConfig TestConfig() {
   c.listen = "127.0.0.1:0";
   c.job = "unit";
   c.interval_ms = 50;
+  c.device_grace_ms = 0;  // no steps in these tests: device detectors judge at once
   c.capture_steps = 5;
   c.handle_sigusr2 = false;
   c.nvml_library = "/nonexistent/libnvidia-ml.so.1";
