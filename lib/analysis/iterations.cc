@@ -59,9 +59,10 @@ void FillSteps(const TimelineModel& model, const DerivedTimeline& timeline,
     StepRow row;
     const DetectedStep& step = steps[i].step;
     row.index = steps[i].index;
-    row.start_ns = step.start_ns;
-    row.end_ns = step.end_ns;
-    row.duration_ns = step.end_ns - step.start_ns;
+    const bool on_gpu = step.gpu_end_ns > step.gpu_start_ns;
+    row.start_ns = on_gpu ? step.gpu_start_ns : step.start_ns;
+    row.end_ns = on_gpu ? step.gpu_end_ns : step.end_ns;
+    row.duration_ns = row.end_ns - row.start_ns;
     uint64_t gpu = busy[step.trace].OverlapWith(row.start_ns, row.end_ns);
     row.gpu_utilization_pct = row.duration_ns ? 100.0 * double(gpu) / double(row.duration_ns) : 0;
     durations.push_back(row.duration_ns);
@@ -95,7 +96,7 @@ void FillStartup(const TimelineModel& whole, const StepDetection& detection,
   const uint64_t begin = end - std::min(end, scope.startup_ns);
   s.duration_ns = end - begin;
   for (size_t i = 0; i < detection.warmup && i < detection.steps.size(); ++i) {
-    s.warmup_ns += detection.steps[i].end_ns - detection.steps[i].start_ns;
+    s.warmup_ns += detection.steps[i].duration();
   }
   auto clip = [&](uint64_t a, uint64_t b, std::vector<Interval>* set) {
     a = std::max(a, begin);

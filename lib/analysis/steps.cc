@@ -106,6 +106,7 @@ struct Launch {
   uint32_t symbol;   // what was launched (kernel / copy name; graph launches by API name)
   uint32_t api;      // index into api_calls
   uint64_t host_gap; // time since the previous API call on the thread ended
+  uint64_t gpu_start;  // first GPU activity of the launch
 };
 
 // The launches of `trace` in launch order (correlation id).
@@ -131,7 +132,7 @@ std::vector<Launch> LaunchSequence(const TimelineModel& model, uint16_t trace) {
       const ApiCall& prev = model.api_calls[api - 1];
       gap = c.start_ns > prev.end_ns ? c.start_ns - prev.end_ns : 0;
     }
-    seq.push_back({symbol, api, gap});
+    seq.push_back({symbol, api, gap, first_start[api]});
   }
   std::sort(seq.begin(), seq.end(), [&](const Launch& x, const Launch& y) {
     const ApiCall& a = model.api_calls[x.api];
@@ -255,7 +256,8 @@ std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, Ste
   for (size_t k = 0; k + 1 < boundaries.size(); ++k) {
     uint64_t a = model.api_calls[seq[boundaries[k]].api].start_ns;
     uint64_t b = model.api_calls[seq[boundaries[k + 1]].api].start_ns;
-    if (b > a) steps.push_back({a, b, trace});
+    uint64_t ga = seq[boundaries[k]].gpu_start, gb = seq[boundaries[k + 1]].gpu_start;
+    if (b > a) steps.push_back({a, b, trace, ga, gb > ga ? gb : 0});
   }
   out->period = static_cast<uint32_t>(period);
   out->match_pct = 100.0 * best_rate;
@@ -340,7 +342,7 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
     if (ref == nullptr || list.size() > ref->size()) ref = &list;
   }
   std::vector<uint64_t> durations;
-  for (const DetectedStep* s : *ref) durations.push_back(s->end_ns - s->start_ns);
+  for (const DetectedStep* s : *ref) durations.push_back(s->duration());
   out.warmup = WarmupSteps(durations);
   out.steady_start_ns = out.warmup < ref->size() ? (*ref)[out.warmup]->start_ns : 0;
   if (out.warmup > 0) {

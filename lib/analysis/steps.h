@@ -39,8 +39,15 @@
 namespace sightline::analysis {
 
 struct DetectedStep {
-  uint64_t start_ns = 0, end_ns = 0;  // host time (merged clock)
+  uint64_t start_ns = 0, end_ns = 0;  // host time (merged clock): what the scope selects
   uint16_t trace = 0;
+  // Launch pattern: when the GPU began this step and the next one. A loop
+  // whose host runs ahead of the GPU (a graphed or GPU-bound step) launches
+  // faster than the GPU runs; its step time is the GPU's. 0 = use host time.
+  uint64_t gpu_start_ns = 0, gpu_end_ns = 0;
+  uint64_t duration() const {
+    return gpu_end_ns > gpu_start_ns ? gpu_end_ns - gpu_start_ns : end_ns - start_ns;
+  }
 };
 
 struct StepDetection {
