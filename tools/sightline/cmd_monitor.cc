@@ -33,29 +33,6 @@ extern char** environ;
 namespace sightline::cli {
 namespace {
 
-constexpr const char* kLibName = "libsightline_inject.so";
-
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// Same search as `sightline profile` (cmd_profile.cc).
-std::string FindInjectionLibrary() {
-  if (const char* env = std::getenv("SIGHTLINE_INJECT_LIB"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  std::string dir = ExecutableDir();
-  for (const char* rel : {"/../../injection/", "/../lib/", "/../lib64/", "/", "/../injection/"}) {
-    std::string candidate = dir + rel + kLibName;
-    if (IsFile(candidate)) {
-      char resolved[PATH_MAX];
-      if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
-      return candidate;
-    }
-  }
-  return "";
-}
 
 struct FlagMap {
   const char* name;
@@ -209,8 +186,8 @@ int RunMonitor(const std::vector<std::string>& args) {
   std::string problem = ParseArgs(args, &o);
   if (!problem.empty()) return UsageError(problem);
   std::string lib = FindInjectionLibrary();
-  if (lib.empty() || !IsFile(lib)) {
-    return UsageError("monitor: cannot find " + std::string(kLibName) +
+  if (lib.empty() || !IsRegularFile(lib)) {
+    return UsageError("monitor: cannot find " + std::string("libsightline_inject.so") +
                       " next to the sightline executable (" + ExecutableDir() +
                       "); set SIGHTLINE_INJECT_LIB to its path");
   }

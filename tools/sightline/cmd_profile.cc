@@ -35,29 +35,6 @@
 namespace sightline::cli {
 namespace {
 
-constexpr const char* kLibName = "libsightline_inject.so";
-
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-std::string FindInjectionLibrary() {
-  if (const char* env = std::getenv("SIGHTLINE_INJECT_LIB"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  std::string dir = ExecutableDir();
-  for (const char* rel : {"/../../injection/", "/../lib/", "/../lib64/", "/",
-                          "/../injection/"}) {
-    std::string candidate = dir + rel + kLibName;
-    if (IsFile(candidate)) {
-      char resolved[4096];
-      if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
-      return candidate;
-    }
-  }
-  return "";
-}
 
 struct ProfileOptions {
   std::vector<std::pair<std::string, std::string>> env;  // SIGHTLINE_* to set
@@ -202,7 +179,7 @@ bool IsPythonCommand(const std::string& cmd) {
       std::string dir = dirs.substr(begin, colon == std::string::npos ? std::string::npos
                                                                        : colon - begin);
       std::string candidate = (dir.empty() ? "." : dir) + "/" + cmd;
-      if (access(candidate.c_str(), X_OK) == 0 && IsFile(candidate)) {
+      if (access(candidate.c_str(), X_OK) == 0 && IsRegularFile(candidate)) {
         path = candidate;
         break;
       }
@@ -245,7 +222,7 @@ std::string FindPythonHookDir() {
   std::string dir = ExecutableDir();
   for (const char* rel : {"/../share/sightline/python", "/../../share/sightline/python"}) {
     std::string candidate = dir + rel;
-    if (IsFile(candidate + "/sitecustomize.py")) {
+    if (IsRegularFile(candidate + "/sitecustomize.py")) {
       char resolved[4096];
       if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
       return candidate;
@@ -278,7 +255,7 @@ std::vector<std::string> TracesWritten(const std::string& pattern, pid_t child) 
     return p;
   };
   exact = with_ext(exact);
-  if (IsFile(exact)) {
+  if (IsRegularFile(exact)) {
     out.push_back(exact);
     return out;
   }
@@ -498,8 +475,8 @@ int RunProfile(const std::vector<std::string>& args) {
   std::string problem = ParseArgs(args, &o);
   if (!problem.empty()) return UsageError(problem);
   std::string lib = FindInjectionLibrary();
-  if (lib.empty() || !IsFile(lib)) {
-    return UsageError("profile: cannot find " + std::string(kLibName) +
+  if (lib.empty() || !IsRegularFile(lib)) {
+    return UsageError("profile: cannot find " + std::string("libsightline_inject.so") +
                       " next to the sightline executable (" + ExecutableDir() +
                       "); set SIGHTLINE_INJECT_LIB to its path");
   }

@@ -33,6 +33,12 @@ int UsageError(const std::string& message);
 
 // Path of the running executable's directory (for finding the injection lib).
 std::string ExecutableDir();
+// True for an existing regular file (stat, follows links).
+bool IsRegularFile(const std::string& path);
+// libsightline_inject.so for `profile` and `monitor`: SIGHTLINE_INJECT_LIB, else
+// next to the executable (build tree ../../injection, install ../lib, ../lib64,
+// the same directory, ../injection), resolved to an absolute path; "" if none.
+std::string FindInjectionLibrary();
 
 }  // namespace sightline::cli
 

@@ -1,8 +1,10 @@
 // sightline — CLI entry point: dispatches to the registered subcommands.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -38,6 +40,27 @@ std::string ExecutableDir() {
   std::string path(buf);
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+bool IsRegularFile(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string FindInjectionLibrary() {
+  if (const char* env = std::getenv("SIGHTLINE_INJECT_LIB"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  const std::string dir = ExecutableDir();
+  for (const char* rel : {"/../../injection/", "/../lib/", "/../lib64/", "/", "/../injection/"}) {
+    std::string candidate = dir + rel + "libsightline_inject.so";
+    if (IsRegularFile(candidate)) {
+      char resolved[PATH_MAX];
+      if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
+      return candidate;
+    }
+  }
+  return "";
 }
 
 namespace {
