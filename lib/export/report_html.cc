@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "lib/export/demangle.h"
+#include "lib/trace/html_text.h"
 #include "lib/export/report_render.h"
 
 namespace sightline::exporter {
@@ -144,21 +145,7 @@ void Comparison(std::string* out, const Report& before, const Report& after) {
 
 }  // namespace
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string HtmlEscape(std::string_view s) { return trace::HtmlEscape(s); }
 
 std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOptions& options,
                              HtmlDataStats* stats) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "lib/trace/html_text.h"
 #include "lib/history/trend.h"
 
 namespace sightline::history {
@@ -32,20 +33,7 @@ std::string Labels(const RunRecord& r) {
   return out.empty() ? "-" : out;
 }
 
-std::string Html(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string Html(const std::string& s) { return trace::HtmlEscape(s); }
 
 std::string Plot(const Trend& t, const Series& s) {
   const double w = 760, h = 220, ml = 70, mr = 20, mt = 20, mb = 40;
