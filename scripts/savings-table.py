@@ -20,6 +20,7 @@ PAIRS = [  # (slow, fixed, the defect's rule)
     ("loader_slow", "loader_fixed", "cpu_bound"),
     ("decode_eager", "decode_graph", "launch_bound"),
     ("cnn_slow", "cnn_fixed", "fp32_math"),
+    ("mem_cache", "mem_fixed", "allocation_churn"),
 ]
 
 

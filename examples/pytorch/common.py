@@ -4,6 +4,12 @@ Every script runs a warm-up, then a measured steady state, and prints the
 truth the analysis is judged against, measured with CUDA events:
 
   SIGHTLINE_STEPS name=train_step warmup=W steps=S median_ms=M p10_ms=A p90_ms=B mean_ms=C
+  SIGHTLINE_MEMORY max_reserved_bytes=R max_allocated_bytes=A reserved_bytes=E
+
+(the caching allocator's peak reserved and allocated memory over the whole
+process, printed at exit: torch.cuda.max_memory_reserved() /
+max_memory_allocated(), and what it holds at the end), which sightline's
+memory peak of libc10_cuda.so is judged against.
 
 A step's time is the period from its start to the next step's start on the
 GPU's clock (an event recorded on the current stream as each step begins),
@@ -16,6 +22,7 @@ host is the bottleneck. Options common to all scripts:
   --cuda-profiler-range    cudaProfilerStart/Stop around the measured steps
 """
 import argparse
+import atexit
 import contextlib
 import statistics
 
@@ -62,4 +69,12 @@ def run_steps(step_fn, args, default_steps, default_warmup, name="train_step"):
     print(f"SIGHTLINE_STEPS name={name} warmup={warmup} steps={steps} "
           f"median_ms={statistics.median(ms):.4f} p10_ms={q(0.1):.4f} p90_ms={q(0.9):.4f} "
           f"mean_ms={statistics.fmean(ms):.4f}", flush=True)
+    atexit.register(print_memory)
     return ms
+
+
+def print_memory():
+    """The allocator's peak over the whole process (what the trace covers)."""
+    print(f"SIGHTLINE_MEMORY max_reserved_bytes={torch.cuda.max_memory_reserved()} "
+          f"max_allocated_bytes={torch.cuda.max_memory_allocated()} "
+          f"reserved_bytes={torch.cuda.memory_reserved()}", flush=True)

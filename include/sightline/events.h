@@ -37,8 +37,9 @@ enum class EventKind : uint8_t {
   kOverhead = 11,
   kStep = 12,
   kLoss = 13,
+  kMemory = 14,
 };
-inline constexpr int kNumEventKinds = 14;
+inline constexpr int kNumEventKinds = 15;
 
 // Stable lower-case names used in `sightline info` and JSON ("kernel", ...).
 const char* EventKindName(EventKind kind);
@@ -60,6 +61,12 @@ enum class SyncKind : uint8_t {
   kStreamSynchronize = 3, kContextSynchronize = 4,
 };
 const char* SyncKindName(SyncKind kind);
+
+enum class MemoryOperation : uint8_t {
+  kUnknown = 0, kAllocation = 1, kRelease = 2,
+  kPoolCreated = 3, kPoolDestroyed = 4, kPoolTrimmed = 5,
+};
+const char* MemoryOperationName(MemoryOperation op);  // "allocation", ...
 
 enum class ApiDomain : uint8_t { kUnknown = 0, kRuntime = 1, kDriver = 2 };
 
@@ -135,6 +142,28 @@ struct MemsetEvent {
   MemoryKind memory_kind = MemoryKind::kUnknown;
   bool async = false;
   uint64_t graph_node_id = 0;
+};
+
+// An allocation or release (or a stream-ordered pool operation); see
+// trace.proto MemoryEvent.
+struct MemoryEvent {
+  uint64_t timestamp_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t context_id = 0;
+  uint32_t stream_id = kNoStream;
+  uint32_t correlation_id = 0;
+  MemoryOperation operation = MemoryOperation::kUnknown;
+  MemoryKind memory_kind = MemoryKind::kUnknown;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  bool async = false;
+  uint64_t pool_address = 0;
+  uint32_t pool_type = 0;  // 0 none, 1 local, 2 imported
+  uint64_t pool_size = 0;
+  uint64_t pool_used = 0;
+  uint64_t pool_release_threshold = 0;
+  uint32_t source_id = 0;
+  uint64_t pc = 0;
 };
 
 struct SyncEvent {

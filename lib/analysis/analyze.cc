@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/analysis/memory.h"
 #include "lib/analysis/python_sites.h"
 #include "lib/analysis/report_builder.h"
 
@@ -186,6 +187,14 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
       rank[i].key = std::max(rank[i].key, graph_key + 1);
     }
   }
+  // Memory findings (no time saving) that matter rank below the big time
+  // savings and above the small ones.
+  const double capacity_key = 0.05 * double(report->summary.window_ns) - 1;
+  for (size_t i = 0; i < findings.size(); ++i) {
+    if (HasTrait(findings[i].rule, kRuleCapacity) && findings[i].severity <= Severity::kMedium) {
+      rank[i].key = std::max(rank[i].key, capacity_key);
+    }
+  }
   for (size_t i = 0; i < findings.size(); ++i) {
     if (!IsIdleSmKernelRule(findings[i].rule)) continue;
     const std::string kernel = EvidenceText(findings[i], "kernel");
@@ -237,6 +246,7 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
   s.steady_first_step = scope.first_step;
   FillStartup(whole, steps, scope, &report);
   s.startup_ns = s.startup.duration_ns;
+  FillMemory(whole, steps, scope, &report);
   RunRules(*model, timeline, options, &report);
   AddPythonSites(*model, &report);
   return report;

@@ -81,6 +81,20 @@ bool IsSyncMemcpyApi(std::string_view name) {
   return !Contains(n, "Async");
 }
 
+bool IsAllocatingApi(std::string_view name) {
+  std::string_view n = StripApiVersionSuffix(name);
+  if (Contains(n, "Async")) return false;
+  return Contains(n, "Malloc") || Contains(n, "MemAlloc") || Contains(n, "HostAlloc") ||
+         Contains(n, "HostRegister") || Contains(n, "MemCreate");
+}
+
+bool IsReleasingApi(std::string_view name) {
+  std::string_view n = StripApiVersionSuffix(name);
+  if (Contains(n, "Async")) return false;
+  return StartsWith(n, "cudaFree") || StartsWith(n, "cuMemFree") || n == "cuMemRelease" ||
+         n == "cudaHostUnregister" || n == "cuMemHostUnregister";
+}
+
 uint8_t ApiFlagsForName(std::string_view name) {
   uint8_t flags = 0;
   if (IsLaunchApi(name)) flags |= kApiLaunch;
@@ -88,6 +102,7 @@ uint8_t ApiFlagsForName(std::string_view name) {
   if (IsSyncApi(name)) flags |= kApiSync;
   if (IsMemcpyApi(name)) flags |= kApiMemcpy;
   if (IsSyncMemcpyApi(name)) flags |= kApiMemcpySync;
+  if (IsAllocatingApi(name) || IsReleasingApi(name)) flags |= kApiAlloc;
   return flags;
 }
 

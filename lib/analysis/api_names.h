@@ -27,6 +27,12 @@ bool IsMemcpyApi(std::string_view name);
 // Memcpy / memset without "Async": synchronous with respect to the host.
 bool IsSyncMemcpyApi(std::string_view name);
 
+// Allocates memory: cudaMalloc*, cuMemAlloc*, host allocation and
+// registration, cuMemCreate (not the stream-ordered *Async forms).
+bool IsAllocatingApi(std::string_view name);
+// Releases memory: cudaFree*, cuMemFree*, cuMemRelease (not *Async).
+bool IsReleasingApi(std::string_view name);
+
 // ApiFlag bits (model.h) for a name.
 uint8_t ApiFlagsForName(std::string_view name);
 

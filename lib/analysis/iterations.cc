@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "lib/analysis/api_names.h"
 #include "lib/analysis/text_util.h"
 #include "lib/analysis/report_builder.h"
 #include "lib/analysis/steps.h"
@@ -114,11 +115,7 @@ void FillStartup(const TimelineModel& whole, const StepDetection& detection,
         name.find("GetFunction") != std::string_view::npos ||
         name.find("FuncSetAttribute") != std::string_view::npos) {
       clip(c.start_ns, c.end_ns, &module);
-    } else if (name.find("Malloc") != std::string_view::npos ||
-               name.find("MemAlloc") != std::string_view::npos ||
-               name.find("HostAlloc") != std::string_view::npos ||
-               name.find("HostRegister") != std::string_view::npos ||
-               name.find("MemCreate") != std::string_view::npos) {
+    } else if (IsAllocatingApi(name)) {
       clip(c.start_ns, c.end_ns, &alloc);
     } else if (c.flags & (kApiSync | kApiMemcpySync)) {
       clip(c.start_ns, c.end_ns, &sync);

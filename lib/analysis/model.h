@@ -165,6 +165,7 @@ enum ApiFlag : uint8_t {
   kApiMemcpySync = 4,      // synchronous memcpy / memset
   kApiMemcpy = 8,          // any memcpy
   kApiGraphLaunch = 16,
+  kApiAlloc = 32,          // allocates or releases memory (not stream-ordered)
 };
 
 struct ApiCall {
@@ -179,6 +180,23 @@ struct ApiCall {
   uint8_t flags = 0;
   ApiDomain domain = ApiDomain::kUnknown;
   uint64_t duration() const { return end_ns - start_ns; }
+};
+
+// One allocation, release or stream-ordered pool operation (MemoryEvent).
+struct MemoryOp {
+  uint64_t timestamp_ns = 0;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  uint64_t pool_address = 0;  // stream-ordered pool (0 = none)
+  uint64_t pool_size = 0;     // the pool's size as the record reports it
+  uint32_t device = kNone;    // index into devices
+  uint32_t correlation_id = 0;
+  uint32_t api = kNone;       // index into api_calls: the call that made it
+  uint32_t source = 0;        // model string: the module that requested it (0 = unknown)
+  uint16_t trace = 0;
+  MemoryOperation op = MemoryOperation::kUnknown;
+  MemoryKind kind = MemoryKind::kUnknown;
+  bool async = false;
 };
 
 struct NvtxRange {
@@ -299,6 +317,7 @@ struct TimelineModel {
   std::vector<ApiCall> api_calls;
   std::vector<NvtxRange> nvtx_ranges;        // sorted by (thread, start, -end)
   std::vector<HostSync> host_syncs;          // sorted by start
+  std::vector<MemoryOp> memory_ops;          // sorted by (timestamp, trace)
   std::vector<StepMarker> step_markers;      // sorted by (trace, thread, timestamp)
   std::vector<CaptureWindow> capture_windows;  // sorted by start
   std::vector<OverheadSpan> overheads;       // sorted by start
@@ -343,6 +362,7 @@ struct SyntheticTrace {
   std::vector<MemcpyEvent> memcpys;
   std::vector<MemsetEvent> memsets;
   std::vector<SyncEvent> syncs;
+  std::vector<MemoryEvent> memory;
   std::vector<ApiEvent> apis;
   std::vector<NvtxRangeEvent> nvtx_ranges;
   std::vector<NcclEvent> nccls;

@@ -315,6 +315,28 @@ void ModelBuilder::Impl::OnSync(const SyncEvent& e) {
   model.host_syncs.push_back(s);
 }
 
+void ModelBuilder::Impl::OnMemory(const MemoryEvent& e) {
+  Count(EventKind::kMemory);
+  if (e.timestamp_ns == 0) {
+    Invalid(EventKind::kMemory);
+    return;
+  }
+  MemoryOp m;
+  m.timestamp_ns = e.timestamp_ns + offset;
+  m.address = e.address;
+  m.bytes = e.bytes;
+  m.pool_address = e.pool_address;
+  m.pool_size = e.pool_size;
+  m.device = Device(e.device_id);
+  m.correlation_id = e.correlation_id;
+  m.source = e.source_id ? Str(e.source_id) : 0;
+  m.trace = trace_index;
+  m.op = e.operation;
+  m.kind = e.memory_kind;
+  m.async = e.async;
+  model.memory_ops.push_back(m);
+}
+
 void ModelBuilder::Impl::OnApi(const ApiEvent& e) {
   Count(EventKind::kApi);
   if (!ValidSpan(e.start_ns, e.end_ns)) {
@@ -500,6 +522,7 @@ void ModelBuilder::AddSynthetic(const SyntheticTrace& t) {
   for (const auto& e : t.memcpys) m.OnMemcpy(e);
   for (const auto& e : t.memsets) m.OnMemset(e);
   for (const auto& e : t.syncs) m.OnSync(e);
+  for (const auto& e : t.memory) m.OnMemory(e);
   for (const auto& e : t.apis) m.OnApi(e);
   for (const auto& e : t.nvtx_ranges) m.OnNvtxRange(e);
   for (const auto& e : t.nccls) m.OnNccl(e);

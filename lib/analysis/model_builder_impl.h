@@ -91,6 +91,7 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
   void OnMemcpy(const MemcpyEvent& e) override;
   void OnMemset(const MemsetEvent& e) override;
   void OnSync(const SyncEvent& e) override;
+  void OnMemory(const MemoryEvent& e) override;
   void OnApi(const ApiEvent& e) override;
   void OnNvtxRange(const NvtxRangeEvent& e) override;
   void OnNvtxMarker(const NvtxMarkerEvent& e) override;

@@ -175,6 +175,11 @@ void ModelBuilder::Impl::SortAndIndex() {
   MergeApiCalls();
   auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
   std::stable_sort(model.host_syncs.begin(), model.host_syncs.end(), by_start);
+  std::stable_sort(model.memory_ops.begin(), model.memory_ops.end(),
+                   [](const MemoryOp& a, const MemoryOp& b) {
+                     if (a.timestamp_ns != b.timestamp_ns) return a.timestamp_ns < b.timestamp_ns;
+                     return a.trace < b.trace;
+                   });
   std::stable_sort(model.capture_windows.begin(), model.capture_windows.end(), by_start);
   std::stable_sort(model.overheads.begin(), model.overheads.end(), by_start);
   std::stable_sort(model.step_markers.begin(), model.step_markers.end(),
@@ -252,6 +257,17 @@ void ModelBuilder::Impl::LinkCorrelations() {
                                      [](const auto& e, uint32_t k) { return e.first < k; });
           if (it != sparse.end() && it->first == id) a.launch_api = it->second;
         }
+      }
+    }
+    for (MemoryOp& op : model.memory_ops) {
+      if (op.trace != tr || op.correlation_id == 0) continue;
+      uint32_t id = op.correlation_id;
+      if (dense) {
+        if (id <= max_id) op.api = table[id];
+      } else {
+        auto it = std::lower_bound(sparse.begin(), sparse.end(), id,
+                                   [](const auto& e, uint32_t k) { return e.first < k; });
+        if (it != sparse.end() && it->first == id) op.api = it->second;
       }
     }
   }

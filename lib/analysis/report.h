@@ -119,6 +119,9 @@ struct DeviceSummary {
            idle_other_ns = 0, idle_profiler_ns = 0;
   // Communication/compute overlap (HTA): |comm ∩ compute| / comm.
   double comm_overlap_pct = 0;
+  // Peak device memory allocated over the whole trace (MemoryDevice
+  // peak_bytes); 0 without memory records (-t cuda-memory).
+  uint64_t memory_peak_bytes = 0;
 };
 
 struct StepRow {
@@ -281,6 +284,75 @@ struct NcclOpRow {
   int32_t comm_nranks = 0;       // its size (0 unknown)
 };
 
+// GPU memory (-t cuda-memory; lib/analysis/memory.h). Bytes are those the
+// program allocated through CUDA (cudaMalloc and friends, stream-ordered
+// pools at their reserved size, module statics), not the CUDA context's own.
+struct MemorySite {
+  std::string site;        // Python line, native frames, or the API name
+  uint64_t bytes = 0;
+  uint64_t allocations = 0;  // allocations (churn_sites: allocation and release calls)
+  uint64_t call_ns = 0;      // churn_sites: host time of those calls
+};
+
+// Device memory by the library that requested it (CUPTI's record source:
+// libc10_cuda.so is PyTorch's caching allocator, whose peak is
+// torch.cuda.max_memory_reserved(); libcublas*.so cuBLAS's own buffers...).
+struct MemorySource {
+  std::string source;      // module file name, "" unknown (module statics, old traces)
+  uint64_t peak_bytes = 0;     // its own peak
+  uint64_t bytes_at_peak = 0;  // its share of the device's peak
+  uint64_t end_bytes = 0;
+};
+
+struct MemoryPoint {       // device memory in use from t_ns on
+  uint64_t t_ns = 0;
+  uint64_t bytes = 0;
+};
+
+struct MemoryDevice {
+  uint32_t device_index = 0;  // model device index (summary.devices[].index)
+  uint32_t id = 0;            // CUDA ordinal
+  int32_t rank = -1;
+  uint64_t capacity_bytes = 0;  // the device's global memory (0 unknown)
+  // Device memory in use: dynamic allocations (cudaMalloc, cuMemAlloc,
+  // arrays), stream-ordered pools at their size, and module statics.
+  uint64_t peak_bytes = 0;
+  uint64_t peak_ns = 0;          // first time the peak was reached
+  uint64_t static_bytes = 0;     // of which module statics (__device__ globals) at the peak
+  uint64_t pool_bytes = 0;       // of which stream-ordered pools at the peak
+  uint64_t scope_peak_bytes = 0; // peak inside the analysed window
+  uint64_t end_bytes = 0;        // in use when the trace ends
+  uint64_t end_allocations = 0;  // allocations never released before the trace ended
+  uint64_t pinned_peak_bytes = 0;   // page-locked host memory (cudaHostAlloc, cudaMallocHost)
+  uint64_t managed_peak_bytes = 0;  // managed memory (cudaMallocManaged)
+  uint64_t allocations = 0, releases = 0;
+  // Releases of memory allocated before recording began (a capture window,
+  // attach): their size is unknown, so in-use counts start from zero.
+  uint64_t unmatched_releases = 0;
+  // Inside the analysed window: synchronous allocations and releases (not
+  // stream-ordered) and the host time of their calls.
+  uint64_t scope_allocations = 0, scope_releases = 0;
+  uint64_t scope_alloc_call_ns = 0;
+  double allocations_per_step = 0;  // (allocations + releases) per analysed step; 0 without steps
+  // In use at the end of each analysed step (step order) and its trend.
+  std::vector<uint64_t> step_end_bytes;
+  double growth_bytes_per_step = 0;  // Theil–Sen slope of step_end_bytes
+  uint64_t steps_increasing = 0, steps_decreasing = 0;
+  std::vector<MemorySite> peak_sites;  // live at the peak, by bytes (at most 10)
+  std::vector<MemorySite> end_sites;   // never released, by bytes (at most 10)
+  // Allocated inside the analysed window and still live at its end (the
+  // candidates of a leak across steps), by bytes (at most 10).
+  std::vector<MemorySite> scope_live_sites;
+  std::vector<MemorySite> churn_sites;  // synchronous alloc/release calls in the window, by count
+  std::vector<MemorySource> sources;    // by peak_bytes; dynamic device memory and pools
+  std::vector<MemoryPoint> timeline;    // step function, at most ~2000 points (peaks kept)
+};
+
+struct MemorySummary {
+  bool recorded = false;  // the trace(s) hold memory records
+  std::vector<MemoryDevice> devices;
+};
+
 struct Report {
   std::string schema = kReportSchema;
   std::vector<TraceSummary> traces;
@@ -292,6 +364,7 @@ struct Report {
   std::vector<NvtxRow> nvtx;        // by gpu_total descending
   std::vector<NcclRow> nccl;
   std::vector<NcclOpRow> nccl_ops;  // by (trace, op)
+  MemorySummary memory;
   std::vector<Finding> findings;    // ranked by est_saving_ns descending
   std::vector<std::string> notes;   // warnings: losses, invalid timestamps, skew
   // Python call sites and ops (empty without --python-backtrace / --pytorch).

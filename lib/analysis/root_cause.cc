@@ -4,7 +4,8 @@
 //    replay's saving: sync_api (kFixSyncApi), sync_memcpy and
 //    pageable_memcpy (kFixSyncMemcpy), cpu_bound (kFixHostGaps),
 //    launch_bound, kernel_fragmentation and launch_latency (kFixGraph),
-//    fp32_math and tensor_core_idle (kFixTensorCores). Findings that share a
+//    fp32_math and tensor_core_idle (kFixTensorCores), allocation_churn
+//    (kFixAllocations). Findings that share a
 //    fix are one cause: the first of the list above owns it, the others
 //    become its symptoms.
 // 2. Savings are marginal: each fix's saving is measured with the fixes
@@ -38,7 +39,7 @@ constexpr Owner kOwners[] = {
     {"sync_memcpy", kFixSyncMemcpy},      {"cpu_bound", kFixHostGaps},
     {"tensor_core_idle", kFixTensorCores}, {"fp32_math", kFixTensorCores},
     {"pageable_memcpy", kFixSyncMemcpy},  {"kernel_fragmentation", kFixGraph},
-    {"launch_latency", kFixGraph},
+    {"launch_latency", kFixGraph},        {"allocation_churn", kFixAllocations},
 };
 
 int OwnerIndex(const std::string& rule) {
@@ -57,7 +58,7 @@ bool IsIdleSymptom(const std::string& rule) {
 bool IsIdleCause(const std::string& rule) {
   return rule == "cpu_bound" || rule == "sync_api" || rule == "sync_memcpy" ||
          rule == "pageable_memcpy" || rule == "launch_bound" || rule == "kernel_fragmentation" ||
-         rule == "launch_latency";
+         rule == "launch_latency" || rule == "allocation_churn";
 }
 
 void SetSaving(Finding* f, uint64_t ns, uint64_t window) {
@@ -95,9 +96,11 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
     }
   }
   // 2. Marginal savings. A step that synchronizes or copies pageable memory
-  //    cannot be captured in a graph, so those fixes come first; within each
+  //    (or frees memory) cannot be captured in a graph, so those fixes come first; within each
   //    group the largest standalone saving first.
-  auto prerequisite = [](uint32_t fix) { return fix == kFixSyncApi || fix == kFixSyncMemcpy; };
+  auto prerequisite = [](uint32_t fix) {
+    return fix == kFixSyncApi || fix == kFixSyncMemcpy || fix == kFixAllocations;
+  };
   std::vector<std::pair<uint64_t, uint32_t>> order;  // (standalone, fix)
   for (const auto& [fix, idx] : owner_of_fix) order.push_back({w.Saving(fix, kFixNone, window), fix});
   std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {

@@ -79,6 +79,10 @@ enum RuleTrait : uint32_t {
   kRuleScheduling = 1u << 2,
   // A launch-configuration finding about SMs a kernel's grid leaves idle.
   kRuleIdleSmKernel = 1u << 3,
+  // Its cost is memory (out of memory ahead), not time: no time saving; at
+  // severity medium or high it ranks right below the findings that save at
+  // least 5 % of the window, above the smaller ones (analyze.cc).
+  kRuleCapacity = 1u << 4,
 };
 
 struct RuleInfo {

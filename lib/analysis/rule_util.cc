@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <iterator>
 
 #include "lib/analysis/api_names.h"
 
@@ -72,6 +73,37 @@ std::string StackText(const TimelineModel& model, uint16_t trace, uint32_t stack
     }
   }
   return out;
+}
+
+std::string FormatBytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t u = 0;
+  double v = bytes < 0 ? -bytes : bytes;
+  while (v >= 1024 && u + 1 < std::size(units)) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0) {
+    std::snprintf(buf, sizeof(buf), "%s%.0f B", bytes < 0 ? "-" : "", v);
+  } else {
+    std::snprintf(buf, sizeof(buf), v < 10 ? "%s%.2f %s" : "%s%.1f %s", bytes < 0 ? "-" : "", v,
+                  units[u]);
+  }
+  return buf;
+}
+
+Offender MemorySiteOffender(const std::string& site) {
+  Offender o;
+  o.name = site;
+  size_t colon = site.find(".py:");
+  if (colon != std::string::npos && site.find(" in ", colon) != std::string::npos) {
+    size_t slash = site.rfind('/', colon);
+    size_t begin = slash == std::string::npos ? 0 : slash + 1;
+    o.name = site.substr(begin, site.find(" in ", colon) - begin);  // "train.py:42"
+    o.python_site = site;
+  }
+  return o;
 }
 
 const DeviceSummary* FindDeviceSummary(const Report& report, uint32_t device) {

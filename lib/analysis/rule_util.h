@@ -21,6 +21,8 @@ std::string ApiName(const TimelineModel& model, uint32_t name);
 std::string FormatNs(double ns);
 // "12.3%".
 std::string FormatPct(double pct);
+// "512 B", "4.0 KiB", "1.50 MiB", "75.2 GiB" (binary units).
+std::string FormatBytes(double bytes);
 // "f (mod+0x12) ← g (mod+0x40)" for at most `max_frames` innermost frames; ""
 // when no stack was recorded.
 std::string StackText(const TimelineModel& model, uint16_t trace, uint32_t stack_id,
@@ -33,6 +35,10 @@ double PctOf(double part, double whole);
 inline uint64_t MulDiv(uint64_t a, uint64_t b, uint64_t c) {
   return static_cast<uint64_t>(static_cast<unsigned __int128>(a) * b / c);
 }
+// An offender for a memory call site (MemorySite::site): a Python site
+// ("/path/train.py:42 in step") is named "train.py:42" and kept whole in
+// python_site; other sites (native frames, API names) as they are.
+Offender MemorySiteOffender(const std::string& site);
 // Keeps the `n` offenders with the largest total_ns (ties: count, name).
 void KeepTopOffenders(std::vector<Offender>* offenders, size_t n);
 

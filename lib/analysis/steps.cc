@@ -538,6 +538,12 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
   for (const OverheadSpan& o : in.overheads) {
     if (o.start_ns < gpu_end && o.end_ns > start_ns) m.overheads.push_back(o);
   }
+  for (const MemoryOp& op : in.memory_ops) {
+    if (!inside(op.timestamp_ns)) continue;
+    MemoryOp o = op;
+    o.api = o.api == kNone ? kNone : api_map[o.api];
+    m.memory_ops.push_back(o);
+  }
   m.metric_samples = in.metric_samples;
   // Kernel aggregates: timing from the kept launches; configurations and
   // metrics describe the kernel and stay.

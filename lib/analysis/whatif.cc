@@ -197,9 +197,14 @@ uint64_t WhatIf::Replay(uint32_t fixes) const {
     const bool launch = (c.flags & kApiLaunch) && !(c.flags & kApiSync);
     const bool sync_api = (c.flags & kApiSync) != 0;
     const bool sync_copy = (c.flags & kApiMemcpySync) != 0 || (c.pageable && (c.flags & kApiMemcpy));
+    const bool alloc = (c.flags & kApiAlloc) != 0;
+    if (alloc && (fixes & kFixAllocations)) {  // memory kept cached: the call is gone
+      t += c.gap;
+      continue;
+    }
     uint64_t gap = c.gap;
     if ((fixes & kFixHostGaps) && gap >= params_.host_gap_ns) gap = median_small_gap_;
-    const bool capturable = !sync_api && !sync_copy;
+    const bool capturable = !sync_api && !sync_copy && !alloc;
     if (graph && gap < params_.host_gap_ns && in_run && capturable) gap = 0;
     t += gap;
     uint64_t launch_at = t;

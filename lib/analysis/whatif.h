@@ -32,6 +32,10 @@
 //                 launch path), one `graph_launch_ns` per run remains; calls
 //                 that cannot be captured (synchronizing, copies to pageable
 //                 memory) end a run;
+//   kAllocations  synchronous allocation and release calls (cudaMalloc,
+//                 cudaFree, ...) vanish: memory stays cached or pooled
+//                 (no empty_cache() in the loop, preallocated buffers); such
+//                 calls also end a graph run (cudaFree cannot be captured);
 //   kTensorCores  FP32 GEMM/convolution kernels that do not use tensor cores
 //                 run `tensor_speedup` times faster (the device's dense BF16
 //                 tensor-core peak over its FP32 FMA peak: bf16 autocast).
@@ -53,6 +57,7 @@ enum WhatIfFix : uint32_t {
   kFixHostGaps = 4,
   kFixGraph = 8,
   kFixTensorCores = 16,
+  kFixAllocations = 32,
 };
 
 struct WhatIfParams {

@@ -341,7 +341,7 @@ bool CollectorImpl::SetUpCupti() {
       for (CUpti_CallbackId cbid = 1; cbid < size; ++cbid) {
         const char* name = nullptr;
         if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS) name = nullptr;
-        if (IsPythonStackApi(domain, cbid, name)) (*table)[cbid] = 1;
+        if (IsPythonStackApi(domain, cbid, name, config_.trace_memory)) (*table)[cbid] = 1;
       }
     };
     fill(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, &python_rt_cbids_);
@@ -360,7 +360,10 @@ bool CollectorImpl::SetUpCupti() {
       Check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API), "enable runtime cbs");
     } else {
       for (CUpti_CallbackId cbid = 0; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-        if (IsSyncCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) enable_rt(cbid);
+        if (IsSyncCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) ||
+            (config_.trace_memory && IsAllocationCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid))) {
+          enable_rt(cbid);
+        }
       }
     }
     // Driver-API callbacks only with driver tracing (-t cuda-driver). On the
@@ -374,7 +377,10 @@ bool CollectorImpl::SetUpCupti() {
     // through the runtime callbacks, which stay.
     if (config_.trace_driver_api) {
       for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-        if (IsSyncCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
+        if (IsSyncCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid) ||
+            (config_.trace_memory && IsAllocationCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid))) {
+          enable_drv(cbid);
+        }
       }
     }
   }
@@ -448,6 +454,10 @@ void CollectorImpl::SetActivities(bool enable) {
                   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD});
     if (!config_.runtime_records_per_api) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
     if (!config_.trace_graph_nodes) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (config_.trace_memory) {
+      kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY2);
+      kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
+    }
   }
   if (config_.trace_driver_api) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
   if (config_.trace_nvtx || config_.trace_nccl) {

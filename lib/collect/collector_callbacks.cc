@@ -75,8 +75,66 @@ bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
-bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name) {
+bool IsAllocationCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3D_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocArray_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMalloc3DArray_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_v11020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMallocFromPoolAsync_ptsz_v11020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFreeArray_v3020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020:
+        return true;
+      default:
+        return false;
+    }
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocHost_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemHostAlloc:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemCreate:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemMap:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFree:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemRelease:
+      case CUPTI_DRIVER_TRACE_CBID_cuMemUnmap:
+        return true;
+      default:
+        return false;
+    }
+  }
+  return false;
+}
+
+bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name,
+                      bool memory) {
   if (IsSyncCbid(domain, cbid)) return true;
+  if (memory && IsAllocationCbid(domain, cbid)) return true;
   if (name == nullptr) return false;
   auto starts = [name](const char* prefix) {
     return std::strncmp(name, prefix, std::strlen(prefix)) == 0;
@@ -204,7 +262,10 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
   }
   if (config_.trace_backtrace && activities_on_) {
-    bool sync = IsSyncCbid(domain, cbid);
+    // Synchronizing calls, and with -t cuda-memory the allocating ones (the
+    // call site of each allocation: lib/analysis memory view).
+    bool sync = IsSyncCbid(domain, cbid) ||
+                (config_.trace_memory && IsAllocationCbid(domain, cbid));
     if (enter) {
       if (sync || config_.backtrace_threshold_us >= 0) {
         *reinterpret_cast<uint64_t*>(data->correlationData) = Now();

@@ -57,7 +57,13 @@ struct HostEvent {
 bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 // Calls that get a Python stack (--python-backtrace): launches, graph
 // launches, copies, memsets and the synchronizing calls, by API name.
-bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name);
+// Calls that allocate or release memory (-t cuda-memory: their call stacks are
+// recorded, like those of synchronizing calls).
+bool IsAllocationCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+// Calls that get a Python stack: launches, copies, memsets, synchronizing
+// calls and, with `memory`, allocating calls.
+bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name,
+                      bool memory);
 
 class CollectorImpl final : public Collector {
  public:

@@ -107,12 +107,14 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   if (const char* v = getenv_fn("SIGHTLINE_MANIFEST"); v != nullptr) c.manifest_path = v;
   if (const char* v = getenv_fn("SIGHTLINE_TRACE"); v != nullptr && *v != '\0') {
     c.trace_cuda = c.trace_driver_api = c.trace_nvtx = c.trace_nccl = c.trace_backtrace = false;
-    c.trace_python = false;
+    c.trace_python = c.trace_memory = false;
     for (const std::string& item : SplitList(v)) {
       if (item == "cuda") {
         c.trace_cuda = true;
       } else if (item == "cuda-driver") {
         c.trace_cuda = c.trace_driver_api = true;
+      } else if (item == "cuda-memory") {
+        c.trace_cuda = c.trace_memory = true;
       } else if (item == "nvtx") {
         c.trace_nvtx = true;
       } else if (item == "nccl") {
@@ -126,8 +128,8 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       } else if (item == "none") {
       } else {
         problem("SIGHTLINE_TRACE", item.c_str(),
-                "is unknown (expected cuda, cuda-driver, nvtx, nccl, backtrace, python, graph, "
-                "none)");
+                "is unknown (expected cuda, cuda-driver, cuda-memory, nvtx, nccl, backtrace, "
+                "python, graph, none)");
       }
     }
   }
@@ -293,6 +295,7 @@ std::vector<std::string> CollectorConfig::EnabledList() const {
   std::vector<std::string> out;
   if (trace_cuda) out.push_back("cuda");
   if (trace_driver_api) out.push_back("cuda-driver");
+  if (trace_memory) out.push_back("cuda-memory");
   if (trace_nvtx) out.push_back("nvtx");
   if (trace_nccl) out.push_back("nccl");
   if (trace_backtrace) out.push_back("backtrace");

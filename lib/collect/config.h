@@ -14,13 +14,18 @@
 //   SIGHTLINE_MANIFEST   file each traced process appends one line to when it
 //                        starts and when its trace is finished (set by
 //                        `sightline profile`, which lists the traces from it)
-//   SIGHTLINE_TRACE      comma list of what to record (default "cuda,nvtx,nccl,backtrace"):
+//   SIGHTLINE_TRACE      comma list of what to record (default
+//                        "cuda,cuda-memory,nvtx,nccl,backtrace"):
 //                        cuda        kernels, memcpy, memset, sync, overhead, runtime API
 //                        cuda-driver driver API records too, and the driver-level
 //                                    hooks: cuProfilerStart/Stop for cudaProfilerApi
 //                                    capture, driver sync calls for backtrace (any
 //                                    driver callback costs every driver call; off by
 //                                    default)
+//                        cuda-memory allocations and releases of device, pinned and
+//                                    managed memory and stream-ordered pool operations
+//                                    (CUPTI MEMORY2 / MEMORY_POOL records), with the call
+//                                    stacks of the allocating calls
 //                        nvtx        NVTX ranges and markers
 //                        nccl        NCCL collectives (from kernels and NVTX)
 //                        backtrace   host call stacks of synchronizing runtime API calls
@@ -114,6 +119,7 @@ struct CollectorConfig {
 
   bool trace_cuda = true;
   bool trace_driver_api = false;
+  bool trace_memory = true;        // "cuda-memory": allocation records
   bool trace_nvtx = true;
   bool trace_nccl = true;
   bool trace_backtrace = true;

@@ -23,6 +23,7 @@ class EventSink {
   virtual void Add(const KernelEvent& e) = 0;
   virtual void Add(const MemcpyEvent& e) = 0;
   virtual void Add(const MemsetEvent& e) = 0;
+  virtual void Add(const MemoryEvent& e) = 0;
   virtual void Add(const SyncEvent& e) = 0;
   virtual void Add(const ApiEvent& e) = 0;
   virtual void Add(const NvtxRangeEvent& e) = 0;
@@ -44,6 +45,7 @@ class TraceWriterEventSink final : public EventSink {
   void Add(const KernelEvent& e) override { writer_->Add(e); }
   void Add(const MemcpyEvent& e) override { writer_->Add(e); }
   void Add(const MemsetEvent& e) override { writer_->Add(e); }
+  void Add(const MemoryEvent& e) override { writer_->Add(e); }
   void Add(const SyncEvent& e) override { writer_->Add(e); }
   void Add(const ApiEvent& e) override { writer_->Add(e); }
   void Add(const NvtxRangeEvent& e) override { writer_->Add(e); }

@@ -83,6 +83,12 @@ void RecordConverter::Convert(const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_GRAPH_TRACE:
       ConvertGraph(*reinterpret_cast<const CUpti_ActivityGraphTrace2*>(record));
       break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      ConvertMemory(*reinterpret_cast<const CUpti_ActivityMemory4*>(record));
+      break;
+    case CUPTI_ACTIVITY_KIND_MEMORY_POOL:
+      ConvertMemoryPool(*reinterpret_cast<const CUpti_ActivityMemoryPool3*>(record));
+      break;
     default:
       ++stats_.unsupported_records;
       break;
@@ -200,6 +206,84 @@ void RecordConverter::ConvertMemset(const CUpti_ActivityMemset4& m) {
   e.graph_node_id = m.graphNodeId;
   sink_->Add(e);
   Count(EventKind::kMemset);
+}
+
+void RecordConverter::ConvertMemory(const CUpti_ActivityMemory4& m) {
+  if (m.timestamp == 0) {
+    ++stats_.invalid_timestamps;
+    return;
+  }
+  MemoryEvent e;
+  e.timestamp_ns = m.timestamp;
+  e.device_id = m.deviceId;
+  e.context_id = m.contextId;
+  e.stream_id = m.streamId;
+  e.correlation_id = m.correlationId;
+  switch (m.memoryOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION:
+      e.operation = MemoryOperation::kAllocation;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE:
+      e.operation = MemoryOperation::kRelease;
+      break;
+    default:
+      e.operation = MemoryOperation::kUnknown;
+      break;
+  }
+  e.memory_kind = ToMemoryKind(m.memoryKind);
+  e.address = m.address;
+  e.bytes = m.bytes;
+  e.async = m.isAsync != 0;
+  const auto& pool = m.memoryPoolConfig;
+  if (pool.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL ||
+      pool.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED) {
+    e.pool_address = pool.address;
+    e.pool_type = static_cast<uint32_t>(pool.memoryPoolType);
+    if (pool.memoryPoolType == CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL) {
+      e.pool_size = pool.pool.size;
+      e.pool_used = pool.utilizedSize;
+      e.pool_release_threshold = pool.releaseThreshold;
+    }
+  }
+  e.source_id = m.source != nullptr && *m.source != '\0' ? sink_->Intern(m.source) : 0;
+  e.pc = m.PC;
+  sink_->Add(e);
+  Count(EventKind::kMemory);
+}
+
+void RecordConverter::ConvertMemoryPool(const CUpti_ActivityMemoryPool3& m) {
+  if (m.timestamp == 0) {
+    ++stats_.invalid_timestamps;
+    return;
+  }
+  MemoryEvent e;
+  e.timestamp_ns = m.timestamp;
+  e.device_id = m.deviceId;
+  e.correlation_id = m.correlationId;
+  switch (m.memoryPoolOperationType) {
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED:
+      e.operation = MemoryOperation::kPoolCreated;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED:
+      e.operation = MemoryOperation::kPoolDestroyed;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED:
+      e.operation = MemoryOperation::kPoolTrimmed;
+      break;
+    default:
+      e.operation = MemoryOperation::kUnknown;
+      break;
+  }
+  e.memory_kind = m.isManagedPool != 0 ? MemoryKind::kManaged : MemoryKind::kDevice;
+  e.address = m.address;
+  e.bytes = m.size;
+  e.pool_address = m.address;
+  e.pool_type = static_cast<uint32_t>(m.memoryPoolType);
+  e.pool_size = m.size;
+  e.pool_used = m.utilizedSize;
+  e.pool_release_threshold = m.releaseThreshold;
+  sink_->Add(e);
+  Count(EventKind::kMemory);
 }
 
 void RecordConverter::ConvertSync(const CUpti_ActivitySynchronization2& s) {

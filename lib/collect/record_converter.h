@@ -15,6 +15,8 @@
 //                                            (+ NcclEvent for NCCL's NVTX ranges)
 //   OVERHEAD (Overhead3)                   → OverheadEvent
 //   GRAPH_TRACE (GraphTrace2)              → KernelEvent named "[CUDA graph N]"
+//   MEMORY2 (Memory4), MEMORY_POOL (Pool3) → MemoryEvent (allocations, releases,
+//                                            stream-ordered pool operations)
 // Anything else is counted in stats().unsupported_records.
 //
 // Records with end < start or a zero timestamp are counted as
@@ -162,6 +164,8 @@ class RecordConverter {
   void ConvertMarkerData(const CUpti_ActivityMarkerData2& d);
   void ConvertOverhead(const CUpti_ActivityOverhead3& o);
   void ConvertGraph(const CUpti_ActivityGraphTrace2& g);
+  void ConvertMemory(const CUpti_ActivityMemory4& m);
+  void ConvertMemoryPool(const CUpti_ActivityMemoryPool3& m);
   bool ValidSpan(uint64_t start, uint64_t end);
   void EmitRange(const PendingRange& r, uint64_t end_ns, uint32_t end_thread, uint32_t marker_id);
   void EmitNccl(const PendingRange& r, uint64_t end_ns, const MarkerData* data);

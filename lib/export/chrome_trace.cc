@@ -2,6 +2,8 @@
 #include "lib/export/chrome_trace.h"
 
 #include <cstdio>
+#include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "lib/export/flow_matcher.h"
 #include "lib/export/json_text.h"
 #include "lib/export/timeline_tracks.h"
+#include "lib/trace/memory_tracker.h"
 
 namespace sightline::exporter {
 namespace {
@@ -366,6 +369,24 @@ class ChromeEmitter : public trace::EventVisitor {
     out_.Append("}}");
   }
 
+  // Device memory in use (-t cuda-memory) as a counter per device, changed at
+  // each allocation or release (lib/trace/memory_tracker.h).
+  void OnMemory(const MemoryEvent& e) override {
+    ++stats_.events_read;
+    trace::MemoryTracker& m = memory_[e.device_id];
+    uint64_t before = m.device_bytes();
+    m.Apply(e);
+    if (m.device_bytes() == before && memory_emitted_.count(e.device_id)) return;
+    memory_emitted_.insert(e.device_id);
+    BeginEvent("C", absl::StrCat("GPU memory (device ", e.device_id, ")"), 0);
+    out_.Append(",\"ts\":");
+    AppendMicros(out_, Rel(e.timestamp_ns));
+    out_.Append(",\"args\":{\"allocated bytes\":");
+    AppendUint(out_, m.device_bytes());
+    out_.Append("}}");
+    ++stats_.events_written;
+  }
+
   void OnLoss(const LossReport& e) override {
     ++stats_.events_read;
     BeginEvent("C", "lost records", 0);
@@ -495,6 +516,8 @@ class ChromeEmitter : public trace::EventVisitor {
   uint64_t flow_id_ = 0;
   uint64_t async_id_ = 0;
   std::unordered_map<uint32_t, std::string> kernel_names_;
+  std::map<uint32_t, trace::MemoryTracker> memory_;  // by device id
+  std::set<uint32_t> memory_emitted_;
   ExportStats stats_;
 };
 

@@ -222,6 +222,30 @@ void AppendRunData(const TimelineModel& model, const analysis::Report& report,
   }
   w.EndArray();
 
+  // ---- device memory over time (-t cuda-memory): the report's step
+  // function, times relative to the run's origin ----
+  w.Key("memory").BeginArray();
+  for (const analysis::MemoryDevice& m : report.memory.devices) {
+    w.BeginObject();
+    std::string name = absl::StrCat("GPU ", m.id);
+    for (const analysis::DeviceSummary& ds : report.summary.devices) {
+      if (ds.index == m.device_index) name = DeviceName(ds);
+    }
+    w.Key("device").String(name);
+    w.Key("peak_bytes").Uint(m.peak_bytes);
+    w.Key("capacity_bytes").Uint(m.capacity_bytes);
+    w.Key("points").BeginArray();
+    for (const analysis::MemoryPoint& p : m.timeline) {
+      w.BeginArray();
+      w.Int(static_cast<int64_t>(p.t_ns - origin));
+      w.Uint(p.bytes);
+      w.EndArray();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+
   // ---- kernel breakdown ----
   w.Key("kernels").BeginArray();
   uint64_t other = 0, other_count = 0;

@@ -1,6 +1,7 @@
 // lib/export/perfetto_trace.cc — see perfetto_trace.h.
 #include "lib/export/perfetto_trace.h"
 
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -10,6 +11,7 @@
 #include "lib/export/demangle.h"
 #include "lib/export/perfetto/proto_encoder.h"
 #include "lib/export/timeline_tracks.h"
+#include "lib/trace/memory_tracker.h"
 
 namespace sightline::exporter {
 namespace {
@@ -269,6 +271,37 @@ class PerfettoEmitter : public trace::EventVisitor {
     enc_.Bytes(f::kName, absl::StrCat(label.empty() ? std::string("step") : std::string(label), " ", e.step));
     Ann(kArgStep, e.step);
     FinishSliceBegin();
+  }
+
+  // Device memory in use (-t cuda-memory): one counter track per device,
+  // a value at each change (lib/trace/memory_tracker.h).
+  void OnMemory(const MemoryEvent& e) override {
+    ++stats_.events_read;
+    auto [it, first] = memory_.try_emplace(e.device_id);
+    trace::MemoryTracker& m = it->second;
+    uint64_t before = m.device_bytes();
+    m.Apply(e);
+    if (!first && m.device_bytes() == before) return;
+    const uint64_t uuid = (uint64_t{pid_} << 32) | (0xfff00000u + (e.device_id & 0xfffffu));
+    if (first) {
+      StartPacket(0, 0);
+      size_t td = enc_.BeginNested(f::kTrackDescriptor);
+      enc_.Varint(f::kUuid, uuid);
+      enc_.Varint(f::kParentUuid, process_uuid_);
+      enc_.Bytes(f::kTrackName, absl::StrCat("GPU memory (device ", e.device_id, "), bytes"));
+      size_t cd = enc_.BeginNested(f::kCounter);
+      enc_.EndNested(cd);
+      enc_.EndNested(td);
+      FinishPacket();
+    }
+    StartPacket(e.timestamp_ns, kSeqNeedsIncrementalState);
+    size_t te = enc_.BeginNested(f::kTrackEvent);
+    enc_.Varint(f::kType, kTypeCounter);
+    enc_.Varint(f::kTrackUuid, uuid);
+    enc_.Int(f::kCounterValue, static_cast<int64_t>(m.device_bytes()));
+    enc_.EndNested(te);
+    FinishPacket();
+    ++stats_.events_written;
   }
 
   void OnLoss(const LossReport& e) override {
@@ -545,6 +578,7 @@ class PerfettoEmitter : public trace::EventVisitor {
   std::vector<std::pair<uint64_t, std::string>> new_arg_names_;
   LaneAllocator nvtx_lanes_;
   bool loss_track_emitted_ = false;
+  std::map<uint32_t, trace::MemoryTracker> memory_;  // by device id
   ExportStats stats_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/analysis/rule_util.h"
 #include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/terminal_text.h"
@@ -120,6 +121,28 @@ DiffResult DiffReports(const Report& base, const Report& now, const DiffOptions&
     }
     d.quantities.push_back(std::move(q));
   }
+  // Device memory peaks (-t cuda-memory in both runs): a larger peak is a
+  // regression past the same limit as times (OOM risk, fewer samples per GPU).
+  for (size_t i = 0; i < devices; ++i) {
+    const analysis::DeviceSummary& b = base.summary.devices[i];
+    const analysis::DeviceSummary& n = now.summary.devices[i];
+    if (b.memory_peak_bytes == 0 && n.memory_peak_bytes == 0) continue;
+    QuantityChange q;
+    q.name = absl::StrCat("memory_peak_bytes[", i, "]");
+    q.unit = "bytes";
+    q.base = double(b.memory_peak_bytes);
+    q.now = double(n.memory_peak_bytes);
+    q.change = RelativeChange(q.base, q.now);
+    q.gated = gate && b.memory_peak_bytes > 0 && n.memory_peak_bytes > 0;
+    q.regression = q.gated && q.change > pct;
+    q.improvement = q.base > 0 && -q.change > notable;
+    if (q.regression) {
+      d.regressions.push_back(absl::StrFormat(
+          "GPU %d memory peak grew %.1f%% (%s -> %s), over the %.1f%% limit", n.id, q.change,
+          analysis::FormatBytes(q.base), analysis::FormatBytes(q.now), pct));
+    }
+    d.quantities.push_back(std::move(q));
+  }
 
   // Kernels matched by name.
   std::map<std::string, const analysis::KernelRow*> in_base, in_now;
@@ -203,8 +226,12 @@ std::string RenderDiffText(const DiffResult& d, int width_in) {
   absl::StrAppend(&out, absl::StrFormat("%-30s %14s %14s %10s  %s\n", "quantity", "base", "new",
                                         "change", "verdict"));
   for (const QuantityChange& q : d.quantities) {
-    std::string b = q.unit == "pct" ? FormatPct(q.base) : FormatDuration(q.base);
-    std::string n = q.unit == "pct" ? FormatPct(q.now) : FormatDuration(q.now);
+    auto value = [&q](double v) {
+      return q.unit == "pct" ? FormatPct(v) : q.unit == "bytes" ? analysis::FormatBytes(v)
+                                                                : FormatDuration(v);
+    };
+    std::string b = value(q.base);
+    std::string n = value(q.now);
     std::string c = q.unit == "pct" ? absl::StrFormat("%+.1f pt", q.change)
                                     : absl::StrFormat("%+.1f%%", q.change);
     const char* verdict = q.regression ? "REGRESSION" : q.improvement ? "improved" : "";

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "lib/analysis/rule_util.h"
 #include "lib/export/demangle.h"
 #include "lib/trace/html_text.h"
 #include "lib/export/report_render.h"
@@ -113,17 +114,45 @@ void Findings(std::string* out, const Report& r) {
   absl::StrAppend(out, "</section>\n");
 }
 
+// GPU memory (-t cuda-memory): the plot (report.js memoryChart) and, per
+// device, what was live at the peak by call site.
+void MemorySection(std::string* out, const Report& r) {
+  if (!r.memory.recorded) return;
+  absl::StrAppend(out, "<section id=\"memory-section\"><h2>GPU memory over time</h2>"
+                       "<svg id=\"memory\"></svg>");
+  for (const analysis::MemoryDevice& m : r.memory.devices) {
+    absl::StrAppend(out, "<h3>Device ", m.id, m.rank >= 0 ? absl::StrCat(" (rank ", m.rank, ")") : "",
+                    ": peak ", HtmlEscape(analysis::FormatBytes(double(m.peak_bytes))),
+                    m.capacity_bytes ? absl::StrCat(" of ", HtmlEscape(analysis::FormatBytes(double(m.capacity_bytes))))
+                                     : "",
+                    ", still allocated at the end ", HtmlEscape(analysis::FormatBytes(double(m.end_bytes))),
+                    "</h3>");
+    if (m.peak_sites.empty()) continue;
+    absl::StrAppend(out, "<table><tr><th>live at the peak, by call site</th><th class=\"n\">bytes</th>"
+                         "<th class=\"n\">allocations</th></tr>");
+    for (const analysis::MemorySite& s : m.peak_sites) {
+      absl::StrAppend(out, "<tr><td>", HtmlEscape(s.site), "</td><td class=\"n\">",
+                      HtmlEscape(analysis::FormatBytes(double(s.bytes))), "</td><td class=\"n\">",
+                      s.allocations, "</td></tr>");
+    }
+    absl::StrAppend(out, "</table>");
+  }
+  absl::StrAppend(out, "</section>\n");
+}
+
 void Comparison(std::string* out, const Report& before, const Report& after) {
   DiffResult d = DiffReports(before, after, DiffOptions{});
   absl::StrAppend(out, "<section id=\"comparison\"><h2>Before / after</h2><table><tr><th>quantity</th>"
                        "<th class=\"n\">before</th><th class=\"n\">after</th><th class=\"n\">change</th></tr>");
   for (const QuantityChange& q : d.quantities) {
     bool pct = q.unit == "pct";
+    auto value = [&](double v) {
+      return pct ? FormatPct(v) : q.unit == "bytes" ? analysis::FormatBytes(v) : FormatDuration(v);
+    };
     bool worse = q.lower_is_better ? q.change > 1 : q.change < -1;
     bool better = q.improvement;
     absl::StrAppend(out, "<tr><td>", HtmlEscape(q.name), "</td><td class=\"n\">",
-                    pct ? FormatPct(q.base) : FormatDuration(q.base), "</td><td class=\"n\">",
-                    pct ? FormatPct(q.now) : FormatDuration(q.now), "</td><td class=\"n ",
+                    value(q.base), "</td><td class=\"n\">", value(q.now), "</td><td class=\"n ",
                     better ? "imp" : worse ? "reg" : "", "\">",
                     pct ? absl::StrFormat("%+.1f pt", q.change) : absl::StrFormat("%+.1f%%", q.change),
                     "</td></tr>");
@@ -175,6 +204,7 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOpt
                         "<section class=\"two\"><div><h2>Kernel time breakdown</h2><svg id=\"kernels\">"
                         "</svg></div><div><h2>Step time distribution</h2><svg id=\"steps\"></svg></div>"
                         "</section>\n");
+  MemorySection(&out, r);
   if (!r.notes.empty()) {
     absl::StrAppend(&out, "<section><h2>Notes</h2><ul>");
     for (const std::string& n : r.notes) absl::StrAppend(&out, "<li>", HtmlEscape(n), "</li>");

@@ -76,6 +76,80 @@ void WriteDevice(JsonWriter& w, const analysis::DeviceSummary& d) {
   w.Key("profiler").Uint(d.idle_profiler_ns);
   w.EndObject();
   w.Key("comm_overlap_pct").Double(d.comm_overlap_pct);
+  w.Key("memory_peak_bytes").Uint(d.memory_peak_bytes);
+  w.EndObject();
+}
+
+void WriteMemorySites(JsonWriter& w, const char* key, const std::vector<analysis::MemorySite>& v) {
+  w.Key(key).BeginArray();
+  for (const analysis::MemorySite& s : v) {
+    w.BeginObject();
+    w.Key("site").String(s.site);
+    w.Key("bytes").Uint(s.bytes);
+    w.Key("allocations").Uint(s.allocations);
+    w.Key("call_ns").Uint(s.call_ns);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteMemory(JsonWriter& w, const analysis::MemorySummary& m) {
+  w.Key("memory").BeginObject();
+  w.Key("recorded").Bool(m.recorded);
+  w.Key("devices").BeginArray();
+  for (const analysis::MemoryDevice& d : m.devices) {
+    w.BeginObject();
+    w.Key("device_index").Uint(d.device_index);
+    w.Key("id").Uint(d.id);
+    w.Key("rank").Int(d.rank);
+    w.Key("capacity_bytes").Uint(d.capacity_bytes);
+    w.Key("peak_bytes").Uint(d.peak_bytes);
+    w.Key("peak_ns").Uint(d.peak_ns);
+    w.Key("static_bytes").Uint(d.static_bytes);
+    w.Key("pool_bytes").Uint(d.pool_bytes);
+    w.Key("scope_peak_bytes").Uint(d.scope_peak_bytes);
+    w.Key("end_bytes").Uint(d.end_bytes);
+    w.Key("end_allocations").Uint(d.end_allocations);
+    w.Key("pinned_peak_bytes").Uint(d.pinned_peak_bytes);
+    w.Key("managed_peak_bytes").Uint(d.managed_peak_bytes);
+    w.Key("allocations").Uint(d.allocations);
+    w.Key("releases").Uint(d.releases);
+    w.Key("unmatched_releases").Uint(d.unmatched_releases);
+    w.Key("scope_allocations").Uint(d.scope_allocations);
+    w.Key("scope_releases").Uint(d.scope_releases);
+    w.Key("scope_alloc_call_ns").Uint(d.scope_alloc_call_ns);
+    w.Key("allocations_per_step").Double(d.allocations_per_step);
+    w.Key("growth_bytes_per_step").Double(d.growth_bytes_per_step);
+    w.Key("steps_increasing").Uint(d.steps_increasing);
+    w.Key("steps_decreasing").Uint(d.steps_decreasing);
+    w.Key("step_end_bytes").BeginArray();
+    for (uint64_t b : d.step_end_bytes) w.Uint(b);
+    w.EndArray();
+    WriteMemorySites(w, "peak_sites", d.peak_sites);
+    WriteMemorySites(w, "end_sites", d.end_sites);
+    WriteMemorySites(w, "scope_live_sites", d.scope_live_sites);
+    WriteMemorySites(w, "churn_sites", d.churn_sites);
+    w.Key("sources").BeginArray();
+    for (const analysis::MemorySource& s : d.sources) {
+      w.BeginObject();
+      w.Key("source").String(s.source);
+      w.Key("peak_bytes").Uint(s.peak_bytes);
+      w.Key("bytes_at_peak").Uint(s.bytes_at_peak);
+      w.Key("end_bytes").Uint(s.end_bytes);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("timeline").BeginArray();  // [t_ns, bytes] pairs, a step function
+    for (const analysis::MemoryPoint& p : d.timeline) {
+      w.BeginArray();
+      w.Uint(p.t_ns);
+      w.Uint(p.bytes);
+      w.EndArray();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
   w.EndObject();
 }
 
@@ -369,6 +443,7 @@ std::string RenderReportJson(const Report& r) {
   w.EndObject();
   WriteKernels(w, r);
   WriteTables(w, r);
+  WriteMemory(w, r.memory);
   WriteFindings(w, r);
   WritePythonSites(w, r);
   w.Key("notes").BeginArray();

@@ -236,7 +236,26 @@ absl::StatusOr<analysis::Report> ReportFromJson(const std::string& name, std::st
     ds.rank = static_cast<int32_t>(d.Num("rank", -1));
     ds.name = d.Str("name");
     ds.gpu_utilization_pct = d.Num("gpu_utilization_pct");
+    ds.memory_peak_bytes = static_cast<uint64_t>(d.Num("memory_peak_bytes"));
     r.summary.devices.push_back(std::move(ds));
+  }
+  if (const Value* m = doc.Get("memory")) {
+    const Value* recorded = m->Get("recorded");
+    r.memory.recorded = recorded != nullptr && recorded->type == Value::kBool && recorded->boolean;
+    for (const Value& d : m->Arr("devices")) {
+      analysis::MemoryDevice md;
+      md.id = static_cast<uint32_t>(d.Num("id"));
+      md.rank = static_cast<int32_t>(d.Num("rank", -1));
+      md.capacity_bytes = static_cast<uint64_t>(d.Num("capacity_bytes"));
+      md.peak_bytes = static_cast<uint64_t>(d.Num("peak_bytes"));
+      md.scope_peak_bytes = static_cast<uint64_t>(d.Num("scope_peak_bytes"));
+      md.end_bytes = static_cast<uint64_t>(d.Num("end_bytes"));
+      md.growth_bytes_per_step = d.Num("growth_bytes_per_step");
+      md.scope_allocations = static_cast<uint64_t>(d.Num("scope_allocations"));
+      md.scope_releases = static_cast<uint64_t>(d.Num("scope_releases"));
+      md.allocations_per_step = d.Num("allocations_per_step");
+      r.memory.devices.push_back(std::move(md));
+    }
   }
   if (const Value* s = summary->Get("steps")) {
     r.summary.steps.source = s->Str("source");

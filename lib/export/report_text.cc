@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "lib/analysis/rule_util.h"
 #include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/terminal_text.h"
@@ -231,6 +232,58 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     Wrap(&out, absl::StrCat("Scope: ", s.scope == "steps" ? "steps (--window)" : "time range (--window)",
                             ", ", Keep(FormatDuration(double(s.scope_end_ns - s.scope_start_ns))), " of host time"),
          width, "", "  ");
+  }
+
+  if (r.memory.recorded) {
+    out += '\n';
+    for (const analysis::MemoryDevice& m : r.memory.devices) {
+      using analysis::FormatBytes;
+      std::string line = absl::StrCat(
+          "GPU memory, device ", m.id, m.rank >= 0 ? absl::StrCat(" (rank ", m.rank, ")") : "",
+          ": peak ", FormatBytes(double(m.peak_bytes)),
+          m.capacity_bytes ? absl::StrCat(" (", FormatPct(100.0 * double(m.peak_bytes) /
+                                                           double(m.capacity_bytes)),
+                                          " of ", FormatBytes(double(m.capacity_bytes)), ")")
+                           : "");
+      if (m.pool_bytes) absl::StrAppend(&line, ", of which stream-ordered pools ", FormatBytes(double(m.pool_bytes)));
+      if (m.static_bytes) absl::StrAppend(&line, ", module statics ", FormatBytes(double(m.static_bytes)));
+      if (s.scope != "whole") absl::StrAppend(&line, "; in the analysed steps ", FormatBytes(double(m.scope_peak_bytes)));
+      if (!m.step_end_bytes.empty()) {
+        absl::StrAppend(&line, ", ", m.growth_bytes_per_step >= 0 ? "+" : "",
+                        FormatBytes(m.growth_bytes_per_step), " per step");
+      }
+      absl::StrAppend(&line, "; ", m.allocations, " allocations, ", m.releases, " releases");
+      if (m.scope_allocations + m.scope_releases) {
+        absl::StrAppend(&line, " (", m.scope_allocations + m.scope_releases,
+                        " synchronous ones inside the analysed steps)");
+      }
+      absl::StrAppend(&line, "; still allocated at the end ", FormatBytes(double(m.end_bytes)));
+      if (m.pinned_peak_bytes) absl::StrAppend(&line, "; pinned host peak ", FormatBytes(double(m.pinned_peak_bytes)));
+      if (m.managed_peak_bytes) absl::StrAppend(&line, "; managed peak ", FormatBytes(double(m.managed_peak_bytes)));
+      if (m.unmatched_releases) {
+        absl::StrAppend(&line, "; ", m.unmatched_releases,
+                        " releases of memory allocated before recording began (not counted)");
+      }
+      if (m.sources.size() > 1 || (m.sources.size() == 1 && !m.sources[0].source.empty())) {
+        std::vector<std::string> parts;
+        for (const analysis::MemorySource& src : m.sources) {
+          if (src.peak_bytes == 0 || parts.size() == 4) continue;
+          parts.push_back(absl::StrCat(src.source.empty() ? "(unknown)" : src.source, " ",
+                                       FormatBytes(double(src.peak_bytes))));
+        }
+        absl::StrAppend(&line, ". Peak by requesting library: ", absl::StrJoin(parts, ", "));
+      }
+      Wrap(&out, line, width, "", "  ");
+      if (!m.peak_sites.empty()) {
+        TextTable t({"  Live at the peak", "bytes", "allocations"});
+        for (size_t i = 0; i < m.peak_sites.size() && i < 5; ++i) {
+          const analysis::MemorySite& site = m.peak_sites[i];
+          t.Add({absl::StrCat("    ", Ellipsize(site.site, width > 60 ? width - 40 : 20)),
+                 FormatBytes(double(site.bytes)), absl::StrCat(site.allocations)});
+        }
+        t.Render(&out, width, "");
+      }
+    }
   }
 
   if (!r.kernels.empty()) {

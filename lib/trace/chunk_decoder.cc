@@ -304,6 +304,33 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
         }
       });
     }
+    case kMemoryField: {
+      MemoryEvent& e = memory_;
+      if (reset) {
+        e = MemoryEvent();
+        e.stream_id = 0;  // proto default; the writer sends kNoStream explicitly
+      }
+      return ForEachField(r, [&e](uint32_t f, uint64_t v) {
+        switch (f) {
+          case 1: e.device_id = U32(v); break;
+          case 2: e.context_id = U32(v); break;
+          case 3: e.stream_id = U32(v); break;
+          case 4: e.correlation_id = U32(v); break;
+          case 5: e.operation = E8<MemoryOperation>(v); break;
+          case 6: e.memory_kind = E8<MemoryKind>(v); break;
+          case 7: e.address = v; break;
+          case 8: e.bytes = v; break;
+          case 9: e.async = v != 0; break;
+          case 10: e.pool_address = v; break;
+          case 11: e.pool_type = U32(v); break;
+          case 12: e.pool_size = v; break;
+          case 13: e.pool_used = v; break;
+          case 14: e.pool_release_threshold = v; break;
+          case 15: e.source_id = U32(v); break;
+          case 16: e.pc = v; break;
+        }
+      });
+    }
     case kSyncField: {
       SyncEvent& e = sync_;
       if (reset) {
@@ -520,6 +547,11 @@ void ChunkDecoder::Dispatch(uint32_t field, uint64_t start, uint64_t duration,
       step_.timestamp_ns = start;
       visitor.OnStep(step_);
       break;
+    case kMemoryField:
+      ranged = false;
+      memory_.timestamp_ns = start;
+      visitor.OnMemory(memory_);
+      break;
     case kLossField:
       ranged = false;
       loss_.timestamp_ns = start;
@@ -656,7 +688,7 @@ bool ChunkDecoder::Decode(std::string_view payload, StringTable* strings,
           return false;
         }
         (ef == 1 ? delta_zz : duration) = v;
-      } else if (et == wire::kLengthDelimited && ef >= kKernelField && ef <= kLossField) {
+      } else if (et == wire::kLengthDelimited && ef >= kKernelField && ef <= kLastPayloadField) {
         std::string_view bytes;
         if (!event.ReadBytes(&bytes) || !DecodePayload(ef, bytes, ef != payload_field)) {
           *error = {event_offset, "malformed event payload"};

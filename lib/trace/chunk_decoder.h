@@ -59,6 +59,7 @@ class ChunkDecoder {
   KernelEvent kernel_;
   MemcpyEvent memcpy_;
   MemsetEvent memset_;
+  MemoryEvent memory_;
   SyncEvent sync_;
   ApiEvent api_;
   NvtxRangeEvent nvtx_range_;

@@ -26,6 +26,8 @@ enum PayloadField : uint32_t {
   kKernelField = 10, kMemcpyField = 11, kMemsetField = 12, kSyncField = 13, kApiField = 14,
   kNvtxRangeField = 15, kNvtxMarkerField = 16, kNcclField = 17, kMetricRangeField = 18,
   kCaptureWindowField = 19, kOverheadField = 20, kStepField = 21, kLossField = 22,
+  kMemoryField = 23,
+  kLastPayloadField = kMemoryField,  // keep equal to the highest field above
 };
 
 inline uint8_t* EncodeKernel(const KernelEvent& e, uint8_t* p) {
@@ -86,6 +88,27 @@ inline uint8_t* EncodeMemset(const MemsetEvent& e, uint8_t* p) {
   p = PutUint(7, static_cast<uint32_t>(e.memory_kind), p);
   p = PutBool(8, e.async, p);
   p = PutUint(9, e.graph_node_id, p);
+  return p;
+}
+
+inline uint8_t* EncodeMemory(const MemoryEvent& e, uint8_t* p) {
+  using namespace wire;
+  p = PutUint(1, e.device_id, p);
+  p = PutUint(2, e.context_id, p);
+  p = PutUint(3, e.stream_id, p);
+  p = PutUint(4, e.correlation_id, p);
+  p = PutUint(5, static_cast<uint32_t>(e.operation), p);
+  p = PutUint(6, static_cast<uint32_t>(e.memory_kind), p);
+  p = PutUint(7, e.address, p);
+  p = PutUint(8, e.bytes, p);
+  p = PutBool(9, e.async, p);
+  p = PutUint(10, e.pool_address, p);
+  p = PutUint(11, e.pool_type, p);
+  p = PutUint(12, e.pool_size, p);
+  p = PutUint(13, e.pool_used, p);
+  p = PutUint(14, e.pool_release_threshold, p);
+  p = PutUint(15, e.source_id, p);
+  p = PutUint(16, e.pc, p);
   return p;
 }
 

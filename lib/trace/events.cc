@@ -20,6 +20,7 @@ const char* EventKindName(EventKind kind) {
     case EventKind::kOverhead: return "overhead";
     case EventKind::kStep: return "step";
     case EventKind::kLoss: return "loss";
+    case EventKind::kMemory: return "memory";
   }
   return "unknown";
 }
@@ -51,6 +52,18 @@ const char* MemoryKindName(MemoryKind kind) {
     case MemoryKind::kManaged: return "managed";
     case MemoryKind::kDeviceStatic: return "device_static";
     case MemoryKind::kManagedStatic: return "managed_static";
+  }
+  return "unknown";
+}
+
+const char* MemoryOperationName(MemoryOperation op) {
+  switch (op) {
+    case MemoryOperation::kUnknown: return "unknown";
+    case MemoryOperation::kAllocation: return "allocation";
+    case MemoryOperation::kRelease: return "release";
+    case MemoryOperation::kPoolCreated: return "pool_created";
+    case MemoryOperation::kPoolDestroyed: return "pool_destroyed";
+    case MemoryOperation::kPoolTrimmed: return "pool_trimmed";
   }
   return "unknown";
 }

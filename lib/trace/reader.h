@@ -45,6 +45,7 @@ class EventVisitor {
   virtual void OnKernel(const KernelEvent&) {}
   virtual void OnMemcpy(const MemcpyEvent&) {}
   virtual void OnMemset(const MemsetEvent&) {}
+  virtual void OnMemory(const MemoryEvent&) {}
   virtual void OnSync(const SyncEvent&) {}
   virtual void OnApi(const ApiEvent&) {}
   virtual void OnNvtxRange(const NvtxRangeEvent&) {}

@@ -365,6 +365,8 @@ SIGHTLINE_ADD_FIXED(MemcpyEvent, EventKind::kMemcpy, internal::kMemcpyField, e.s
                     EncodeMemcpy)
 SIGHTLINE_ADD_FIXED(MemsetEvent, EventKind::kMemset, internal::kMemsetField, e.start_ns, e.end_ns,
                     EncodeMemset)
+SIGHTLINE_ADD_FIXED(MemoryEvent, EventKind::kMemory, internal::kMemoryField, e.timestamp_ns,
+                    e.timestamp_ns, EncodeMemory)
 SIGHTLINE_ADD_FIXED(SyncEvent, EventKind::kSync, internal::kSyncField, e.start_ns, e.end_ns,
                     EncodeSync)
 SIGHTLINE_ADD_FIXED(ApiEvent, EventKind::kApi, internal::kApiField, e.start_ns, e.end_ns,

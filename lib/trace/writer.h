@@ -50,6 +50,7 @@ class TraceWriter {
   void Add(const KernelEvent& e);
   void Add(const MemcpyEvent& e);
   void Add(const MemsetEvent& e);
+  void Add(const MemoryEvent& e);
   void Add(const SyncEvent& e);
   void Add(const ApiEvent& e);
   void Add(const NvtxRangeEvent& e);

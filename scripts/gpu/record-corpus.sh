@@ -7,7 +7,8 @@
 #   OUT_DIR/NAME.sltrace       the last profiled run's trace
 #   OUT_DIR/NAME.out.txt       its stdout
 #   OUT_DIR/NAME.plain.txt     every plain run's SIGHTLINE_STEPS line
-#   OUT_DIR/NAME.profiled.txt  every profiled run's SIGHTLINE_STEPS line
+#   OUT_DIR/NAME.profiled.txt  every profiled run's SIGHTLINE_STEPS and
+#                              SIGHTLINE_MEMORY (allocator peak) lines
 # PROFILE_ARGS adds options to `sightline profile` (e.g. "--pytorch").
 # Plain runs use each script's default step counts (the truth); profiled runs
 # use fewer steps (STEPS:WARMUP of the table) so that the traces stay small
@@ -27,7 +28,9 @@ ALL="lm_eager:lm_train.py:eager:30:10 lm_graph:lm_train.py:graph:60:10
 sync_slow:sync_copy.py:slow:30:10 sync_fixed:sync_copy.py:fixed:60:10
 loader_slow:dataloader.py:slow:16:4 loader_fixed:dataloader.py:fixed:16:4
 decode_eager:decode.py:eager:60:20 decode_graph:decode.py:graph:120:20
-cnn_slow:cnn_train.py:slow:10:4 cnn_fixed:cnn_train.py:fixed:16:4"
+cnn_slow:cnn_train.py:slow:10:4 cnn_fixed:cnn_train.py:fixed:16:4
+mem_leak:memory.py:leak:30:10 mem_fixed:memory.py:fixed:30:10
+mem_cache:memory.py:empty_cache:30:10"
 want=" $* "
 for r in $(seq 1 "$ROUNDS"); do
   for entry in $ALL; do
@@ -40,9 +43,9 @@ for r in $(seq 1 "$ROUNDS"); do
     rm -f "$O/$name.sltrace" "$O"/"$name".*.sltrace
     ( cd "$E" && timeout 150 "$SL" profile ${PROFILE_ARGS:-} -o "$O/$name.sltrace" -- \
         python3 "$script" --variant "$variant" $small ) >"$O/$name.out.txt" 2>"$O/$name.err"
-    grep '^SIGHTLINE_STEPS' "$O/$name.out.txt" >>"$O/$name.profiled.txt" || echo "FAIL profiled $name: $(tail -3 "$O/$name.err")"
+    grep -E '^SIGHTLINE_(STEPS|MEMORY)' "$O/$name.out.txt" >>"$O/$name.profiled.txt" || echo "FAIL profiled $name: $(tail -3 "$O/$name.err")"
     printf '%-14s round %s plain %s | profiled %s\n' "$name" "$r" \
       "$(tail -1 "$O/$name.plain.txt" 2>/dev/null | grep -o 'median_ms=[0-9.]*')" \
-      "$(tail -1 "$O/$name.profiled.txt" 2>/dev/null | grep -o 'median_ms=[0-9.]*')"
+      "$(grep SIGHTLINE_STEPS "$O/$name.profiled.txt" | tail -1 2>/dev/null | grep -o 'median_ms=[0-9.]*')"
   done
 done

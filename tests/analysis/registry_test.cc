@@ -36,7 +36,13 @@ TEST(RegistryTest, EverySystemRuleIsRegisteredOnceWithItsFileName) {
                                              "kernel_fragmentation", "sync_api", "sync_memcpy",
                                              "pageable_memcpy", "stream_serialization",
                                              "copy_compute_overlap", "comm_compute_overlap",
-                                             "nccl_straggler", "launch_latency", "launch_bound"}));
+                                             "nccl_straggler", "launch_latency", "launch_bound",
+                                             "allocation_churn"}));
+  // Memory rules judge bytes, not timing: they run on metrics traces too.
+  EXPECT_EQ(FindRule("memory_growth")->traits & kRuleTimeline, 0u);
+  EXPECT_EQ(FindRule("memory_peak")->traits & kRuleTimeline, 0u);
+  EXPECT_NE(FindRule("memory_growth")->traits & kRuleCapacity, 0u);
+  EXPECT_NE(FindRule("memory_peak")->traits & kRuleCapacity, 0u);
   auto traits = [](const char* id) { return FindRule(id) != nullptr ? FindRule(id)->traits : 0u; };
   EXPECT_NE(traits("gpu_idle") & kRuleOverview, 0u);
   EXPECT_NE(traits("gpu_low_utilization") & kRuleOverview, 0u);
@@ -58,6 +64,15 @@ TEST(ApiNamesTest, ClassifiesCuptiNamesWithVersionSuffixes) {
   EXPECT_TRUE(IsLaunchApi("cuLaunchKernelEx"));
   EXPECT_TRUE(IsLaunchApi("cudaGraphLaunch_v10000"));
   EXPECT_TRUE(IsGraphLaunchApi("cudaGraphLaunch_v10000"));
+  EXPECT_TRUE(IsAllocatingApi("cudaMalloc_v3020"));
+  EXPECT_TRUE(IsAllocatingApi("cuMemAlloc_v2"));
+  EXPECT_TRUE(IsAllocatingApi("cudaHostAlloc_v3020"));
+  EXPECT_FALSE(IsAllocatingApi("cudaMallocAsync_v11020"));  // stream-ordered: cheap
+  EXPECT_TRUE(IsReleasingApi("cudaFree_v3020"));
+  EXPECT_TRUE(IsReleasingApi("cuMemFree_v2"));
+  EXPECT_FALSE(IsReleasingApi("cudaFreeAsync_v11020"));
+  EXPECT_NE(ApiFlagsForName("cudaFree_v3020") & kApiAlloc, 0);
+  EXPECT_EQ(ApiFlagsForName("cudaLaunchKernel_v7000") & kApiAlloc, 0);
   EXPECT_FALSE(IsLaunchApi("cudaMalloc_v3020"));
   EXPECT_TRUE(IsSyncApi("cudaStreamSynchronize_v3020"));
   EXPECT_TRUE(IsSyncApi("cuCtxSynchronize"));

@@ -134,6 +134,34 @@ uint32_t TraceBuilder::Api(const std::string& name, uint64_t start, uint64_t end
   return corr;
 }
 
+uint32_t TraceBuilder::Allocate(uint64_t address, uint64_t bytes, uint64_t start, uint64_t end,
+                                const std::string& api, MemoryKind kind, uint32_t stack_id) {
+  uint32_t corr = Api(api, start, end, 1, stack_id);
+  MemoryEvent m;
+  m.timestamp_ns = start;
+  m.correlation_id = corr;
+  m.operation = MemoryOperation::kAllocation;
+  m.memory_kind = kind;
+  m.address = address;
+  m.bytes = bytes;
+  trace_.memory.push_back(m);
+  return corr;
+}
+
+uint32_t TraceBuilder::Release(uint64_t address, uint64_t bytes, uint64_t start, uint64_t end,
+                               const std::string& api, MemoryKind kind) {
+  uint32_t corr = Api(api, start, end);
+  MemoryEvent m;
+  m.timestamp_ns = start;
+  m.correlation_id = corr;
+  m.operation = MemoryOperation::kRelease;
+  m.memory_kind = kind;
+  m.address = address;
+  m.bytes = bytes;
+  trace_.memory.push_back(m);
+  return corr;
+}
+
 void TraceBuilder::Nvtx(const std::string& name, uint64_t start, uint64_t end, uint32_t thread) {
   NvtxRangeEvent r;
   r.start_ns = start;
@@ -229,6 +257,7 @@ std::string EncodeTrace(const SyntheticTrace& t, size_t chunk_bytes) {
   for (const MemcpyEvent& e : t.memcpys) writer.Add(e);
   for (const MemsetEvent& e : t.memsets) writer.Add(e);
   for (const SyncEvent& e : t.syncs) writer.Add(e);
+  for (const MemoryEvent& e : t.memory) writer.Add(e);
   for (ApiEvent e : t.apis) {
     e.name_id = s(e.name_id);
     e.stack_id = st(e.stack_id);

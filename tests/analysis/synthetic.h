@@ -48,6 +48,14 @@ class TraceBuilder {
   // An API call with no GPU work (cudaStreamSynchronize, cudaMalloc...).
   uint32_t Api(const std::string& name, uint64_t start, uint64_t end, uint32_t thread = 1,
                uint32_t stack_id = 0);
+  // An allocation call over [start, end] and its memory record (device 0)
+  // at `start`; Release likewise. Returns the correlation id.
+  uint32_t Allocate(uint64_t address, uint64_t bytes, uint64_t start, uint64_t end,
+                    const std::string& api = "cudaMalloc_v3020",
+                    MemoryKind kind = MemoryKind::kDevice, uint32_t stack_id = 0);
+  uint32_t Release(uint64_t address, uint64_t bytes, uint64_t start, uint64_t end,
+                   const std::string& api = "cudaFree_v3020",
+                   MemoryKind kind = MemoryKind::kDevice);
   void Nvtx(const std::string& name, uint64_t start, uint64_t end, uint32_t thread = 1);
   void Step(uint64_t step, uint64_t timestamp, uint32_t thread = 1);
   void Capture(uint64_t start, uint64_t end, CaptureTrigger trigger, uint32_t index);

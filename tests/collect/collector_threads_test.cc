@@ -266,6 +266,7 @@ class CheckingSink : public EventSink {
   }
   void Add(const MemcpyEvent& e) override { next_->Add(e); }
   void Add(const MemsetEvent& e) override { next_->Add(e); }
+  void Add(const MemoryEvent& e) override { next_->Add(e); }
   void Add(const SyncEvent& e) override { next_->Add(e); }
   void Add(const ApiEvent& e) override { next_->Add(e); }
   void Add(const NvtxRangeEvent& e) override { next_->Add(e); }

@@ -33,6 +33,7 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(c.capture, CaptureMode::kWholeRun);
   EXPECT_TRUE(c.trace_cuda);
   EXPECT_FALSE(c.trace_driver_api);
+  EXPECT_TRUE(c.trace_memory);
   EXPECT_TRUE(c.trace_nvtx);
   EXPECT_TRUE(c.trace_nccl);
   EXPECT_TRUE(c.trace_backtrace);
@@ -62,6 +63,7 @@ TEST_F(ConfigTest, EveryVariable) {
   EXPECT_EQ(c.output_pattern, "/tmp/run-%r");
   EXPECT_TRUE(c.trace_cuda);
   EXPECT_TRUE(c.trace_driver_api);
+  EXPECT_FALSE(c.trace_memory);  // not in the list
   EXPECT_TRUE(c.trace_nvtx);
   EXPECT_FALSE(c.trace_nccl);
   EXPECT_FALSE(c.trace_backtrace);
@@ -81,6 +83,19 @@ TEST_F(ConfigTest, EveryVariable) {
   EXPECT_EQ(c.CaptureDescription(), "nvtx:train step delay=1.5s duration=10s end=stop");
   std::vector<std::string> enabled = c.EnabledList();
   EXPECT_EQ(enabled, (std::vector<std::string>{"cuda", "cuda-driver", "nvtx", "metrics"}));
+}
+
+TEST_F(ConfigTest, CudaMemory) {
+  EXPECT_EQ(Parse().EnabledList(),
+            (std::vector<std::string>{"cuda", "cuda-memory", "nvtx", "nccl", "backtrace"}));
+  env_ = {{"SIGHTLINE_TRACE", "cuda-memory"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_TRUE(c.trace_cuda);  // memory records need the CUDA activity
+  EXPECT_TRUE(c.trace_memory);
+  EXPECT_FALSE(c.trace_nvtx);
+  env_ = {{"SIGHTLINE_TRACE", "cuda,nvtx"}};
+  EXPECT_FALSE(Parse().trace_memory);
 }
 
 TEST_F(ConfigTest, PythonBacktrace) {

@@ -31,6 +31,7 @@ class FakeEventSink : public EventSink {
   void Add(const KernelEvent& e) override { kernels.push_back(e); }
   void Add(const MemcpyEvent& e) override { memcpys.push_back(e); }
   void Add(const MemsetEvent& e) override { memsets.push_back(e); }
+  void Add(const MemoryEvent& e) override { memory.push_back(e); }
   void Add(const SyncEvent& e) override { syncs.push_back(e); }
   void Add(const ApiEvent& e) override { apis.push_back(e); }
   void Add(const NvtxRangeEvent& e) override { ranges.push_back(e); }
@@ -48,6 +49,7 @@ class FakeEventSink : public EventSink {
   std::vector<KernelEvent> kernels;
   std::vector<MemcpyEvent> memcpys;
   std::vector<MemsetEvent> memsets;
+  std::vector<MemoryEvent> memory;
   std::vector<SyncEvent> syncs;
   std::vector<ApiEvent> apis;
   std::vector<NvtxRangeEvent> ranges;

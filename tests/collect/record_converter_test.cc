@@ -149,6 +149,70 @@ TEST_F(ConverterTest, Memset) {
   EXPECT_FALSE(sink_.memsets[0].async);
 }
 
+TEST_F(ConverterTest, MemoryAllocationsReleasesAndPools) {
+  CUpti_ActivityMemory4 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+  m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+  m.correlationId = 41;
+  m.address = 0x7f0000000000ull;
+  m.bytes = 20ull << 20;
+  m.timestamp = 1000;
+  m.deviceId = 2;
+  m.contextId = 1;
+  m.streamId = 0xffffffffu;
+  m.source = "libtorch_cuda.so";
+  Convert(&m);
+  // A stream-ordered release from a local pool.
+  m.memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  m.timestamp = 2000;
+  m.isAsync = 1;
+  m.streamId = 7;
+  m.source = nullptr;
+  m.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  m.memoryPoolConfig.address = 0x7e0000000000ull;
+  m.memoryPoolConfig.pool.size = 64ull << 20;
+  m.memoryPoolConfig.utilizedSize = 20ull << 20;
+  Convert(&m);
+  m.timestamp = 0;  // invalid: counted, not written
+  Convert(&m);
+  CUpti_ActivityMemoryPool3 p;
+  std::memset(&p, 0, sizeof(p));
+  p.kind = CUPTI_ACTIVITY_KIND_MEMORY_POOL;
+  p.memoryPoolOperationType = CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED;
+  p.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL;
+  p.address = 0x7e0000000000ull;
+  p.size = 32ull << 20;
+  p.timestamp = 3000;
+  p.deviceId = 2;
+  Convert(&p);
+
+  ASSERT_EQ(sink_.memory.size(), 3u);
+  const MemoryEvent& a = sink_.memory[0];
+  EXPECT_EQ(a.operation, MemoryOperation::kAllocation);
+  EXPECT_EQ(a.memory_kind, MemoryKind::kDevice);
+  EXPECT_EQ(a.timestamp_ns, 1000u);
+  EXPECT_EQ(a.bytes, 20ull << 20);
+  EXPECT_EQ(a.correlation_id, 41u);
+  EXPECT_EQ(a.stream_id, kNoStream);
+  EXPECT_EQ(a.pool_address, 0u);
+  EXPECT_EQ(sink_.strings[a.source_id], "libtorch_cuda.so");
+  const MemoryEvent& r = sink_.memory[1];
+  EXPECT_EQ(r.operation, MemoryOperation::kRelease);
+  EXPECT_TRUE(r.async);
+  EXPECT_EQ(r.stream_id, 7u);
+  EXPECT_EQ(r.pool_address, 0x7e0000000000ull);
+  EXPECT_EQ(r.pool_size, 64ull << 20);
+  EXPECT_EQ(r.pool_used, 20ull << 20);
+  EXPECT_EQ(r.source_id, 0u);
+  const MemoryEvent& t = sink_.memory[2];
+  EXPECT_EQ(t.operation, MemoryOperation::kPoolTrimmed);
+  EXPECT_EQ(t.bytes, 32ull << 20);
+  EXPECT_EQ(converter_.stats().invalid_timestamps, 1u);
+  EXPECT_EQ(converter_.stats().counts[static_cast<int>(EventKind::kMemory)], 3u);
+}
+
 TEST_F(ConverterTest, SynchronizationGetsDeviceFromEarlierKernelOfItsContext) {
   auto k = Kernel(1, 2, "k", 1);
   k.deviceId = 3;

@@ -137,6 +137,56 @@ TEST(ChromeTraceTest, ApiEventsCarryPythonAndNativeStacks) {
   unlink(out_path.c_str());
 }
 
+// Memory records become a counter of device memory in use per device: an
+// allocation, a second one, a release of the first (shared accounting:
+// lib/trace/memory_tracker.h).
+TEST(ChromeTraceTest, MemoryRecordsBecomeACounterTrack) {
+  std::string trace_path = TempPath("chrome-memory.sltrace");
+  {
+    trace::FileSinkOptions so;
+    std::string error;
+    auto sink = trace::OpenFileSink(trace_path, so, &error);
+    ASSERT_NE(sink, nullptr) << error;
+    trace::TraceWriter w(std::move(sink));
+    TraceHeaderData h;
+    h.tool_version = "test";
+    ASSERT_TRUE(w.Begin(h));
+    auto add = [&](uint64_t t, MemoryOperation op, uint64_t address, uint64_t bytes) {
+      MemoryEvent e;
+      e.timestamp_ns = t;
+      e.device_id = 1;
+      e.operation = op;
+      e.memory_kind = MemoryKind::kDevice;
+      e.address = address;
+      e.bytes = bytes;
+      w.Add(e);
+    };
+    add(1000, MemoryOperation::kAllocation, 0x1000, 1 << 20);
+    add(2000, MemoryOperation::kAllocation, 0x200000, 3 << 20);
+    add(3000, MemoryOperation::kRelease, 0x1000, 0);
+    ASSERT_TRUE(w.Finish("exit"));
+  }
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("chrome-memory.json");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
+  ASSERT_TRUE((*out)->Close().ok());
+  std::string json = ReadFile(out_path);
+  size_t a = json.find("\"allocated bytes\":1048576}");
+  size_t b = json.find("\"allocated bytes\":4194304}");
+  size_t c = json.find("\"allocated bytes\":3145728}");
+  EXPECT_NE(a, std::string::npos) << json;
+  EXPECT_NE(b, std::string::npos) << json;
+  EXPECT_NE(c, std::string::npos) << json;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_NE(json.find("\"name\":\"GPU memory (device 1)\""), std::string::npos) << json;
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
 TEST(FlowMatcherTest, PairsInEitherOrderAndKeepsLaunchForGraphs) {
   FlowMatcher m(16);
   std::vector<std::pair<FlowEndpoint, FlowEndpoint>> flows;

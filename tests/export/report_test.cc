@@ -160,6 +160,35 @@ TEST(DiffTest, FewStepsP99AndUtilizationOfAFasterRunAreNotGated) {
   EXPECT_TRUE(util);
 }
 
+// Device memory peaks (-t cuda-memory): a larger peak is a regression past
+// the gate, a smaller one an improvement; both survive the JSON round trip
+// and render in bytes.
+TEST(DiffTest, MemoryPeaksAreComparedAndGated) {
+  Report base = MakeReport(2.5e6, 70, 1'000'000, 1000, false);
+  Report now = MakeReport(2.5e6, 70, 1'000'000, 1000, false);
+  base.summary.devices[0].memory_peak_bytes = 1ull << 30;
+  now.summary.devices[0].memory_peak_bytes = 3ull << 29;  // +50 %
+  DiffOptions gate;
+  gate.fail_on_regression_pct = 10;
+  auto saved = ReportFromJson("now.json", RenderReportJson(now));
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->summary.devices[0].memory_peak_bytes, 3ull << 29);
+  DiffResult d = DiffReports(base, *saved, gate);
+  ASSERT_EQ(d.regressions.size(), 1u);
+  EXPECT_NE(d.regressions[0].find("memory peak grew 50.0%"), std::string::npos) << d.regressions[0];
+  EXPECT_NE(d.regressions[0].find("1.00 GiB -> 1.50 GiB"), std::string::npos) << d.regressions[0];
+  EXPECT_NE(RenderDiffText(d, 100).find("memory_peak_bytes[0]"), std::string::npos);
+  DiffResult back = DiffReports(now, base, gate);
+  EXPECT_FALSE(back.regression());
+  bool improved = false;
+  for (const QuantityChange& q : back.quantities) improved |= q.name == "memory_peak_bytes[0]" && q.improvement;
+  EXPECT_TRUE(improved);
+  // Without memory records on either side: no quantity.
+  DiffResult none = DiffReports(MakeReport(2.5e6, 70, 1'000'000, 1000, false),
+                                MakeReport(2.5e6, 70, 1'000'000, 1000, false), gate);
+  for (const QuantityChange& q : none.quantities) EXPECT_EQ(q.name.find("memory_peak"), std::string::npos);
+}
+
 TEST(ReportJsonReadTest, RoundTripsWhatTheDiffUses) {
   Report r = MakeReport(2.5e6, 73.25, 1'000'000, 1000, true);
   r.findings[0].title = "quote \" backslash \\ tab \t \u00e9";

@@ -96,7 +96,7 @@ TEST_F(InfoCliTest, TextShowsHeaderDevicesCountsSpanLossesAndValidity) {
   EXPECT_THAT(r.out, HasSubstr("driver 13.0, runtime 13.0, CUPTI API version 26"));
   EXPECT_THAT(r.out, HasSubstr("devices    2\n  [0] NVIDIA H200 (GH100, sm_90), 132 SMs"));
   EXPECT_THAT(r.out, HasSubstr("range nvtx:train, metrics speed-of-light"));
-  EXPECT_THAT(r.out, HasSubstr("events     2013\n"));
+  EXPECT_THAT(r.out, HasSubstr("events     2014\n"));
   EXPECT_THAT(r.out, HasSubstr("  metric_range     1\n"));
   EXPECT_THAT(r.out, HasSubstr("1 records dropped by CUPTI"));
   EXPECT_THAT(r.out, HasSubstr("end        exit at "));
@@ -124,7 +124,7 @@ TEST_F(InfoCliTest, JsonFollowsTheInfoSchema) {
   EXPECT_GT(counts.at("kernel").number_value(), 1000);
   double total = 0;
   for (const auto& [kind, value] : counts) total += value.number_value();
-  EXPECT_EQ(total, 2013);
+  EXPECT_EQ(total, 2014);  // one event of every kind (memory included)
   EXPECT_GT(f.at("span_ns").number_value(), 0);
   EXPECT_EQ(f.at("process").struct_value().fields().at("host").string_value(), "gpu-node-17");
   EXPECT_EQ(f.at("rank").number_value(), 3);

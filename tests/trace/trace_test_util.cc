@@ -32,6 +32,7 @@ bool operator==(const AnyEvent& a, const AnyEvent& b) {
     case EventKind::kOverhead: return Tie(a.overhead) == Tie(b.overhead);
     case EventKind::kStep: return Tie(a.step) == Tie(b.step);
     case EventKind::kLoss: return Tie(a.loss) == Tie(b.loss);
+    case EventKind::kMemory: return Tie(a.memory) == Tie(b.memory);
     case EventKind::kUnspecified: return true;
   }
   return false;
@@ -72,6 +73,7 @@ void AddTo(TraceWriter& w, const AnyEvent& e) {
     case EventKind::kOverhead: w.Add(e.overhead); break;
     case EventKind::kStep: w.Add(e.step); break;
     case EventKind::kLoss: w.Add(e.loss); break;
+    case EventKind::kMemory: w.Add(e.memory); break;
     case EventKind::kUnspecified: break;
   }
 }
@@ -284,6 +286,28 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   l.unsupported_records = 6;
   l.write_errors = 7;
   l.stacks_dropped = 8;
+  out.push_back(a);
+
+  a = AnyEvent();
+  a.kind = EventKind::kMemory;
+  MemoryEvent& mem = a.memory;
+  mem.timestamp_ns = t0 + 9;
+  mem.device_id = 1;
+  mem.context_id = 3;
+  mem.stream_id = kNoStream;
+  mem.correlation_id = 0xfffffff1u;
+  mem.operation = MemoryOperation::kRelease;
+  mem.memory_kind = MemoryKind::kDevice;
+  mem.address = 0x7f0000000000ull;
+  mem.bytes = 3ull << 33;
+  mem.async = true;
+  mem.pool_address = 0x7e0000000000ull;
+  mem.pool_type = 1;
+  mem.pool_size = 1ull << 34;
+  mem.pool_used = 1ull << 30;
+  mem.pool_release_threshold = UINT64_MAX;
+  mem.source_id = id("libtorch_cuda.so", 16);
+  mem.pc = 0x1234;
   out.push_back(a);
   return out;
 }

@@ -42,6 +42,12 @@ inline auto Tie(const MemsetEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.device_id, e.context_id, e.stream_id, e.correlation_id,
                   e.bytes, e.value, e.memory_kind, e.async, e.graph_node_id);
 }
+inline auto Tie(const MemoryEvent& e) {
+  return std::tie(e.timestamp_ns, e.device_id, e.context_id, e.stream_id, e.correlation_id,
+                  e.operation, e.memory_kind, e.address, e.bytes, e.async, e.pool_address,
+                  e.pool_type, e.pool_size, e.pool_used, e.pool_release_threshold, e.source_id,
+                  e.pc);
+}
 inline auto Tie(const SyncEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.context_id, e.stream_id, e.correlation_id, e.sync_kind,
                   e.cuda_event_id, e.device_id);
@@ -100,6 +106,7 @@ struct AnyEvent {
   OverheadEvent overhead;
   StepEvent step;
   LossReport loss;
+  MemoryEvent memory;
 };
 bool operator==(const AnyEvent& a, const AnyEvent& b);
 std::string Describe(const AnyEvent& e);  // for failure messages
@@ -125,6 +132,7 @@ class RecordingVisitor : public EventVisitor {
   void OnOverhead(const OverheadEvent& e) override { Push(EventKind::kOverhead).overhead = e; }
   void OnStep(const StepEvent& e) override { Push(EventKind::kStep).step = e; }
   void OnLoss(const LossReport& e) override { Push(EventKind::kLoss).loss = e; }
+  void OnMemory(const MemoryEvent& e) override { Push(EventKind::kMemory).memory = e; }
 
   std::vector<AnyEvent> events;
 

@@ -104,7 +104,14 @@ TEST(WireCompatTest, OurPayloadsParseWithGeneratedClasses) {
   EXPECT_EQ(chunk.events(9).capture_window().trigger(), 2u);
   EXPECT_EQ(chunk.events(11).step().step(), 1ull << 50);
   EXPECT_EQ(chunk.events(12).loss().stacks_dropped(), 8u);
-  const v1::KernelEvent& plain = chunk.events(13).kernel();
+  const v1::MemoryEvent& memory = chunk.events(13).memory();
+  EXPECT_EQ(memory.operation(), v1::MEMORY_OPERATION_RELEASE);
+  EXPECT_EQ(memory.memory_kind(), v1::MEMORY_KIND_DEVICE);
+  EXPECT_EQ(memory.stream_id(), kNoStream);
+  EXPECT_EQ(memory.bytes(), 3ull << 33);
+  EXPECT_EQ(memory.pool_release_threshold(), UINT64_MAX);
+  EXPECT_EQ(chunk.events(13).duration_ns(), 0u);
+  const v1::KernelEvent& plain = chunk.events(13 + 1).kernel();
   EXPECT_FALSE(plain.has_grid_y());
   EXPECT_FALSE(plain.has_grid_z());
   EXPECT_FALSE(plain.has_block_y());
@@ -187,6 +194,14 @@ v1::Chunk GeneratedChunk() {
 
   e = chunk.add_events();
   e->mutable_loss()->set_cupti_dropped_records(17);
+
+  e = chunk.add_events();
+  e->set_start_delta_ns(3);
+  auto* mem = e->mutable_memory();
+  mem->set_operation(v1::MEMORY_OPERATION_ALLOCATION);
+  mem->set_memory_kind(v1::MEMORY_KIND_DEVICE);
+  mem->set_address(0x7f0000200000ull);
+  mem->set_bytes(2 << 20);  // stream_id absent: 0 on the wire
   return chunk;
 }
 
@@ -207,7 +222,7 @@ std::string GeneratedFile(const v1::Chunk& chunk, const v1::Footer* footer) {
 TEST(WireCompatTest, GeneratedPayloadsReadWithOurReader) {
   v1::Footer footer;
   footer.set_chunks(1);
-  footer.set_events(7);
+  footer.set_events(8);
   footer.set_end_reason("exit");
   footer.mutable_losses()->set_cupti_dropped_records(17);
   std::string file = GeneratedFile(GeneratedChunk(), &footer);
@@ -220,7 +235,7 @@ TEST(WireCompatTest, GeneratedPayloadsReadWithOurReader) {
   ASSERT_EQ((*reader)->header().devices.size(), 1u);
   EXPECT_EQ((*reader)->header().devices[0].name, "Test GPU");
   EXPECT_EQ((*reader)->header().devices[0].warp_size, 0u);  // absent on the wire
-  ASSERT_EQ(visitor.events.size(), 7u);
+  ASSERT_EQ(visitor.events.size(), 8u);
 
   const KernelEvent& k = visitor.events[0].kernel;
   EXPECT_EQ(k.start_ns, 5000u);
@@ -245,6 +260,10 @@ TEST(WireCompatTest, GeneratedPayloadsReadWithOurReader) {
   EXPECT_EQ(visitor.events[4].metric_range.values[1].value, -1);
   EXPECT_EQ(visitor.events[5].sync.stream_id, 0u);
   EXPECT_EQ(visitor.events[6].loss.cupti_dropped_records, 17u);
+  const MemoryEvent& mem = visitor.events[7].memory;
+  EXPECT_EQ(mem.operation, MemoryOperation::kAllocation);
+  EXPECT_EQ(mem.bytes, 2u << 20);
+  EXPECT_EQ(mem.stream_id, 0u);
   const CallStack* stack = (*reader)->stack(1);
   ASSERT_NE(stack, nullptr);
   EXPECT_EQ(stack->frames[0].offset, 77u);
@@ -287,21 +306,22 @@ TEST(WireCompatTest, UnknownFieldsFromANewerWriterAreSkipped) {
 
   v1::Footer footer;
   footer.set_chunks(1);
-  footer.set_events(8);
+  footer.set_events(9);
   AddUnknownFields(&footer, 600);
   std::string file = GeneratedFile(chunk, &footer);
 
   RecordingVisitor visitor;
   auto reader = ReadAllFromBuffer(file, &visitor);
   ASSERT_TRUE(reader.ok()) << reader.status();
-  ASSERT_EQ(visitor.events.size(), 8u);
+  ASSERT_EQ(visitor.events.size(), 9u);
   EXPECT_EQ(visitor.events[0].kernel.grid_x, 10u);
   EXPECT_EQ(visitor.events[0].kernel.registers_per_thread, 40u);
   EXPECT_EQ(visitor.events[4].metric_range.values[0].value, 12.25);
   EXPECT_EQ((*reader)->strings().Get(1), "generated_kernel");
-  // Start of the last event: 5000 -200 +1000 +10 +10 +1 +0 (loss) +1e6 +5.
-  EXPECT_EQ(visitor.events[7].kernel.start_ns, 5000u - 200 + 1000 + 10 + 10 + 1 + 1000000 + 5);
-  EXPECT_EQ((*reader)->integrity().footer->events, 8u);
+  // Start of the last event: 5000 -200 +1000 +10 +10 +1 +0 (loss) +3 (memory) +1e6 +5.
+  EXPECT_EQ(visitor.events[8].kernel.start_ns,
+            5000u - 200 + 1000 + 10 + 10 + 1 + 3 + 1000000 + 5);
+  EXPECT_EQ((*reader)->integrity().footer->events, 9u);
   EXPECT_TRUE((*reader)->integrity().complete) << (*reader)->integrity().reason;
 }
 

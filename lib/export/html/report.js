@@ -241,6 +241,51 @@
     });
   }
 
+  function fmtBytes(b) {
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0;
+    while (Math.abs(b) >= 1024 && i < u.length - 1) { b /= 1024; i++; }
+    return (i === 0 ? b.toFixed(0) : b.toFixed(Math.abs(b) < 10 ? 2 : 1)) + ' ' + u[i];
+  }
+
+  // Device memory in use over time (a step function per device).
+  function memoryChart(svg, run) {
+    var W = avail(svg, 1200), PH = 120, L = 70, top = 4, ROW = PH + 44;
+    var devs = (run.memory || []).filter(function (m) { return m.points.length; });
+    svg.setAttribute('width', W);
+    svg.setAttribute('height', Math.max(top + devs.length * ROW, 40));
+    if (!devs.length) { el('text', { x: 10, y: 24 }, svg, 'no memory records (profile with -t cuda-memory)'); return; }
+    devs.forEach(function (m, k) {
+      var y0 = top + k * ROW + 16, pw = W - L - 10;
+      var t0 = Math.min(0, m.points[0][0]), t1 = Math.max(run.window_ns, m.points[m.points.length - 1][0]);
+      var span = Math.max(t1 - t0, 1), top_b = 0;
+      m.points.forEach(function (p) { top_b = Math.max(top_b, p[1]); });
+      top_b = Math.max(top_b, 1);
+      el('text', { x: L, y: y0 - 4, 'font-weight': 600 }, svg, m.device + ' \u2014 peak ' + fmtBytes(m.peak_bytes) +
+         (m.capacity_bytes ? ' of ' + fmtBytes(m.capacity_bytes) : ''));
+      [0, 0.5, 1].forEach(function (f) {
+        var y = y0 + PH - f * PH;
+        el('line', { x1: L, x2: L + pw, y1: y, y2: y, 'class': 'grid' }, svg);
+        el('text', { x: 4, y: y + 4 }, svg, fmtBytes(f * top_b));
+      });
+      var X = function (t) { return L + (t - t0) / span * pw; };
+      var Y = function (b) { return y0 + PH - b / top_b * PH; };
+      var pts = [X(t0).toFixed(1) + ',' + Y(0).toFixed(1)], prev = 0;
+      m.points.forEach(function (p) {
+        pts.push(X(p[0]).toFixed(1) + ',' + Y(prev).toFixed(1));
+        pts.push(X(p[0]).toFixed(1) + ',' + Y(p[1]).toFixed(1));
+        prev = p[1];
+      });
+      pts.push(X(t1).toFixed(1) + ',' + Y(prev).toFixed(1));
+      pts.push(X(t1).toFixed(1) + ',' + Y(0).toFixed(1));
+      el('polygon', { points: pts.join(' '), fill: '#8a5cd1', 'fill-opacity': 0.3, stroke: '#8a5cd1', 'stroke-width': 1.2 }, svg);
+      el('line', { x1: L, x2: L + pw, y1: y0 + PH, y2: y0 + PH, 'class': 'axis' }, svg);
+      var step = niceStep(span, 8);
+      for (var t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+        el('text', { x: X(t) - 2, y: y0 + PH + 14 }, svg, fmtDur(t));
+      }
+    });
+  }
+
   function barChart(svg, rows, opts) {
     var W = avail(svg, 600), BH = 18, L = opts.labelW || 170, top = 6;
     var H = top + rows.length * (BH + 6) + 10;
@@ -301,6 +346,7 @@
   if (select) select.value = String(runs.length - 1);
   utilChart(document.getElementById('util'), runs);
   var last = runs[runs.length - 1];
+  if (document.getElementById('memory')) memoryChart(document.getElementById('memory'), last);
   barChart(document.getElementById('kernels'), last.kernels.map(function (k) {
     return { label: k.name, values: [k.total_ns], text: fmtDur(k.total_ns) + ' (' + k.share_pct.toFixed(1) + '%, ' + k.count + 'x)' };
   }), { empty: 'no kernels' });
@@ -327,7 +373,7 @@
   }
   tl.reset();
   var rects = {};
-  ['timeline', 'util', 'kernels', 'steps', 'cmp-kernels', 'findings'].forEach(function (id) {
+  ['timeline', 'util', 'memory', 'kernels', 'steps', 'cmp-kernels', 'findings'].forEach(function (id) {
     var e = document.getElementById(id);
     if (!e) return;
     var r = e.getBoundingClientRect();
