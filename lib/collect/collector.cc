@@ -199,10 +199,8 @@ bool CollectorImpl::Initialize(InitSource source) {
   owner_pid_ = getpid();
   config_ = ConfigFromEnvironment(nullptr, &config_problems_);
   for (const std::string& p : config_problems_) Warn(p);
-  if (const char* d = std::getenv("SIGHTLINE_DETACH"); d != nullptr) {
-    if (std::strcmp(d, "1") == 0) detach_ = true;
-    if (std::strcmp(d, "keep") == 0) unsubscribe_after_ = false;
-  }
+  detach_ = config_.detach == DetachMode::kFinalize;
+  unsubscribe_after_ = config_.detach != DetachMode::kKeepSubscriber;
   {
     std::vector<std::string> monitor_problems;
     monitor_config_ = monitor::MonitorConfigFromEnvironment(nullptr, &monitor_problems);
@@ -215,7 +213,7 @@ bool CollectorImpl::Initialize(InitSource source) {
     config_.capture_repeat = true;
     config_.trace_backtrace = false;
   }
-  if (source == InitSource::kLinkIn && std::getenv("SIGHTLINE_CAPTURE") == nullptr &&
+  if (source == InitSource::kLinkIn && !config_.capture_set &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
     config_.capture = CaptureMode::kApi;  // linked in only: the program decides
   }

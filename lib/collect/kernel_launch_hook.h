@@ -79,6 +79,11 @@ struct KernelLaunchHookConfig {
   // range_profiler_spread.h), auto (spread; configurations left incomplete at a
   // capture end get kernel replay in later capture windows).
   MetricsReplay replay = MetricsReplay::kKernel;
+  bool image_per_launch = false;    // SIGHTLINE_METRICS_IMAGE=per_launch
+  bool batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
+  bool spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
+  bool debug = false;               // SIGHTLINE_METRICS_DEBUG
+  bool quiet = false;               // SIGHTLINE_QUIET: no summary line at a capture end
 };
 
 // The hook's settings from the collector's (lib/collect/collector.cc).
@@ -90,6 +95,11 @@ inline KernelLaunchHookConfig HookConfigFromCollectorConfig(const CollectorConfi
   hc.launches_per_kernel = c.metric_launches_per_kernel;
   hc.every_nth = c.metric_every_nth;
   hc.replay = c.metric_replay;
+  hc.image_per_launch = c.metric_image_per_launch;
+  hc.batch_sessions = c.metric_batch_sessions;
+  hc.spread_user_replay = c.metric_spread_user_replay;
+  hc.debug = c.metric_debug;
+  hc.quiet = c.quiet;
   return hc;
 }
 

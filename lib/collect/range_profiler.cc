@@ -107,12 +107,8 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
 }
 
 bool RangeProfiler::Init(std::string* error) {
-  if (const char* mode = std::getenv("SIGHTLINE_METRICS_IMAGE"); mode != nullptr) {
-    image_per_launch_ = std::strcmp(mode, "per_launch") == 0;
-  }
-  if (const char* mode = std::getenv("SIGHTLINE_METRICS_SESSION"); mode != nullptr) {
-    batch_sessions_ = std::strcmp(mode, "batch") == 0 && !image_per_launch_;
-  }
+  image_per_launch_ = config_.image_per_launch;
+  batch_sessions_ = config_.batch_sessions && !image_per_launch_;
   if (!selector_.Init(SelectorOptionsFromConfig(config_), error)) return false;
   if (config_.replay == MetricsReplay::kSequence) {
     sequence_ = std::make_unique<SequenceSpread>(static_cast<SequenceTarget*>(this), 1);
@@ -122,9 +118,7 @@ bool RangeProfiler::Init(std::string* error) {
     // Which CUPTI replay mode carries the explicit pass index: application
     // replay (the header: "set passIndex to the output of EndPass() for
     // application replay") unless SIGHTLINE_METRICS_SPREAD_REPLAY=user.
-    if (const char* m = std::getenv("SIGHTLINE_METRICS_SPREAD_REPLAY"); m != nullptr) {
-      spread_replay_ = std::strcmp(m, "user") == 0 ? CUPTI_UserReplay : CUPTI_ApplicationReplay;
-    }
+    spread_replay_ = config_.spread_user_replay ? CUPTI_UserReplay : CUPTI_ApplicationReplay;
     // One configuration at a time: CUPTI's pass counter is per object
     // (range_profiler_spread.h).
     spread_ = std::make_unique<SpreadScheduler>(static_cast<SpreadTarget*>(this), 1,
@@ -497,7 +491,7 @@ void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const Profi
     return;
   }
   std::string range_name = launch.name;
-  if (range_name.empty() || (first_range_name_.empty() && std::getenv("SIGHTLINE_METRICS_DEBUG"))) {
+  if (range_name.empty() || (first_range_name_.empty() && config_.debug)) {
     auto rp = MakeParams<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
         CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
     rp.pCounterDataImage = state->counter_data.data();
@@ -612,7 +606,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
                   std::to_string(s.incomplete) + " incomplete, " + std::to_string(s.discarded) +
                   " restarts (the launches of a step differed)";
   }
-  if (std::getenv("SIGHTLINE_METRICS_DEBUG") != nullptr) {
+  if (config_.debug) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +
                        " launches, " + std::to_string(passes_.load()) + " passes; seconds";
     for (int i = 0; i < kNumStages; ++i) {
@@ -624,8 +618,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
     std::fprintf(stderr, "%s; first range name '%s'\n", line.c_str(), first_range_name_.c_str());
   }
   if (launches_profiled_ > 0 || off_.load() || !spread_line.empty()) {
-    const char* quiet = std::getenv("SIGHTLINE_QUIET");
-    if (quiet == nullptr || std::strcmp(quiet, "1") != 0) {
+    if (!config_.quiet) {
       std::fprintf(stderr,
                    "sightline: metrics '%s' on %s: %llu launches profiled by kernel replay, %u passes each, "
                    "%llu ranges dropped; skipped %llu NCCL, %llu by name, %llu not every-Nth, "

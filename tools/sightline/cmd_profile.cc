@@ -30,6 +30,7 @@
 
 #include "lib/trace/reader.h"
 #include "lib/trace/sink.h"
+#include "lib/trace/setting_value.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
@@ -74,12 +75,8 @@ constexpr FlagMap kFlags[] = {
 
 // Finite seconds in [0, 1e7] (116 days): "inf", "1e309" and "nan" are refused.
 bool ValidSeconds(const std::string& v) {
-  if (v.empty() || v.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
-  char* end = nullptr;
-  errno = 0;
-  double d = std::strtod(v.c_str(), &end);
-  return end != nullptr && *end == '\0' && errno != ERANGE && std::isfinite(d) && d >= 0 &&
-         d <= 1e7;
+  double d = 0;
+  return trace::ParseNumberValue(v.c_str(), 0, 1e7, &d);
 }
 
 // Returns an empty string on success, else the usage problem.
@@ -144,10 +141,12 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       return "profile: --capture-range '" + value +
              "' is not one of cudaProfilerApi, nvtx:NAME, api, none";
     }
+    uint64_t count = 0;
     if ((var == "SIGHTLINE_CAPTURE_SKIP" || var == "SIGHTLINE_CAPTURE_COUNT") &&
-        (value.empty() || value.size() > 9 ||
-         value.find_first_not_of("0123456789") != std::string::npos)) {
-      return "profile: " + name + " '" + value + "' is not a count (0..999999999)";
+        !trace::ParseCountValue(value.c_str(), 0, 100000000, &count)) {
+      // The collector's range (lib/collect/config.cc): a larger count was
+      // accepted here and then refused by the collector with a warning.
+      return "profile: " + name + " '" + value + "' is not a count (0..100000000)";
     }
     if (var == "SIGHTLINE_CAPTURE_END" && value != "repeat" && value != "stop") {
       return "profile: --capture-range-end '" + value + "' is not repeat or stop";
@@ -403,9 +402,7 @@ bool Alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 void WaitForStragglers(const std::string& manifest, bool quiet) {
   double wait_s = 15;
   if (const char* w = std::getenv("SIGHTLINE_PROFILE_WAIT"); w != nullptr && *w != '\0') {
-    char* end = nullptr;
-    double v = std::strtod(w, &end);
-    if (end != w && *end == '\0' && v >= 0 && v <= 3600) wait_s = v;
+    trace::ParseNumberValue(w, 0, 3600, &wait_s);  // else the default
   }
   bool announced = false;
   for (int tick = 0; tick <= static_cast<int>(wait_s * 10); ++tick) {
