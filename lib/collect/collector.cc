@@ -743,23 +743,7 @@ void CollectorImpl::MaybeTearDown() {
     abandon("the writer did not drain the buffers in time");
     return;
   }
-  {
-    // Counters must be read before CUPTI forgets them.
-    std::vector<CUcontext> contexts;
-    {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
-      contexts = contexts_;
-    }
-    uint64_t dropped_total = 0;
-    for (CUcontext ctx : contexts) {
-      size_t dropped = 0;
-      if (cuptiActivityGetNumDroppedRecords(ctx, 0, &dropped) == CUPTI_SUCCESS) {
-        dropped_total += dropped;
-      }
-    }
-    std::lock_guard<std::mutex> lock(contexts_mu_);
-    cupti_dropped_total_ += dropped_total;
-  }
+  CollectDroppedRecords();  // counters must be read before CUPTI forgets them
   torn_down_ = true;
   // Bounded: a thread stuck inside CUPTI must not hang the app; then CUPTI
   // stays attached (nothing of ours calls it any more either way).

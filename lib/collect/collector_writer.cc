@@ -84,13 +84,7 @@ uint64_t CollectorImpl::CollectDroppedRecords() {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     contexts = contexts_;
   }
-  uint64_t total = 0;
-  for (CUcontext ctx : contexts) {
-    size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, 0, &dropped) == CUPTI_SUCCESS) total += dropped;
-  }
-  size_t global = 0;
-  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &global) == CUPTI_SUCCESS) total += global;
+  uint64_t total = ReadDroppedRecords(contexts, &cuptiActivityGetNumDroppedRecords);
   LeaveCupti();
   std::lock_guard<std::mutex> lock(contexts_mu_);
   cupti_dropped_total_ += total;  // the counters reset when read
