@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "lib/collect/event_sink.h"
+#include "lib/trace/demangle.h"
 #include "sightline/events.h"
 
 namespace sightline::collect {
@@ -76,8 +77,8 @@ class StackSymbolizer {
   std::unordered_map<void*, Resolved> cache_;
 };
 
-// "_ZN3foo3barEv" → "foo::bar()"; returns the input when not a mangled name.
-std::string Demangle(const char* symbol);
+// "_ZN3foo3barEv" → "foo::bar()": the one demangler, lib/trace/demangle.h.
+using trace::Demangle;
 
 }  // namespace sightline::collect
 
