@@ -39,6 +39,13 @@ bool ParseCountValue(const char* text, uint64_t min, uint64_t max, uint64_t* out
 
 bool ParseNumberValue(const char* text, double min, double max, double* out) {
   if (text == nullptr || *text == '\0') return false;
+  // strtod also takes blanks, "nan", "inf" and hex floats: only a decimal.
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '-' ||
+          *c == '+')) {
+      return false;
+    }
+  }
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(text, &end);

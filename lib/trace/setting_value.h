@@ -9,7 +9,8 @@
 //   bool    1 true yes on | 0 false no off   (ASCII case ignored)
 //   count   decimal digits only, in [min, max] (no sign, no spaces)
 //   size    a count of the unit the variable's name says (SIGHTLINE_BUFFER_KB)
-//   number  a finite decimal number in [min, max] (seconds, percentages)
+//   number  a finite decimal number in [min, max] (seconds, percentages):
+//           digits, '.', an exponent, a sign; no blanks, nan, inf or hex
 //   enum    one of a table's names, exactly
 //
 // Each returns false and leaves *out alone on a value it does not accept; the

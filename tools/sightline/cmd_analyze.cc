@@ -13,23 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "tools/sightline/command.h"
-
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "absl/strings/str_split.h"
 #include "lib/analysis/analyze.h"
 #include "lib/analysis/steps.h"
-#include "lib/export/cli_support.h"
-#include "lib/export/progress.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/terminal_text.h"
+#include "tools/sightline/cli_support.h"
+#include "tools/sightline/command.h"
+#include "tools/sightline/progress.h"
 #include "tools/sightline/trace_inputs.h"
-#endif
 
 namespace sightline::cli {
 namespace {
 
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 int SeverityRank(const std::string& s) {
   if (s == "high") return 0;
   if (s == "medium") return 1;
@@ -42,7 +38,7 @@ int RunAnalyze(const std::vector<std::string>& args) {
   std::vector<std::string> traces;
   std::string format = "text", output = "-", fail_on, value, group_by;
   analysis::AnalysisOptions options;
-  exporter::ArgScanner scan(args);
+  ArgScanner scan(args);
   while (!scan.Done()) {
     bool missing = false;
     if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
@@ -88,10 +84,10 @@ int RunAnalyze(const std::vector<std::string>& args) {
   if (!expanded.ok()) return UsageError("analyze: " + std::string(expanded.status().message()));
   traces = *std::move(expanded);
   for (const std::string& t : traces) {
-    absl::Status s = exporter::CheckInputFile(t);
+    absl::Status s = CheckInputFile(t);
     if (!s.ok()) return UsageError(std::string(s.message()));
   }
-  exporter::ProgressLine progress;
+  ProgressLine progress;
   options.progress = [&](const analysis::ReadProgress& p) {
     progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
   };
@@ -100,9 +96,9 @@ int RunAnalyze(const std::vector<std::string>& args) {
   if (!report.ok()) return UsageError(std::string(report.status().message()));
   std::string text =
       format == "json"     ? exporter::RenderReportJson(*report)
-      : !group_by.empty() ? exporter::RenderGroupByText(*report, group_by, exporter::TextWidth())
-                          : exporter::RenderReportText(*report, {exporter::TextWidth()});
-  absl::Status written = exporter::WriteTextOutput(output, text);
+      : !group_by.empty() ? exporter::RenderGroupByText(*report, group_by, TextWidth())
+                          : exporter::RenderReportText(*report, {TextWidth()});
+  absl::Status written = WriteTextOutput(output, text);
   if (!written.ok()) return UsageError(std::string(written.message()));
   if (!fail_on.empty()) {
     int limit = SeverityRank(fail_on);
@@ -116,11 +112,6 @@ int RunAnalyze(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
-#else
-int RunAnalyze(const std::vector<std::string>&) {
-  return UsageError("analyze: this build has no analyzer (lib/analysis was not built)");
-}
-#endif
 
 }  // namespace
 

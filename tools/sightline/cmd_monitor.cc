@@ -21,12 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "tools/sightline/command.h"
-
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "lib/analysis/analyze.h"
 #include "lib/export/report_render.h"
-#endif
+#include "tools/sightline/cli_support.h"
+#include "tools/sightline/command.h"
 
 extern char** environ;
 
@@ -34,28 +32,22 @@ namespace sightline::cli {
 namespace {
 
 
-struct FlagMap {
-  const char* name;
-  const char* variable;
-};
-constexpr FlagMap kFlags[] = {
-    {"--output", "SIGHTLINE_OUTPUT"},
-    {"-o", "SIGHTLINE_OUTPUT"},
-    {"--metrics-listen", "SIGHTLINE_METRICS_LISTEN"},
-    {"--step-range", "SIGHTLINE_STEP_RANGE"},
-    {"--interval-ms", "SIGHTLINE_MONITOR_INTERVAL_MS"},
-    {"--capture-steps", "SIGHTLINE_CAPTURE_STEPS"},
-    {"--capture-max-s", "SIGHTLINE_CAPTURE_MAX_S"},
-    {"--max-captures", "SIGHTLINE_MAX_CAPTURES"},
-    {"--cooldown", "SIGHTLINE_ANOMALY_COOLDOWN_S"},
-    {"--anomaly-mad-k", "SIGHTLINE_ANOMALY_MAD_K"},
-    {"--anomaly-min-pct", "SIGHTLINE_ANOMALY_MIN_PCT"},
-    {"--anomaly-steps", "SIGHTLINE_ANOMALY_STEPS"},
-    {"--anomaly-warmup", "SIGHTLINE_ANOMALY_WARMUP"},
-    {"--job", "SIGHTLINE_JOB"},
-    {"--devices", "SIGHTLINE_MONITOR_DEVICES"},
-    {"--trace", "SIGHTLINE_TRACE"},
-    {"-t", "SIGHTLINE_TRACE"},
+constexpr EnvOption kFlags[] = {
+    {"--output", "-o", "SIGHTLINE_OUTPUT"},
+    {"--metrics-listen", nullptr, "SIGHTLINE_METRICS_LISTEN"},
+    {"--step-range", nullptr, "SIGHTLINE_STEP_RANGE"},
+    {"--interval-ms", nullptr, "SIGHTLINE_MONITOR_INTERVAL_MS"},
+    {"--capture-steps", nullptr, "SIGHTLINE_CAPTURE_STEPS"},
+    {"--capture-max-s", nullptr, "SIGHTLINE_CAPTURE_MAX_S"},
+    {"--max-captures", nullptr, "SIGHTLINE_MAX_CAPTURES"},
+    {"--cooldown", nullptr, "SIGHTLINE_ANOMALY_COOLDOWN_S"},
+    {"--anomaly-mad-k", nullptr, "SIGHTLINE_ANOMALY_MAD_K"},
+    {"--anomaly-min-pct", nullptr, "SIGHTLINE_ANOMALY_MIN_PCT"},
+    {"--anomaly-steps", nullptr, "SIGHTLINE_ANOMALY_STEPS"},
+    {"--anomaly-warmup", nullptr, "SIGHTLINE_ANOMALY_WARMUP"},
+    {"--job", nullptr, "SIGHTLINE_JOB"},
+    {"--devices", nullptr, "SIGHTLINE_MONITOR_DEVICES"},
+    {"--trace", "-t", "SIGHTLINE_TRACE"},
 };
 
 struct MonitorOptions {
@@ -65,40 +57,25 @@ struct MonitorOptions {
 };
 
 std::string ParseArgs(const std::vector<std::string>& args, MonitorOptions* o) {
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-q" || a == "--quiet") {
+  ArgScanner scan(args);
+  while (!scan.Done()) {
+    if (scan.Flag("--")) break;
+    if (scan.Flag("-q") || scan.Flag("--quiet")) {
       o->quiet = true;
       o->env.emplace_back("SIGHTLINE_QUIET", "1");
       continue;
     }
-    if (a.empty() || a[0] != '-') break;
-    std::string name = a, value;
-    bool has_value = false;
-    size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    const FlagMap* flag = nullptr;
-    for (const FlagMap& f : kFlags) {
-      if (name == f.name) flag = &f;
-    }
+    if (scan.Peek().empty() || scan.Peek()[0] != '-') break;  // the command starts here
+    const std::string a = scan.Peek();
+    std::string value;
+    bool missing = false;
+    const EnvOption* flag =
+        ScanEnvOption(&scan, std::begin(kFlags), std::end(kFlags), &value, &missing);
     if (flag == nullptr) return "monitor: unknown option '" + a + "'";
-    if (!has_value) {
-      if (i + 1 >= args.size()) return "monitor: option '" + a + "' needs a value";
-      value = args[++i];
-    }
-    if (value.empty()) return "monitor: option '" + name + "' needs a non-empty value";
+    if (missing) return "monitor: option '" + scan.last_option() + "' needs a non-empty value";
     o->env.emplace_back(flag->variable, value);
   }
-  for (; i < args.size(); ++i) o->command.push_back(args[i]);
+  while (!scan.Done()) o->command.push_back(scan.Next());
   if (o->command.empty()) {
     return "monitor: no command given (usage: sightline monitor [options] -- CMD ARGS...)";
   }
@@ -134,7 +111,6 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   std::fprintf(stderr, "sightline: capture #%s of pid %s (%s: %s), %s steps -> %s\n",
                f[2].c_str(), f[1].c_str(), f[3].c_str(), f[6].c_str(), f[4].c_str(),
                trace.c_str());
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
   absl::StatusOr<analysis::Report> report = analysis::Analyze({trace}, analysis::AnalysisOptions());
   if (!report.ok()) {
     std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", f[2].c_str(),
@@ -154,10 +130,6 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   if (!quiet) {
     std::fprintf(stderr, "sightline: full report: sightline analyze %s\n", trace.c_str());
   }
-#else
-  std::fprintf(stderr, "sightline: this build has no analyzer; run sightline analyze %s\n",
-               trace.c_str());
-#endif
 }
 
 // Reads complete new lines of the events file from *offset.

@@ -29,8 +29,9 @@
 #include <vector>
 
 #include "lib/trace/reader.h"
-#include "lib/trace/sink.h"
 #include "lib/trace/setting_value.h"
+#include "lib/trace/sink.h"
+#include "tools/sightline/cli_support.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
@@ -47,12 +48,7 @@ struct ProfileOptions {
 };
 
 // Value-taking options: flag → variable.
-struct FlagMap {
-  const char* long_name;
-  const char* short_name;
-  const char* variable;
-};
-constexpr FlagMap kFlags[] = {
+constexpr EnvOption kFlags[] = {
     {"--output", "-o", "SIGHTLINE_OUTPUT"},
     {"--capture-range", nullptr, "SIGHTLINE_CAPTURE"},
     {"--capture-range-end", nullptr, "SIGHTLINE_CAPTURE_END"},
@@ -81,20 +77,16 @@ bool ValidSeconds(const std::string& v) {
 
 // Returns an empty string on success, else the usage problem.
 std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-q" || a == "--quiet") {
+  ArgScanner scan(args);
+  while (!scan.Done()) {
+    if (scan.Flag("--")) break;
+    if (scan.Flag("-q") || scan.Flag("--quiet")) {
       o->quiet = true;
       o->env.emplace_back("SIGHTLINE_QUIET", "1");
       continue;
     }
-    if (a == "--python-backtrace" || a.rfind("--python-backtrace=", 0) == 0) {
-      std::string v = a.size() > 18 ? a.substr(19) : "on";
+    std::string v;
+    if (scan.OptionalValue("--python-backtrace", "on", &v)) {
       if (v == "cuda") v = "on";  // nsys's spelling
       if (v != "on" && v != "off" && v != "gil") {
         return "profile: --python-backtrace '" + v + "' is not on, off or gil";
@@ -103,8 +95,7 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       o->env.emplace_back("SIGHTLINE_PYTHON_BACKTRACE", v);
       continue;
     }
-    if (a == "--pytorch" || a.rfind("--pytorch=", 0) == 0) {
-      std::string v = a.size() > 9 ? a.substr(10) : "ops";
+    if (scan.OptionalValue("--pytorch", "ops", &v)) {
       if (v == "autograd-nvtx" || v == "on") v = "ops";
       if (v == "autograd-shapes-nvtx") v = "shapes";
       if (v != "ops" && v != "shapes" && v != "off") {
@@ -113,24 +104,15 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       o->pytorch = v;
       continue;
     }
-    if (a.empty() || a[0] != '-') break;  // the command starts here
-    std::string name = a, value;
-    bool has_value = false;
-    size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    const FlagMap* flag = nullptr;
-    for (const FlagMap& f : kFlags) {
-      if (name == f.long_name || (f.short_name != nullptr && name == f.short_name)) flag = &f;
-    }
+    if (scan.Peek().empty() || scan.Peek()[0] != '-') break;  // the command starts here
+    const std::string a = scan.Peek();
+    std::string value;
+    bool missing = false;
+    const EnvOption* flag =
+        ScanEnvOption(&scan, std::begin(kFlags), std::end(kFlags), &value, &missing);
     if (flag == nullptr) return "profile: unknown option '" + a + "'";
-    if (!has_value) {
-      if (i + 1 >= args.size()) return "profile: option '" + a + "' needs a value";
-      value = args[++i];
-    }
+    const std::string& name = scan.last_option();
+    if (missing) return "profile: option '" + name + "' needs a value";
     std::string var = flag->variable;
     if (var == "SIGHTLINE_OUTPUT") o->output = value;
     if ((var == "SIGHTLINE_DELAY" || var == "SIGHTLINE_DURATION") && !ValidSeconds(value)) {
@@ -153,7 +135,7 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
     }
     o->env.emplace_back(var, value);
   }
-  for (; i < args.size(); ++i) o->command.push_back(args[i]);
+  while (!scan.Done()) o->command.push_back(scan.Next());
   if (o->command.empty()) return "profile: no command given (usage: sightline profile [options] -- CMD ARGS...)";
   return "";
 }

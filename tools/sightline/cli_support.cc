@@ -1,5 +1,5 @@
-// lib/export/cli_support.cc — see cli_support.h.
-#include "lib/export/cli_support.h"
+// tools/sightline/cli_support.cc — see cli_support.h.
+#include "tools/sightline/cli_support.h"
 
 #include <errno.h>
 #include <sys/ioctl.h>
@@ -15,8 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "lib/export/output_file.h"
 #include "lib/trace/input_file.h"
+#include "lib/trace/setting_value.h"
 
-namespace sightline::exporter {
+namespace sightline::cli {
 
 absl::Status CheckInputFile(const std::string& path) {
   // Opened, not stat()ed: the type is checked on the descriptor, and a FIFO
@@ -28,7 +29,7 @@ absl::Status CheckInputFile(const std::string& path) {
 }
 
 absl::Status WriteTextOutput(const std::string& path, std::string_view text) {
-  auto out = OutputFile::Open(path);
+  auto out = exporter::OutputFile::Open(path);
   if (!out.ok()) return out.status();
   (*out)->Append(text);
   return (*out)->Close();
@@ -53,13 +54,15 @@ absl::StatusOr<double> ParseNumberOption(std::string_view option, std::string_vi
       return refuse("is not a finite number");
     }
   }
+  double v = 0;
+  if (trace::ParseNumberValue(t.c_str(), min, max, &v)) return v;  // the one number parser
+  // Refused: say why.
   char* end = nullptr;
   errno = 0;
-  double v = std::strtod(t.c_str(), &end);
+  v = std::strtod(t.c_str(), &end);
   if (end != t.c_str() + t.size()) return refuse("is not a number");
   if (errno == ERANGE || !std::isfinite(v)) return refuse("is not a finite number");
-  if (!(v >= min && v <= max)) return refuse("is out of range");
-  return v;
+  return refuse("is out of range");
 }
 
 absl::StatusOr<uint64_t> ParseCountOption(std::string_view option, std::string_view text,
@@ -71,14 +74,13 @@ absl::StatusOr<uint64_t> ParseCountOption(std::string_view option, std::string_v
                                                    max, "])"));
   };
   if (text.empty()) return refuse("is empty");
-  uint64_t v = 0;
   for (char c : text) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return refuse("is not a whole number");
-    uint64_t digit = static_cast<uint64_t>(c - '0');
-    if (v > (UINT64_MAX - digit) / 10) return refuse("is out of range");
-    v = v * 10 + digit;
   }
-  if (v < min || v > max) return refuse("is out of range");
+  uint64_t v = 0;
+  if (!trace::ParseCountValue(std::string(text).c_str(), min, max, &v)) {
+    return refuse("is out of range");
+  }
   return v;
 }
 
@@ -124,4 +126,32 @@ bool ArgScanner::Flag(std::string_view name) {
   return true;
 }
 
-}  // namespace sightline::exporter
+bool ArgScanner::OptionalValue(std::string_view name, std::string_view implied,
+                               std::string* value) {
+  if (Done()) return false;
+  const std::string& a = args_[i_];
+  if (a == name) {
+    *value = std::string(implied);
+  } else if (a.size() > name.size() && a.compare(0, name.size(), name) == 0 &&
+             a[name.size()] == '=') {
+    *value = a.substr(name.size() + 1);
+  } else {
+    return false;
+  }
+  last_option_ = std::string(name);
+  ++i_;
+  return true;
+}
+
+const EnvOption* ScanEnvOption(ArgScanner* scan, const EnvOption* begin, const EnvOption* end,
+                               std::string* value, bool* missing) {
+  for (const EnvOption* o = begin; o != end; ++o) {
+    if (scan->Value(o->name, value, missing) ||
+        (o->short_name != nullptr && scan->Value(o->short_name, value, missing))) {
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace sightline::cli

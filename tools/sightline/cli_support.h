@@ -1,8 +1,8 @@
-// lib/export/cli_support.h — small helpers shared by the report-producing
-// subcommands of the CLI (analyze, diff, report): argument scanning, input
-// checks with clear messages, progress display and output writing.
-#ifndef SIGHTLINE_LIB_EXPORT_CLI_SUPPORT_H_
-#define SIGHTLINE_LIB_EXPORT_CLI_SUPPORT_H_
+// tools/sightline/cli_support.h — CLI plumbing shared by the subcommands: the
+// one argument scanner (every cmd_*.cc parses its arguments with ArgScanner),
+// option values, input checks with clear messages, output writing.
+#ifndef SIGHTLINE_TOOLS_SIGHTLINE_CLI_SUPPORT_H_
+#define SIGHTLINE_TOOLS_SIGHTLINE_CLI_SUPPORT_H_
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-namespace sightline::exporter {
+namespace sightline::cli {
 
 // Checks that `path` names a readable regular file; the error names it and
 // says what is wrong ("no such file", "is a directory", ...).
@@ -24,7 +24,8 @@ absl::Status CheckInputFile(const std::string& path);
 // ArgScanner before it gets here.
 absl::Status WriteTextOutput(const std::string& path, std::string_view text);
 
-// Strict number of an option: the whole text is a finite decimal number
+// Strict number of an option, parsed by lib/trace/setting_value.h (the one
+// number parser of settings and options): the whole text is a finite decimal number
 // (an optional trailing '%' when `percent` is set) inside [min, max]. NaN,
 // inf, 1e309 (overflow), empty text, trailing junk and out-of-range values
 // are refused with a message that names the option and the range, e.g.
@@ -39,7 +40,8 @@ absl::StatusOr<uint64_t> ParseCountOption(std::string_view option, std::string_v
 // tty, clamped to [60, 100]; 100 otherwise.
 int TextWidth();
 
-// Simple flag scanner: "--name VALUE" or "--name=VALUE".
+// The argument scanner of every subcommand: "--name VALUE", "--name=VALUE",
+// "-x VALUE", bare flags, and whatever is left (traces, a command) by Next().
 class ArgScanner {
  public:
   explicit ArgScanner(const std::vector<std::string>& args) : args_(args) {}
@@ -51,6 +53,8 @@ class ArgScanner {
   bool Value(std::string_view name, std::string* value, bool* missing);
   const std::string& last_option() const { return last_option_; }
   bool Flag(std::string_view name);
+  // "--name" alone (*value = `implied`) or "--name=VALUE" (may be empty).
+  bool OptionalValue(std::string_view name, std::string_view implied, std::string* value);
   std::string Next() { return args_[i_++]; }
 
  private:
@@ -59,6 +63,20 @@ class ArgScanner {
   std::string last_option_;
 };
 
-}  // namespace sightline::exporter
+// Options of `profile` and `monitor` that set one SIGHTLINE_* variable each
+// (the variable's value is the option's; lib/collect/config.h and
+// lib/monitor/monitor_config.h parse it).
+struct EnvOption {
+  const char* name;        // "--capture-range"
+  const char* short_name;  // "-t", or nullptr
+  const char* variable;    // "SIGHTLINE_CAPTURE"
+};
+// If the current argument is one of `options` (ArgScanner::Value under
+// either name), consumes it and its value and returns the option; *missing
+// as for Value. nullptr (nothing consumed) when it is none of them.
+const EnvOption* ScanEnvOption(ArgScanner* scan, const EnvOption* begin, const EnvOption* end,
+                               std::string* value, bool* missing);
 
-#endif  // SIGHTLINE_LIB_EXPORT_CLI_SUPPORT_H_
+}  // namespace sightline::cli
+
+#endif  // SIGHTLINE_TOOLS_SIGHTLINE_CLI_SUPPORT_H_
