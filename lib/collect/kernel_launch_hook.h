@@ -159,9 +159,7 @@ class KernelLaunchHook {
 
 // Implemented by lib/collect/range_profiler.cc. Returns nullptr (and fills
 // *error) when metrics cannot be collected (no permission, unknown metric,
-// unsupported device); tracing then continues without metrics. When
-// range_profiler.cc is absent from the build, lib/collect/CMakeLists.txt
-// compiles no_kernel_launch_hook.cc instead, whose version returns nullptr.
+// unsupported device); tracing then continues without metrics.
 std::unique_ptr<KernelLaunchHook> CreateKernelLaunchHook(const KernelLaunchHookConfig& config,
                                                          std::string* error);
 
