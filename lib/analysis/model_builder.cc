@@ -14,7 +14,7 @@ namespace {
 
 bool ValidSpan(uint64_t start, uint64_t end) { return start != 0 && end != 0 && end >= start; }
 
-// "[CUDA memcpy HtoD]" (nsys's name), from CopyKindName (sightline/events.h).
+// "[CUDA memcpy HtoD]" (nsys's name), from CopyKindName (lib/trace/events.h).
 std::string CopyName(CopyKind kind) {
   const absl::string_view name = CopyKindName(kind);
   if (name == "unknown") return "[CUDA memcpy]";
@@ -362,11 +362,11 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
   c.name = Str(e.name_id);
   c.source = e.source;
   c.trace = trace_index;
-  if (e.source == 3) {  // communicator info, not an operation
+  if (e.source == NcclSource::kCommunicatorInfo) {  // not an operation
     model.communicators.push_back(c);
     return;
   }
-  if (e.source == 1) {
+  if (e.source == NcclSource::kGpuKernel) {
     c.device = Device(e.device_id);
     nccl_streams.push_back(Stream(c.device, e.stream_id));
     nccl_correlation.push_back(e.correlation_id);

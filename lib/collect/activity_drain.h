@@ -15,7 +15,7 @@
 
 #include "lib/collect/buffer_pool.h"
 #include "lib/collect/record_converter.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

@@ -23,7 +23,7 @@
 
 #include "lib/collect/event_sink.h"
 #include "lib/trace/demangle.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

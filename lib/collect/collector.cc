@@ -445,7 +445,7 @@ void CollectorImpl::SetActivities(bool enable) {
                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
                   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD});
     if (!config_.runtime_records_per_api) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
-    if (!config_.trace_graph_nodes) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (config_.graph_launch_records) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
   }
   if (config_.trace_driver_api) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
   if (config_.trace_nvtx || config_.trace_nccl) {

@@ -109,13 +109,20 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
         c.trace_backtrace = true;
       } else if (item == "python") {
         c.trace_python = true;
-      } else if (item == "graph") {
-        c.trace_graph_nodes = false;
+      } else if (item == "graph-launches" || item == "graph") {
+        // Less detail, not more: one record per graph launch instead of one
+        // per kernel node. "graph" read like an item that adds graphs.
+        c.graph_launch_records = true;
+        if (item == "graph") {
+          problem("SIGHTLINE_TRACE", "graph",
+                  "is deprecated: use graph-launches (one record per CUDA graph launch instead "
+                  "of one per kernel node)");
+        }
       } else if (item == "none") {
       } else {
         problem("SIGHTLINE_TRACE", item.c_str(),
-                "is unknown (expected cuda, cuda-driver, nvtx, nccl, backtrace, python, graph, "
-                "none)");
+                "is unknown (expected cuda, cuda-driver, nvtx, nccl, backtrace, python, "
+                "graph-launches, none)");
       }
     }
   }
@@ -301,7 +308,7 @@ std::vector<std::string> CollectorConfig::EnabledList() const {
   if (trace_nccl) out.push_back("nccl");
   if (trace_backtrace) out.push_back("backtrace");
   if (trace_python) out.push_back(python_require_gil ? "python-gil" : "python");
-  if (!trace_graph_nodes) out.push_back("graph");
+  if (graph_launch_records) out.push_back("graph-launches");
   if (!metric_set.empty()) out.push_back("metrics");
   return out;
 }

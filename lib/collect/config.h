@@ -30,7 +30,9 @@
 //                        backtrace   host call stacks of synchronizing runtime API calls
 //                        python      Python call stacks of launches, copies, memsets and
 //                                    synchronizing calls (lib/collect/python_stacks.h)
-//                        graph       one record per CUDA graph launch instead of per node
+//                        graph-launches  one record per CUDA graph launch instead of one
+//                                    per kernel node (less detail; "graph", its old
+//                                    name, still works with a deprecation warning)
 //                        none        nothing (the collector stays passive)
 //   SIGHTLINE_CAPTURE    "" | "cudaProfilerApi" | "nvtx:NAME" | "api"
 //   SIGHTLINE_CAPTURE_END  "repeat" (default: every start/stop pair is a window)
@@ -140,7 +142,7 @@ struct CollectorConfig {
   bool trace_nvtx = true;
   bool trace_nccl = true;
   bool trace_backtrace = true;
-  bool trace_graph_nodes = true;  // false with "graph": one record per graph launch
+  bool graph_launch_records = false;  // "graph-launches": one record per graph launch, no nodes
   double backtrace_threshold_us = -1;  // < 0: synchronizing calls only
   bool trace_python = false;            // Python call stacks ("python", SIGHTLINE_PYTHON_BACKTRACE)
   bool python_require_gil = false;      // SIGHTLINE_PYTHON_BACKTRACE=gil

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "lib/collect/config.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

@@ -9,7 +9,7 @@
 namespace sightline::exporter {
 namespace {
 
-// CopyKindName's names (sightline/events.h), none for an unknown kind.
+// CopyKindName's names (lib/trace/events.h), none for an unknown kind.
 const char* CopyKindLabel(CopyKind k) {
   const char* name = CopyKindName(k);
   return std::string_view(name) == "unknown" ? "" : name;

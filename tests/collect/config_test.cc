@@ -372,6 +372,21 @@ TEST_F(ConfigTest, CaptureSetIsKnownToTheCollector) {
   EXPECT_TRUE(Parse().capture_set);
 }
 
+// "-t graph" removed detail while every other item adds some: renamed.
+TEST_F(ConfigTest, GraphLaunchesAndItsDeprecatedName) {
+  EXPECT_FALSE(Parse().graph_launch_records);
+  env_ = {{"SIGHTLINE_TRACE", "cuda,graph-launches"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_TRUE(c.graph_launch_records);
+  EXPECT_EQ(c.EnabledList(), (std::vector<std::string>{"cuda", "graph-launches"}));
+  env_ = {{"SIGHTLINE_TRACE", "cuda,graph"}};
+  c = Parse();
+  EXPECT_TRUE(c.graph_launch_records);  // still accepted ...
+  ASSERT_EQ(problems_.size(), 1u);      // ... with a warning
+  EXPECT_NE(problems_[0].find("deprecated: use graph-launches"), std::string::npos);
+}
+
 TEST(SettingValueTest, OneParserPerKind) {
   bool b = false;
   EXPECT_TRUE(trace::ParseBoolValue("On", &b));

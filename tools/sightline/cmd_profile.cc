@@ -596,7 +596,7 @@ SIGHTLINE_COMMAND("profile",
                   "profile [-o PATH] [--capture-range cudaProfilerApi|nvtx:NAME|api] "
                   "[--capture-range-end repeat|stop] [--capture-skip N] [--capture-count K] "
                   "[--delay S] [--duration S] "
-                  "[-t cuda,cuda-driver,nvtx,nccl,backtrace,python,graph] [--metrics SET] "
+                  "[-t cuda,cuda-driver,nvtx,nccl,backtrace,python,graph-launches] [--metrics SET] "
                   "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
