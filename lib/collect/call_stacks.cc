@@ -27,7 +27,7 @@ void StackCollector::Capture(uint32_t correlation_id) {
 }
 
 void StackCollector::Push(const RawStack& raw) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pending_.size() >= max_pending_) {
     ++dropped_;
     return;
@@ -36,13 +36,13 @@ void StackCollector::Push(const RawStack& raw) {
 }
 
 void StackCollector::Take(std::vector<RawStack>* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out->insert(out->end(), pending_.begin(), pending_.end());
   pending_.clear();
 }
 
 uint64_t StackCollector::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return dropped_;
 }
 

@@ -23,6 +23,7 @@
 
 #include "lib/collect/event_sink.h"
 #include "lib/trace/demangle.h"
+#include "lib/trace/thread_annotations.h"
 #include "lib/trace/events.h"
 
 namespace sightline::collect {
@@ -49,10 +50,10 @@ class StackCollector {
   uint64_t dropped() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<RawStack> pending_;
+  mutable Mutex mu_;  // leaf
+  std::vector<RawStack> pending_ SL_GUARDED_BY(mu_);
   size_t max_pending_;
-  uint64_t dropped_ = 0;
+  uint64_t dropped_ SL_GUARDED_BY(mu_) = 0;
 };
 
 // Writer thread: turns raw addresses into interned frames.

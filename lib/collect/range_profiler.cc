@@ -17,20 +17,20 @@ thread_local bool t_in_hook = false;
 
 bool RangeProfiler::Check(CUptiResult r, const char* what) {
   if (r == CUPTI_SUCCESS) return true;
-  std::lock_guard<std::mutex> lock(error_mu_);
+  MutexLock lock(error_mu_);
   last_error_ = std::string(what) + ": " + ResultString(r);
   return false;
 }
 
 std::string RangeProfiler::last_error() const {
-  std::lock_guard<std::mutex> lock(error_mu_);
+  MutexLock lock(error_mu_);
   return last_error_;
 }
 
 void RangeProfiler::TurnOff(const std::string& why) {
   if (off_.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(error_mu_);
+    MutexLock lock(error_mu_);
     last_error_ = why;
   }
   pending_.error = why;
@@ -172,7 +172,7 @@ bool RangeProfiler::InitProfiler(std::string* error) {
 }
 
 RangeProfiler::~RangeProfiler() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (spread_ != nullptr) spread_->DropAll();
   for (auto& state : contexts_) Flush(state.get());
   DisableAll();
@@ -181,7 +181,7 @@ RangeProfiler::~RangeProfiler() {
 
 void RangeProfiler::OnContextCreated(CUcontext context, uint32_t device_id) {
   if (off_.load() || t_in_hook) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   StateFor(context, device_id);  // enabling is deferred to the first profiled launch
 }
 
@@ -309,9 +309,9 @@ bool RangeProfiler::Ready(ContextState* state) {
 void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   if (off_.load() || t_in_hook || t_holding_launch) return;
   t_in_hook = true;
-  mu_.lock();
+  mu_.Lock();
   if (!window_open_) {  // entered just as the last window closed
-    mu_.unlock();
+    mu_.Unlock();
     t_in_hook = false;
     return;
   }
@@ -337,7 +337,7 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   if (keep_lock) {
     t_holding_launch = true;
   } else {
-    mu_.unlock();
+    mu_.Unlock();
   }
   t_in_hook = false;
 }
@@ -389,7 +389,7 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     active_sequence_ = false;
     active_ = nullptr;
     t_holding_launch = false;
-    mu_.unlock();
+    mu_.Unlock();
     t_in_hook = false;
     return;
   }
@@ -397,7 +397,7 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     ExitSpread();
     active_ = nullptr;
     t_holding_launch = false;
-    mu_.unlock();
+    mu_.Unlock();
     t_in_hook = false;
     return;
   }
@@ -409,12 +409,12 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     if (d > stage_s_[kStageLaunch][1]) stage_s_[kStageLaunch][1] = d;
   }
   if (!state->undecoded.empty()) {
-    std::lock_guard<std::mutex> lock(replayed_mu_);
+    MutexLock lock(replayed_mu_);
     replayed_.insert(state->undecoded.back().correlation_id);
   }
   if (!batch_sessions_ || state->undecoded.size() >= kBatchLimit) Flush(state);
   t_holding_launch = false;
-  mu_.unlock();
+  mu_.Unlock();
   t_in_hook = false;
 }
 
@@ -540,7 +540,7 @@ void RangeProfiler::DisableAll() {
 
 void RangeProfiler::OnContextDestroy(CUcontext context) {
   if (t_in_hook) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
     if ((*it)->context != context) continue;
     if (spread_ != nullptr) CollectSpread(spread_->FinishIncomplete(it->get()));
@@ -557,12 +557,12 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
 }
 
 void RangeProfiler::OnCaptureStart() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   window_open_ = true;
 }
 
 MetricCaptureResult RangeProfiler::OnCaptureEnd() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   window_open_ = false;
   for (auto& state : contexts_) Flush(state.get());
   std::string spread_line;
@@ -641,7 +641,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
 }
 
 bool RangeProfiler::IsReplayedCorrelation(uint32_t correlation_id) const {
-  std::lock_guard<std::mutex> lock(replayed_mu_);
+  MutexLock lock(replayed_mu_);
   return replayed_.count(correlation_id) != 0;
 }
 
