@@ -143,6 +143,31 @@ bool ArgScanner::OptionalValue(std::string_view name, std::string_view implied,
   return true;
 }
 
+std::string ScanReportArgs(const std::string& name, const std::vector<std::string>& args,
+                           bool takes_format, const OwnOptionFn& own, ReportArgs* out) {
+  ArgScanner scan(args);
+  while (!scan.Done()) {
+    std::string problem;
+    if (own && own(&scan, &problem)) {
+      if (!problem.empty()) return problem;
+      continue;
+    }
+    bool missing = false;
+    if ((takes_format &&
+         (scan.Value("--format", &out->format, &missing) || scan.Value("-f", &out->format, &missing))) ||
+        scan.Value("-o", &out->output, &missing) || scan.Value("--output", &out->output, &missing) ||
+        scan.Value("--step-range", &out->step_range, &missing) ||
+        scan.Value("--window", &out->window, &missing)) {
+      if (missing) return name + ": " + scan.last_option() + " needs a non-empty value (see --help)";
+      continue;
+    }
+    std::string a = scan.Next();
+    if (a.size() > 1 && a[0] == '-') return name + ": unknown option '" + a + "'";
+    out->traces.push_back(a);
+  }
+  return "";
+}
+
 const EnvOption* ScanEnvOption(ArgScanner* scan, const EnvOption* begin, const EnvOption* end,
                                std::string* value, bool* missing) {
   for (const EnvOption* o = begin; o != end; ++o) {
@@ -152,6 +177,40 @@ const EnvOption* ScanEnvOption(ArgScanner* scan, const EnvOption* begin, const E
     }
   }
   return nullptr;
+}
+
+std::string ScanLauncherArgs(const std::string& name, const std::vector<std::string>& args,
+                             const EnvOption* begin, const EnvOption* end, const OwnOptionFn& own,
+                             const CheckValueFn& check, LauncherArgs* out) {
+  ArgScanner scan(args);
+  while (!scan.Done()) {
+    if (scan.Flag("--")) break;
+    if (scan.Flag("-q") || scan.Flag("--quiet")) {
+      out->quiet = true;
+      out->env.emplace_back("SIGHTLINE_QUIET", "1");
+      continue;
+    }
+    std::string problem;
+    if (own && own(&scan, &problem)) {
+      if (!problem.empty()) return problem;
+      continue;
+    }
+    if (scan.Peek().empty() || scan.Peek()[0] != '-') break;  // the command starts here
+    const std::string a = scan.Peek();
+    std::string value;
+    bool missing = false;
+    const EnvOption* option = ScanEnvOption(&scan, begin, end, &value, &missing);
+    if (option == nullptr) return name + ": unknown option '" + a + "'";
+    if (missing) return name + ": option '" + scan.last_option() + "' needs a value";
+    if (check) problem = check(*option, scan.last_option(), value);
+    if (!problem.empty()) return problem;
+    out->env.emplace_back(option->variable, value);
+  }
+  while (!scan.Done()) out->command.push_back(scan.Next());
+  if (out->command.empty()) {
+    return name + ": no command given (usage: sightline " + name + " [options] -- CMD ARGS...)";
+  }
+  return "";
 }
 
 }  // namespace sightline::cli

@@ -5,6 +5,8 @@
 #define SIGHTLINE_TOOLS_SIGHTLINE_CLI_SUPPORT_H_
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +65,24 @@ class ArgScanner {
   std::string last_option_;
 };
 
+// A subcommand's own options, tried before the shared ones: true when it
+// took the current argument (a non-empty *problem ends the scan with it).
+using OwnOptionFn = std::function<bool(ArgScanner* scan, std::string* problem)>;
+
+// analyze, diff and report: "TRACE... [--format/-f F] [-o/--output FILE]
+// [--step-range NAME] [--window SPEC]" plus their own options. The caller
+// sets the defaults first.
+struct ReportArgs {
+  std::vector<std::string> traces;
+  std::string format = "text";  // only when `takes_format`
+  std::string output = "-";
+  std::string step_range;
+  std::string window;
+};
+// Returns "" or the usage problem ("NAME: --window needs a non-empty value").
+std::string ScanReportArgs(const std::string& name, const std::vector<std::string>& args,
+                           bool takes_format, const OwnOptionFn& own, ReportArgs* out);
+
 // Options of `profile` and `monitor` that set one SIGHTLINE_* variable each
 // (the variable's value is the option's; lib/collect/config.h and
 // lib/monitor/monitor_config.h parse it).
@@ -76,6 +96,22 @@ struct EnvOption {
 // as for Value. nullptr (nothing consumed) when it is none of them.
 const EnvOption* ScanEnvOption(ArgScanner* scan, const EnvOption* begin, const EnvOption* end,
                                std::string* value, bool* missing);
+
+// `profile` and `monitor`: "[OPTIONS] [--] CMD ARGS...".
+struct LauncherArgs {
+  std::vector<std::pair<std::string, std::string>> env;  // SIGHTLINE_* to set
+  bool quiet = false;                                     // -q / --quiet
+  std::vector<std::string> command;
+};
+// A table option's value checked: "" when fine, else the problem.
+using CheckValueFn = std::function<std::string(const EnvOption& option, const std::string& name,
+                                               const std::string& value)>;
+// Scans -q/--quiet (SIGHTLINE_QUIET=1), `own`, then the EnvOption table into
+// *out until "--" or the first word that is not an option: the command.
+// Returns "" or the usage problem ("NAME: unknown option '--x'").
+std::string ScanLauncherArgs(const std::string& name, const std::vector<std::string>& args,
+                             const EnvOption* begin, const EnvOption* end, const OwnOptionFn& own,
+                             const CheckValueFn& check, LauncherArgs* out);
 
 }  // namespace sightline::cli
 

@@ -35,38 +35,41 @@ int SeverityRank(const std::string& s) {
 }
 
 int RunAnalyze(const std::vector<std::string>& args) {
-  std::vector<std::string> traces;
-  std::string format = "text", output = "-", fail_on, value, group_by;
+  std::string fail_on, group_by;
   analysis::AnalysisOptions options;
-  ArgScanner scan(args);
-  while (!scan.Done()) {
+  auto own = [&](ArgScanner* scan, std::string* problem) {
+    std::string value;
     bool missing = false;
-    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
-        scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
-        scan.Value("--fail-on", &fail_on, &missing) ||
-        scan.Value("--group-by", &group_by, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing) ||
-        scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("analyze: " + scan.last_option() + " needs a non-empty value (see --help)");
-      continue;
+    if (scan->Value("--fail-on", &fail_on, &missing) ||
+        scan->Value("--group-by", &group_by, &missing)) {
+      if (missing) *problem = "analyze: " + scan->last_option() + " needs a non-empty value (see --help)";
+      return true;
     }
-    if (scan.Value("--set", &value, &missing)) {
-      if (missing) return UsageError("analyze: --set needs KEY=VALUE");
-      absl::Status s = options.SetFromString(value);
-      if (!s.ok()) return UsageError("analyze: --set " + value + ": " + std::string(s.message()));
-      continue;
+    if (scan->Value("--set", &value, &missing)) {
+      if (missing) {
+        *problem = "analyze: --set needs KEY=VALUE";
+      } else if (absl::Status s = options.SetFromString(value); !s.ok()) {
+        *problem = "analyze: --set " + value + ": " + std::string(s.message());
+      }
+      return true;
     }
-    if (scan.Value("--rules", &value, &missing)) {
-      if (missing) return UsageError("analyze: --rules needs a list of rule ids");
+    if (scan->Value("--rules", &value, &missing)) {
+      if (missing) *problem = "analyze: --rules needs a list of rule ids";
       for (absl::string_view r : absl::StrSplit(value, ',', absl::SkipEmpty())) {
         options.only_rules.emplace_back(r);
       }
-      continue;
+      return true;
     }
-    std::string a = scan.Next();
-    if (a.size() > 1 && a[0] == '-') return UsageError("analyze: unknown option '" + a + "'");
-    traces.push_back(a);
-  }
+    return false;
+  };
+  ReportArgs r;
+  std::string problem = ScanReportArgs("analyze", args, /*takes_format=*/true, own, &r);
+  if (!problem.empty()) return UsageError(problem);
+  std::vector<std::string> traces = std::move(r.traces);
+  const std::string& format = r.format;
+  const std::string& output = r.output;
+  options.step_range_name = r.step_range;
+  options.window = r.window;
   if (traces.empty()) return UsageError("analyze: missing TRACE (usage: sightline analyze TRACE... [--format text|json] [-o FILE])");
   if (format != "text" && format != "json") {
     return UsageError("analyze: unknown format '" + format + "' (expected text or json)");

@@ -27,25 +27,25 @@ namespace sightline::cli {
 namespace {
 
 int RunDiff(const std::vector<std::string>& args) {
-  std::vector<std::string> traces;
-  std::string format = "text", output = "-", threshold, min_share;
-  analysis::AnalysisOptions options;
-  ArgScanner scan(args);
-  while (!scan.Done()) {
+  std::string threshold, min_share;
+  auto own = [&](ArgScanner* scan, std::string* problem) {
     bool missing = false;
-    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
-        scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
-        scan.Value("--fail-on-regression", &threshold, &missing) ||
-        scan.Value("--min-kernel-share", &min_share, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing) ||
-        scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("diff: " + scan.last_option() + " needs a non-empty value (see --help)");
-      continue;
+    if (scan->Value("--fail-on-regression", &threshold, &missing) ||
+        scan->Value("--min-kernel-share", &min_share, &missing)) {
+      if (missing) *problem = "diff: " + scan->last_option() + " needs a non-empty value (see --help)";
+      return true;
     }
-    std::string a = scan.Next();
-    if (a.size() > 1 && a[0] == '-') return UsageError("diff: unknown option '" + a + "'");
-    traces.push_back(a);
-  }
+    return false;
+  };
+  ReportArgs r;
+  std::string problem = ScanReportArgs("diff", args, /*takes_format=*/true, own, &r);
+  if (!problem.empty()) return UsageError(problem);
+  const std::vector<std::string>& traces = r.traces;
+  const std::string& format = r.format;
+  const std::string& output = r.output;
+  analysis::AnalysisOptions options;
+  options.step_range_name = r.step_range;
+  options.window = r.window;
   if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
     return UsageError("diff: " + std::string(w.status().message()));
   }

@@ -23,6 +23,7 @@
 
 #include "lib/analysis/analyze.h"
 #include "lib/export/report_render.h"
+#include "tools/sightline/child_process.h"
 #include "tools/sightline/cli_support.h"
 #include "tools/sightline/command.h"
 
@@ -50,42 +51,11 @@ constexpr EnvOption kFlags[] = {
     {"--trace", "-t", "SIGHTLINE_TRACE"},
 };
 
-struct MonitorOptions {
-  std::vector<std::pair<std::string, std::string>> env;
-  bool quiet = false;
-  std::vector<std::string> command;
-};
-
-std::string ParseArgs(const std::vector<std::string>& args, MonitorOptions* o) {
-  ArgScanner scan(args);
-  while (!scan.Done()) {
-    if (scan.Flag("--")) break;
-    if (scan.Flag("-q") || scan.Flag("--quiet")) {
-      o->quiet = true;
-      o->env.emplace_back("SIGHTLINE_QUIET", "1");
-      continue;
-    }
-    if (scan.Peek().empty() || scan.Peek()[0] != '-') break;  // the command starts here
-    const std::string a = scan.Peek();
-    std::string value;
-    bool missing = false;
-    const EnvOption* flag =
-        ScanEnvOption(&scan, std::begin(kFlags), std::end(kFlags), &value, &missing);
-    if (flag == nullptr) return "monitor: unknown option '" + a + "'";
-    if (missing) return "monitor: option '" + scan.last_option() + "' needs a non-empty value";
-    o->env.emplace_back(flag->variable, value);
-  }
-  while (!scan.Done()) o->command.push_back(scan.Next());
-  if (o->command.empty()) {
-    return "monitor: no command given (usage: sightline monitor [options] -- CMD ARGS...)";
-  }
-  return "";
+std::string ParseArgs(const std::vector<std::string>& args, LauncherArgs* o) {
+  return ScanLauncherArgs("monitor", args, std::begin(kFlags), std::end(kFlags), nullptr, nullptr,
+                          o);
 }
 
-pid_t g_child = 0;
-void ForwardSignal(int signo) {
-  if (g_child > 0) kill(g_child, signo);
-}
 
 std::vector<std::string> Split(const std::string& line, char sep) {
   std::vector<std::string> out;
@@ -154,29 +124,17 @@ void DrainEvents(int fd, std::string* partial, Tally* tally, bool quiet) {
 }
 
 int RunMonitor(const std::vector<std::string>& args) {
-  MonitorOptions o;
+  LauncherArgs o;
   std::string problem = ParseArgs(args, &o);
   if (!problem.empty()) return UsageError(problem);
-  std::string lib = FindInjectionLibrary();
-  if (lib.empty() || !IsRegularFile(lib)) {
-    return UsageError("monitor: cannot find " + std::string("libsightline_inject.so") +
-                      " next to the sightline executable (" + ExecutableDir() +
-                      "); set SIGHTLINE_INJECT_LIB to its path");
-  }
+  std::string lib = InjectionLibrary("monitor", &problem);
+  if (lib.empty()) return UsageError(problem);
   if (std::getenv("SIGHTLINE_OUTPUT") == nullptr) {
     setenv("SIGHTLINE_OUTPUT", "sightline-monitor-%p.sltrace", 1);
   }
   for (const auto& [var, value] : o.env) setenv(var.c_str(), value.c_str(), 1);
   setenv("SIGHTLINE_MODE", "monitor", 1);
-  setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-  setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
-  if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home != nullptr && *cuda_home) {
-    std::string path = std::string(cuda_home) + "/lib64:" + cuda_home + "/extras/CUPTI/lib64";
-    if (const char* old = std::getenv("LD_LIBRARY_PATH"); old != nullptr && *old) {
-      path += std::string(":") + old;
-    }
-    setenv("LD_LIBRARY_PATH", path.c_str(), 1);
-  }
+  PrepareInjectionEnvironment(lib);
   // Private events file: a 0700 directory of ours, the file 0600.
   const char* tmp = std::getenv("TMPDIR");
   std::string dir_template = std::string(tmp != nullptr && *tmp == '/' ? tmp : "/tmp") +
@@ -202,42 +160,13 @@ int RunMonitor(const std::vector<std::string>& args) {
     rmdir(dir.c_str());
   };
 
-  std::vector<char*> argv;
-  for (std::string& a : o.command) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    cleanup();
-    return UsageError("monitor: pipe failed");
-  }
-  pid_t child = fork();
+  std::string error;
+  pid_t child = StartCommand(o.command, nullptr, nullptr, nullptr, &error);
   if (child < 0) {
     cleanup();
-    return UsageError(std::string("monitor: fork failed: ") + std::strerror(errno));
+    return UsageError("monitor: " + error);
   }
-  if (child == 0) {
-    close(err_pipe[0]);
-    execvp(argv[0], argv.data());
-    int e = errno;
-    ssize_t n = write(err_pipe[1], &e, sizeof(e));
-    (void)n;
-    _exit(127);
-  }
-  close(err_pipe[1]);
-  int exec_errno = 0;
-  if (read(err_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
-    close(err_pipe[0]);
-    waitpid(child, nullptr, 0);
-    cleanup();
-    return UsageError("monitor: cannot run '" + o.command[0] + "': " + std::strerror(exec_errno));
-  }
-  close(err_pipe[0]);
-  g_child = child;
-  struct sigaction sa = {};
-  sa.sa_handler = &ForwardSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2}) sigaction(s, &sa, nullptr);
+  ForwardSignalsTo(child, {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2});
 
   Tally tally;
   std::string partial;
@@ -251,8 +180,7 @@ int RunMonitor(const std::vector<std::string>& args) {
   }
   DrainEvents(events_fd, &partial, &tally, o.quiet);
   cleanup();
-  int code = WIFEXITED(status) ? WEXITSTATUS(status)
-                               : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+  int code = ExitCodeOf(status);
   if (!o.quiet) {
     std::fprintf(stderr, "sightline: monitor: '%s' exited (%d); %d anomalies, %d captures\n",
                  o.command[0].c_str(), code, tally.anomalies, tally.captures);

@@ -23,28 +23,29 @@ namespace sightline::cli {
 namespace {
 
 int RunReport(const std::vector<std::string>& args) {
-  std::vector<std::string> traces;
-  std::string output, max_events;
+  std::string max_events;
   bool merge = false;
-  analysis::AnalysisOptions options;
-  ArgScanner scan(args);
-  while (!scan.Done()) {
+  auto own = [&](ArgScanner* scan, std::string* problem) {
     bool missing = false;
-    if (scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
-        scan.Value("--max-events", &max_events, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing) ||
-        scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("report: " + scan.last_option() + " needs a non-empty value (see --help)");
-      continue;
+    if (scan->Value("--max-events", &max_events, &missing)) {
+      if (missing) *problem = "report: --max-events needs a non-empty value (see --help)";
+      return true;
     }
-    if (scan.Flag("--merge")) {
+    if (scan->Flag("--merge")) {
       merge = true;
-      continue;
+      return true;
     }
-    std::string a = scan.Next();
-    if (a.size() > 1 && a[0] == '-') return UsageError("report: unknown option '" + a + "'");
-    traces.push_back(a);
-  }
+    return false;
+  };
+  ReportArgs r;
+  r.output = "";  // required
+  std::string problem = ScanReportArgs("report", args, /*takes_format=*/false, own, &r);
+  if (!problem.empty()) return UsageError(problem);
+  std::vector<std::string> traces = std::move(r.traces);
+  const std::string& output = r.output;
+  analysis::AnalysisOptions options;
+  options.step_range_name = r.step_range;
+  options.window = r.window;
   if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
     return UsageError("report: " + std::string(w.status().message()));
   }
