@@ -18,7 +18,7 @@
 //   cuptiActivityGetNumDroppedRecords or a call into the KernelLaunchHook.
 //   Each field a mutex guards is marked SL_GUARDED_BY (checked by clang's
 //   -Wthread-safety, scripts/test.sh stage 5; lib/trace/thread_annotations.h).
-//   Every call of ours into CUPTI after set-up sits in a CuptiCall scope
+//   A CUPTI call that can race with the teardown sits in a CuptiCall scope
 //   (collector_impl.h), which the teardown waits for. docs/architecture.md
 //   has the whole picture.
 //

@@ -130,9 +130,9 @@ class CollectorImpl final : public Collector {
   // CUPTI's dropped records so far (ReadDroppedRecords added to
   // cupti_dropped_total_); any thread, no lock of ours held.
   uint64_t CollectDroppedRecords() SL_EXCLUDES(contexts_mu_);
-  // Scoped guard around every call of ours into CUPTI after set-up, on any
-  // thread (the writer, application threads in callbacks, the teardown):
-  // counts the thread in threads_in_cupti_ while it lives; ok() is false
+  // Scoped guard around a call of ours into CUPTI that can race with the
+  // teardown (MaybeTearDown), on any thread (the writer, application threads
+  // in callbacks): counts the thread in threads_in_cupti_ while it lives; ok() is false
   // once CUPTI is torn down, and then nothing may call it (a call would
   // re-initialise CUPTI). The teardown waits for the count to drop to zero
   // before cuptiFinalize.

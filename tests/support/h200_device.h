@@ -1,8 +1,8 @@
 // tests/support/h200_device.h — the NVIDIA H200 that synthetic test traces
 // run on: the device properties the occupancy calculator and the roofline
 // read (cc 9.0, 132 SMs, limits per SM and block, 4.8 TB/s). One copy for
-// the analysis, export and trace test helpers, which add what their tests
-// look at (chip name, UUID, clocks).
+// the analysis, export and trace test helpers and the analyzer benchmark,
+// which add what they look at (chip name, UUID, clocks).
 #ifndef SIGHTLINE_TESTS_SUPPORT_H200_DEVICE_H_
 #define SIGHTLINE_TESTS_SUPPORT_H200_DEVICE_H_
 
