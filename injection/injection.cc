@@ -20,6 +20,7 @@
 #include <string>
 
 #include "lib/collect/collector.h"
+#include "lib/collect/config.h"
 
 namespace {
 
@@ -34,10 +35,7 @@ std::string SelfPath() {
   return "";
 }
 
-bool Quiet() {
-  const char* q = std::getenv("SIGHTLINE_QUIET");
-  return q != nullptr && *q != '\0' && std::strcmp(q, "0") != 0;
-}
+bool Quiet() { return sightline::collect::ConfigFromEnvironment(nullptr, nullptr).quiet; }
 
 void PointNvtxAtUs() {
   const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");

@@ -29,6 +29,7 @@
 #include "lib/analysis/analyze.h"
 #include "lib/trace/sink.h"
 #include "lib/trace/writer.h"
+#include "tests/support/h200_device.h"
 
 namespace sightline::analysis {
 namespace {
@@ -49,16 +50,7 @@ BenchTrace Generate(uint64_t target_events, std::string path) {
   TraceHeaderData h;
   h.process.pid = getpid();
   h.process.host = "bench";
-  DeviceInfo d;
-  d.id = 0;
-  d.name = "NVIDIA H200";
-  d.cc_major = 9;
-  d.sm_count = 132;
-  d.max_warps_per_sm = 64;
-  d.max_blocks_per_sm = 32;
-  d.registers_per_sm = 65536;
-  d.shared_memory_per_sm = 233472;
-  h.devices.push_back(d);
+  h.devices.push_back(test_fixtures::H200Device(0));
   h.clock.trace_ns = 1'000'000'000;
   h.clock.realtime_ns = 1'700'000'000'000'000'000ull;
   writer.Begin(h);

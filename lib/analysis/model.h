@@ -36,8 +36,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "lib/trace/reader.h"
-#include "sightline/events.h"
-#include "sightline/trace_header.h"
+#include "lib/trace/events.h"
+#include "lib/trace/trace_header.h"
 
 namespace sightline::analysis {
 
@@ -153,7 +153,7 @@ struct Collective {
   NcclOp op = NcclOp::kUnknown;
   int32_t rank = -1, nranks = 0;
   uint32_t name = 0;
-  uint32_t source = 0;  // 1 GPU kernel, 2 host NVTX range, 3 communicator info
+  NcclSource source = NcclSource::kUnknown;
   uint32_t device = kNone;
   uint16_t trace = 0;
 };

@@ -14,21 +14,11 @@ namespace {
 
 bool ValidSpan(uint64_t start, uint64_t end) { return start != 0 && end != 0 && end >= start; }
 
-const char* CopyName(CopyKind kind) {
-  switch (kind) {
-    case CopyKind::kHtoD: return "[CUDA memcpy HtoD]";
-    case CopyKind::kDtoH: return "[CUDA memcpy DtoH]";
-    case CopyKind::kDtoD: return "[CUDA memcpy DtoD]";
-    case CopyKind::kHtoH: return "[CUDA memcpy HtoH]";
-    case CopyKind::kPtoP: return "[CUDA memcpy PtoP]";
-    case CopyKind::kHtoA: return "[CUDA memcpy HtoA]";
-    case CopyKind::kAtoH: return "[CUDA memcpy AtoH]";
-    case CopyKind::kAtoA: return "[CUDA memcpy AtoA]";
-    case CopyKind::kAtoD: return "[CUDA memcpy AtoD]";
-    case CopyKind::kDtoA: return "[CUDA memcpy DtoA]";
-    case CopyKind::kUnknown: break;
-  }
-  return "[CUDA memcpy]";
+// "[CUDA memcpy HtoD]" (nsys's name), from CopyKindName (lib/trace/events.h).
+std::string CopyName(CopyKind kind) {
+  const absl::string_view name = CopyKindName(kind);
+  if (name == "unknown") return "[CUDA memcpy]";
+  return absl::StrCat("[CUDA memcpy ", name, "]");
 }
 
 }  // namespace
@@ -394,11 +384,11 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
   c.name = Str(e.name_id);
   c.source = e.source;
   c.trace = trace_index;
-  if (e.source == 3) {  // communicator info, not an operation
+  if (e.source == NcclSource::kCommunicatorInfo) {  // not an operation
     model.communicators.push_back(c);
     return;
   }
-  if (e.source == 1) {
+  if (e.source == NcclSource::kGpuKernel) {
     c.device = Device(e.device_id);
     nccl_streams.push_back(Stream(c.device, e.stream_id));
     nccl_correlation.push_back(e.correlation_id);

@@ -22,7 +22,7 @@ void ModelBuilder::Impl::AddNcclGpuActivities() {
   // not recorded as kernels (otherwise they would be counted twice).
   for (size_t i = 0; i < model.collectives.size(); ++i) {
     const Collective& c = model.collectives[i];
-    if (c.source != 1 || c.device == kNone || nccl_streams[i] == kNone) continue;
+    if (c.source != NcclSource::kGpuKernel || c.device == kNone || nccl_streams[i] == kNone) continue;
     if (c.trace < has_comm_kernel.size() && has_comm_kernel[c.trace]) continue;
     GpuActivity a;
     a.start_ns = c.start_ns;

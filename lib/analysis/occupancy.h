@@ -44,8 +44,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "sightline/events.h"
-#include "sightline/trace_header.h"
+#include "lib/trace/events.h"
+#include "lib/trace/trace_header.h"
 
 namespace sightline::analysis {
 

@@ -17,7 +17,9 @@ std::string DeviceLabel(const TimelineModel& model, uint32_t device);
 // An API call's name for display, without CUPTI's version suffix
 // ("cudaMemcpy_v3020" → "cudaMemcpy").
 std::string ApiName(const TimelineModel& model, uint32_t name);
-// "1.23 ms", "45.6 µs", "789 ns", "2.50 s".
+// The one duration / percentage formatter of the tree (rules, the report
+// renderers in lib/export, `sightline info`): "1.23 ms", "45.6 us", "789 ns",
+// "2.50 s".
 std::string FormatNs(double ns);
 // "12.3%".
 std::string FormatPct(double pct);

@@ -391,10 +391,10 @@ static void FillNcclOps(const TimelineModel& model, Report* report) {
   };
   std::map<std::pair<uint16_t, uint8_t>, Acc> ops;
   for (const Collective& c : model.collectives) {
-    if (c.source != 1 && c.source != 2) continue;
+    if (c.source != NcclSource::kGpuKernel && c.source != NcclSource::kHostNvtx) continue;
     Acc& a = ops[{c.trace, static_cast<uint8_t>(c.op)}];
     NcclOpRow& r = a.row;
-    if (c.source == 1) {
+    if (c.source == NcclSource::kGpuKernel) {
       r.gpu_count++;
       r.gpu_total_ns += c.end_ns - c.start_ns;
       continue;
@@ -419,7 +419,7 @@ static void FillNcclOps(const TimelineModel& model, Report* report) {
   // communication kernels' names, "...ncclDevKernel_AllReduce_Sum_f32...".
   std::vector<bool> has_gpu_events(model.traces.size(), false);
   for (const Collective& c : model.collectives) {
-    if (c.source == 1 && c.trace < has_gpu_events.size()) has_gpu_events[c.trace] = true;
+    if (c.source == NcclSource::kGpuKernel && c.trace < has_gpu_events.size()) has_gpu_events[c.trace] = true;
   }
   for (const GpuActivity& g : model.activities) {
     if (g.kind != ActivityKind::kKernel || g.klass != ActivityClass::kCommunication) continue;

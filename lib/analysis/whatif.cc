@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <cxxabi.h>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "lib/trace/demangle.h"
 
 namespace sightline::analysis {
 
@@ -21,14 +21,7 @@ bool ContainsLower(const std::string& lower, std::string_view what) {
 
 bool IsFp32MathKernelName(std::string_view name) {
   std::string n(name.substr(0, 4096));
-  if (n.rfind("_Z", 0) == 0) {  // template arguments ("<float>") only show demangled
-    int status = 0;
-    char* d = abi::__cxa_demangle(n.c_str(), nullptr, nullptr, &status);
-    if (d != nullptr) {
-      if (status == 0) n = d;
-      std::free(d);
-    }
-  }
+  n = trace::Demangle(n);  // template arguments ("<float>") only show demangled
   for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (std::string_view tc : {"tf32", "hmma", "1688", "16816", "gmma", "bf16", "f16", "h884",
                               "imma", "fp16", "half", "bfloat", "__nv_bfloat", "tensorop",

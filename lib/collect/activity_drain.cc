@@ -3,6 +3,18 @@
 
 namespace sightline::collect {
 
+uint64_t ReadDroppedRecords(const std::vector<CUcontext>& contexts, DroppedRecordsFn query) {
+  uint64_t total = 0;
+  size_t dropped = 0;
+  for (CUcontext ctx : contexts) {
+    dropped = 0;
+    if (query(ctx, 0, &dropped) == CUPTI_SUCCESS) total += dropped;
+  }
+  dropped = 0;
+  if (query(nullptr, 0, &dropped) == CUPTI_SUCCESS) total += dropped;
+  return total;
+}
+
 DrainResult DrainActivityBuffer(const CompletedBuffer& buffer, NextRecordFn next,
                                 RecordConverter* converter) {
   DrainResult result;

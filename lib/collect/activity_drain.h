@@ -11,10 +11,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "lib/collect/buffer_pool.h"
 #include "lib/collect/record_converter.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 
@@ -33,9 +34,19 @@ struct DrainResult {
 DrainResult DrainActivityBuffer(const CompletedBuffer& buffer, NextRecordFn next,
                                 RecordConverter* converter);
 
+// Same contract as cuptiActivityGetNumDroppedRecords: the records CUPTI
+// dropped for `context` (nullptr: the process-wide count, records of no
+// context) since the last call; the counter resets when read.
+using DroppedRecordsFn = CUptiResult (*)(CUcontext context, uint32_t stream_id, size_t* dropped);
+
+// CUPTI's dropped records since the last read: every context of `contexts`
+// plus the process-wide count. The one place that asks (the writer's loss
+// report and the teardown both call it through the collector).
+uint64_t ReadDroppedRecords(const std::vector<CUcontext>& contexts, DroppedRecordsFn query);
+
 // Everything that can lose events, in one place.
 struct LossInputs {
-  uint64_t cupti_dropped_records = 0;   // cuptiActivityGetNumDroppedRecords, all contexts
+  uint64_t cupti_dropped_records = 0;   // ReadDroppedRecords, summed over the run
   uint64_t pool_dropped_requests = 0;   // buffers CUPTI asked for and did not get
   uint64_t buffers_not_returned = 0;    // handed to CUPTI, never completed (another client)
   uint64_t broken_buffers = 0;

@@ -15,7 +15,7 @@ ActivityBufferPool::ActivityBufferPool(size_t buffer_bytes, uint32_t initial_buf
       max_buffers_(max_buffers < 1 ? 1 : max_buffers),
       notify_(notify),
       notify_arg_(notify_arg) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   free_.reserve(max_buffers_);
   queue_.reserve(max_buffers_);
   for (uint32_t i = 0; i < initial_buffers && i < max_buffers_; ++i) {
@@ -26,7 +26,7 @@ ActivityBufferPool::ActivityBufferPool(size_t buffer_bytes, uint32_t initial_buf
 }
 
 ActivityBufferPool::~ActivityBufferPool() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (uint8_t* b : free_) std::free(b);
   for (const CompletedBuffer& c : queue_) std::free(c.data);
   // Outstanding buffers belong to CUPTI (or to another client): leaked on purpose.
@@ -43,7 +43,7 @@ uint8_t* ActivityBufferPool::AllocateLocked() {
 }
 
 uint8_t* ActivityBufferPool::Acquire() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint8_t* b = nullptr;
   if (!free_.empty()) {
     b = free_.back();
@@ -63,7 +63,7 @@ uint8_t* ActivityBufferPool::Acquire() {
 
 bool ActivityBufferPool::Complete(uint8_t* data, size_t valid_bytes, uint32_t stream_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = handed_out_.find(data);
     if (it == handed_out_.end()) {
       ++stats_.foreign_completions;
@@ -81,7 +81,7 @@ bool ActivityBufferPool::Complete(uint8_t* data, size_t valid_bytes, uint32_t st
 }
 
 size_t ActivityBufferPool::TakeCompleted(std::vector<CompletedBuffer>* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = queue_.size();
   out->insert(out->end(), queue_.begin(), queue_.end());
   queue_.clear();
@@ -90,17 +90,17 @@ size_t ActivityBufferPool::TakeCompleted(std::vector<CompletedBuffer>* out) {
 
 void ActivityBufferPool::Release(uint8_t* data, size_t used_bytes) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (all_.count(data) == 0) return;
   }
   // Outside the lock: the buffer is neither free nor handed out, so it is ours.
   std::memset(data, 0, std::min(used_bytes, buffer_bytes_));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   free_.push_back(data);
 }
 
 uint32_t ActivityBufferPool::Replenish(uint32_t spare) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint32_t added = 0;
   while (free_.size() < spare) {
     uint8_t* b = AllocateLocked();
@@ -112,7 +112,7 @@ uint32_t ActivityBufferPool::Replenish(uint32_t spare) {
 }
 
 BufferPoolStats ActivityBufferPool::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   BufferPoolStats s = stats_;
   s.queued = queue_.size();
   return s;

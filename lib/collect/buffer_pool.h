@@ -25,9 +25,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <unordered_set>
 #include <vector>
+
+#include "lib/trace/thread_annotations.h"
 
 namespace sightline::collect {
 
@@ -79,18 +80,18 @@ class ActivityBufferPool {
   BufferPoolStats stats() const;
 
  private:
-  uint8_t* AllocateLocked();
+  uint8_t* AllocateLocked() SL_REQUIRES(mu_);
 
   const size_t buffer_bytes_;
   const uint32_t max_buffers_;
   void (*notify_)(void*);
   void* notify_arg_;
-  mutable std::mutex mu_;
-  std::vector<uint8_t*> free_;
-  std::vector<CompletedBuffer> queue_;
-  std::unordered_set<uint8_t*> handed_out_;
-  std::unordered_set<uint8_t*> all_;
-  BufferPoolStats stats_;
+  mutable Mutex mu_;  // leaf
+  std::vector<uint8_t*> free_ SL_GUARDED_BY(mu_);
+  std::vector<CompletedBuffer> queue_ SL_GUARDED_BY(mu_);
+  std::unordered_set<uint8_t*> handed_out_ SL_GUARDED_BY(mu_);
+  std::unordered_set<uint8_t*> all_ SL_GUARDED_BY(mu_);
+  BufferPoolStats stats_ SL_GUARDED_BY(mu_);
 };
 
 }  // namespace sightline::collect

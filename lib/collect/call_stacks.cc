@@ -1,7 +1,6 @@
 // lib/collect/call_stacks.cc — see call_stacks.h.
 #include "lib/collect/call_stacks.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
 #include <execinfo.h>
 
@@ -9,17 +8,6 @@
 #include <cstring>
 
 namespace sightline::collect {
-
-std::string Demangle(const char* symbol) {
-  if (symbol == nullptr) return "";
-  if (std::strncmp(symbol, "_Z", 2) != 0) return symbol;
-  int status = 0;
-  char* out = abi::__cxa_demangle(symbol, nullptr, nullptr, &status);
-  if (status != 0 || out == nullptr) return symbol;
-  std::string s(out);
-  std::free(out);
-  return s;
-}
 
 StackCollector::StackCollector(size_t max_pending) : max_pending_(max_pending) {
   pending_.reserve(256);
@@ -39,7 +27,7 @@ void StackCollector::Capture(uint32_t correlation_id) {
 }
 
 void StackCollector::Push(const RawStack& raw) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (pending_.size() >= max_pending_) {
     ++dropped_;
     return;
@@ -48,13 +36,13 @@ void StackCollector::Push(const RawStack& raw) {
 }
 
 void StackCollector::Take(std::vector<RawStack>* out) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out->insert(out->end(), pending_.begin(), pending_.end());
   pending_.clear();
 }
 
 uint64_t StackCollector::dropped() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return dropped_;
 }
 

@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "lib/collect/event_sink.h"
-#include "sightline/events.h"
+#include "lib/trace/demangle.h"
+#include "lib/trace/thread_annotations.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 
@@ -48,10 +50,10 @@ class StackCollector {
   uint64_t dropped() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<RawStack> pending_;
+  mutable Mutex mu_;  // leaf
+  std::vector<RawStack> pending_ SL_GUARDED_BY(mu_);
   size_t max_pending_;
-  uint64_t dropped_ = 0;
+  uint64_t dropped_ SL_GUARDED_BY(mu_) = 0;
 };
 
 // Writer thread: turns raw addresses into interned frames.
@@ -76,8 +78,8 @@ class StackSymbolizer {
   std::unordered_map<void*, Resolved> cache_;
 };
 
-// "_ZN3foo3barEv" → "foo::bar()"; returns the input when not a mangled name.
-std::string Demangle(const char* symbol);
+// "_ZN3foo3barEv" → "foo::bar()": the one demangler, lib/trace/demangle.h.
+using trace::Demangle;
 
 }  // namespace sightline::collect
 

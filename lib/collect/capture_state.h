@@ -30,7 +30,7 @@
 #include <string_view>
 
 #include "lib/collect/config.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

@@ -27,6 +27,12 @@ namespace {
 
 CollectorImpl* g_collector = nullptr;
 
+// The C API reads sightline_internal_capturing with a relaxed atomic load on
+// any thread (injection/sightline_api.cc); every write is atomic too.
+void SetCapturingFlag(bool on) {
+  __atomic_store_n(&sightline_internal_capturing, on ? 1 : 0, __ATOMIC_RELAXED);
+}
+
 void CUPTIAPI BufferRequestedTrampoline(uint8_t** buffer, size_t* size, size_t* max_records) {
   g_collector->OnBufferRequested(buffer, size, max_records);
 }
@@ -50,7 +56,7 @@ void AtExitTrampoline() { Collector::Get().Shutdown("exit"); }
 void AtForkChild() {
   // The child has no writer thread and must not touch the parent's CUPTI
   // state: the pid check in every entry point turns the collector off.
-  sightline_internal_capturing = 0;
+  SetCapturingFlag(false);
 }
 
 uint32_t ThreadId() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
@@ -86,40 +92,39 @@ uint64_t CollectorImpl::Now() {
   // also re-initialise CUPTI). After it: extrapolate from the monotonic
   // clock with the offset measured at start.
   uint64_t ts = 0;
-  if (EnterCupti()) {
-    CUptiResult r = cuptiGetTimestamp(&ts);
-    LeaveCupti();
-    if (r == CUPTI_SUCCESS) return ts;
-  }
+  if (CuptiCall cupti(this); cupti.ok() && cuptiGetTimestamp(&ts) == CUPTI_SUCCESS) return ts;
   return static_cast<uint64_t>(static_cast<int64_t>(MonotonicRawNs()) + clock_offset_ns_);
 }
 
-bool CollectorImpl::EnterCupti() {
-  writer_in_cupti_.fetch_add(1);
-  if (torn_down_) {
-    writer_in_cupti_.fetch_sub(1);
-    return false;
+CollectorImpl::CuptiCall::CuptiCall(CollectorImpl* collector) : collector_(collector) {
+  collector_->threads_in_cupti_.fetch_add(1);
+  if (collector_->torn_down_) {
+    collector_->threads_in_cupti_.fetch_sub(1);
+    ok_ = false;
   }
-  return true;
+}
+
+CollectorImpl::CuptiCall::~CuptiCall() {
+  if (ok_) collector_->threads_in_cupti_.fetch_sub(1);
 }
 
 bool CollectorImpl::WaitForWriterFlush(int timeout_s) {
   uint64_t ticket = flush_generation_.fetch_add(1) + 1;
   flush_requested_ = true;
   Wake();
-  std::unique_lock<std::mutex> lock(done_mu_);
-  return done_cv_.wait_for(lock, std::chrono::seconds(timeout_s), [&] {
+  MutexLock lock(done_mu_);
+  return done_cv_.WaitFor(done_mu_, std::chrono::seconds(timeout_s), [&] {
     return flushed_generation_.load() >= ticket || writer_done_.load();
   });
 }
 
 void CollectorImpl::SetError(const std::string& message) {
-  std::lock_guard<std::mutex> lock(error_mu_);
+  MutexLock lock(error_mu_);
   last_error_ = message;
 }
 
 std::string CollectorImpl::last_error() const {
-  std::lock_guard<std::mutex> lock(error_mu_);
+  MutexLock lock(error_mu_);
   return last_error_;
 }
 
@@ -199,10 +204,8 @@ bool CollectorImpl::Initialize(InitSource source) {
   owner_pid_ = getpid();
   config_ = ConfigFromEnvironment(nullptr, &config_problems_);
   for (const std::string& p : config_problems_) Warn(p);
-  if (const char* d = std::getenv("SIGHTLINE_DETACH"); d != nullptr) {
-    if (std::strcmp(d, "1") == 0) detach_ = true;
-    if (std::strcmp(d, "keep") == 0) unsubscribe_after_ = false;
-  }
+  detach_ = config_.detach == DetachMode::kFinalize;
+  unsubscribe_after_ = config_.detach != DetachMode::kKeepSubscriber;
   {
     std::vector<std::string> monitor_problems;
     monitor_config_ = monitor::MonitorConfigFromEnvironment(nullptr, &monitor_problems);
@@ -215,7 +218,7 @@ bool CollectorImpl::Initialize(InitSource source) {
     config_.capture_repeat = true;
     config_.trace_backtrace = false;
   }
-  if (source == InitSource::kLinkIn && std::getenv("SIGHTLINE_CAPTURE") == nullptr &&
+  if (source == InitSource::kLinkIn && !config_.capture_set &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
     config_.capture = CaptureMode::kApi;  // linked in only: the program decides
   }
@@ -270,7 +273,7 @@ bool CollectorImpl::Initialize(InitSource source) {
                      : "");
   }
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    MutexLock lock(control_mu_);
     CaptureAction action = capture_->Begin(Now());
     ApplyLocked(action, Now());
   }
@@ -453,7 +456,7 @@ void CollectorImpl::SetActivities(bool enable) {
                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
                   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD});
     if (!config_.runtime_records_per_api) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
-    if (!config_.trace_graph_nodes) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (config_.graph_launch_records) kinds.push_back(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
     if (config_.trace_memory) {
       kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY2);
       kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
@@ -472,7 +475,7 @@ void CollectorImpl::SetActivities(bool enable) {
   }
   SelectApiRecords(enable);
   activities_on_ = enable;
-  sightline_internal_capturing = enable ? 1 : 0;
+  SetCapturingFlag(enable);
 }
 
 bool CollectorImpl::ApiSkipped(const char* name) const {
@@ -576,7 +579,7 @@ void CollectorImpl::Control(CaptureAction (CaptureStateMachine::*fn)(uint64_t)) 
   if (tracing_off_ || !initialized_) return;
   bool closed;
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    MutexLock lock(control_mu_);
     uint64_t now = Now();
     closed = ApplyLocked((capture_.get()->*fn)(now), now);
   }
@@ -584,7 +587,7 @@ void CollectorImpl::Control(CaptureAction (CaptureStateMachine::*fn)(uint64_t)) 
 }
 
 void CollectorImpl::PushHostEvent(HostEvent event) {
-  std::lock_guard<std::mutex> lock(host_mu_);
+  MutexLock lock(host_mu_);
   if (host_events_.size() >= (1u << 20) && event.kind != HostEvent::kWindow) {
     ++host_events_dropped_;
     return;
@@ -623,14 +626,15 @@ bool CollectorImpl::SynchronizeContexts() {
   dlclose(cuda);  // still loaded by the app (RTLD_NOLOAD succeeded)
   if (push == nullptr || pop == nullptr || sync == nullptr || mode == nullptr) return false;
   struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false, ok = true;
+    Mutex mu;
+    CondVar cv;
+    bool done SL_GUARDED_BY(mu) = false;
+    bool ok SL_GUARDED_BY(mu) = true;
   };
   auto shared = std::make_shared<Shared>();
   std::vector<CUcontext> contexts;
   {
-    std::lock_guard<std::mutex> lock(contexts_mu_);
+    MutexLock lock(contexts_mu_);
     contexts = contexts_;
   }
   std::thread([shared, contexts, push, pop, sync, mode] {
@@ -643,14 +647,17 @@ bool CollectorImpl::SynchronizeContexts() {
       CUcontext popped = nullptr;
       pop(&popped);
     }
-    std::lock_guard<std::mutex> lock(shared->mu);
+    MutexLock lock(shared->mu);
     shared->ok = ok;
     shared->done = true;
-    shared->cv.notify_all();
+    shared->cv.NotifyAll();
   }).detach();
-  std::unique_lock<std::mutex> lock(shared->mu);
-  if (!shared->cv.wait_for(lock, std::chrono::seconds(5), [&] { return shared->done; })) {
-    return false;  // the helper stays blocked; it owns only `shared` and copies
+  MutexLock lock(shared->mu);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!shared->done) {
+    if (!shared->cv.WaitUntil(shared->mu, deadline)) {
+      if (!shared->done) return false;  // the helper stays blocked; it owns only `shared` and copies
+    }
   }
   return shared->ok;
 }
@@ -672,22 +679,24 @@ void CollectorImpl::Quiesce() {
   // hook's per-context state); SIGHTLINE_DETACH=keep keeps it too.
   if (quiesced_ || subscriber_ == nullptr) return;
   quiesced_ = true;
-  if (!EnterCupti()) return;
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // the last window's records
-  // With the metrics hook the launch callbacks stay: a profiled launch holds
-  // the hook's lock from its enter to its exit callback, and an exit that
-  // never comes would leave it held (none should be in flight here — the
-  // hook admits no launch after its capture end — but this is cheap).
-  std::vector<CUpti_CallbackDomain> domains = {CUPTI_CB_DOMAIN_NVTX};
-  if (hook_ == nullptr) {
-    domains.push_back(CUPTI_CB_DOMAIN_RUNTIME_API);
-    domains.push_back(CUPTI_CB_DOMAIN_DRIVER_API);
+  {
+    CuptiCall cupti(this);
+    if (!cupti.ok()) return;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // the last window's records
+    // With the metrics hook the launch callbacks stay: a profiled launch holds
+    // the hook's lock from its enter to its exit callback, and an exit that
+    // never comes would leave it held (none should be in flight here — the
+    // hook admits no launch after its capture end — but this is cheap).
+    std::vector<CUpti_CallbackDomain> domains = {CUPTI_CB_DOMAIN_NVTX};
+    if (hook_ == nullptr) {
+      domains.push_back(CUPTI_CB_DOMAIN_RUNTIME_API);
+      domains.push_back(CUPTI_CB_DOMAIN_DRIVER_API);
+    }
+    for (CUpti_CallbackDomain domain : domains) {
+      Check(cuptiEnableDomain(0, subscriber_, domain), "cuptiEnableDomain(0)");
+    }
   }
-  for (CUpti_CallbackDomain domain : domains) {
-    Check(cuptiEnableDomain(0, subscriber_, domain), "cuptiEnableDomain(0)");
-  }
-  LeaveCupti();
-  sightline_internal_capturing = 0;
+  SetCapturingFlag(false);
   bool unsubscribed = false;
   if (unsubscribe_after_ && hook_ == nullptr) {
     // The resource callbacks go with the subscriber, so CUPTI's dropped
@@ -695,13 +704,12 @@ void CollectorImpl::Quiesce() {
     // destroyed later would not be removed from it any more).
     CollectDroppedRecords();
     {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
+      MutexLock lock(contexts_mu_);
       contexts_.clear();
     }
-    if (EnterCupti()) {
+    if (CuptiCall cupti(this); cupti.ok()) {
       unsubscribed = Check(cuptiUnsubscribe(subscriber_), "cuptiUnsubscribe");
       if (unsubscribed) subscriber_ = nullptr;
-      LeaveCupti();
     }
   }
   if (!config_.quiet) {
@@ -755,28 +763,12 @@ void CollectorImpl::MaybeTearDown() {
     abandon("the writer did not drain the buffers in time");
     return;
   }
-  {
-    // Counters must be read before CUPTI forgets them.
-    std::vector<CUcontext> contexts;
-    {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
-      contexts = contexts_;
-    }
-    uint64_t dropped_total = 0;
-    for (CUcontext ctx : contexts) {
-      size_t dropped = 0;
-      if (cuptiActivityGetNumDroppedRecords(ctx, 0, &dropped) == CUPTI_SUCCESS) {
-        dropped_total += dropped;
-      }
-    }
-    std::lock_guard<std::mutex> lock(contexts_mu_);
-    cupti_dropped_total_ += dropped_total;
-  }
+  CollectDroppedRecords();  // counters must be read before CUPTI forgets them
   torn_down_ = true;
   // Bounded: a thread stuck inside CUPTI must not hang the app; then CUPTI
   // stays attached (nothing of ours calls it any more either way).
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while (writer_in_cupti_.load() > 0) {
+  while (threads_in_cupti_.load() > 0) {
     if (std::chrono::steady_clock::now() > give_up) {
       Warn("a thread stayed inside CUPTI for 2 s; CUPTI stays attached");
       return;
@@ -788,7 +780,7 @@ void CollectorImpl::MaybeTearDown() {
     subscriber_ = nullptr;
   }
   Check(cuptiFinalize(), "cuptiFinalize");
-  sightline_internal_capturing = 0;
+  SetCapturingFlag(false);
   if (!config_.quiet) {
     std::fprintf(stderr, "sightline: capture finished; CUPTI detached, the application runs "
                          "without instrumentation from here on\n");
@@ -816,10 +808,7 @@ int CollectorImpl::ApiStop() {
 
 int CollectorImpl::ApiFlush() {
   if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return -1;
-  if (EnterCupti()) {
-    cuptiActivityFlushAll(0);
-    LeaveCupti();
-  }
+  if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(0);
   return WaitForWriterFlush(10) ? 0 : -1;
 }
 
@@ -866,21 +855,18 @@ void CollectorImpl::Shutdown(const char* reason) {
   if (monitor_ != nullptr) monitor_->Stop();
   bool closed;
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    MutexLock lock(control_mu_);
     uint64_t now = Now();
     closed = ApplyLocked(capture_->OnExit(now), now);
   }
   if (closed) AfterWindowClosed();
-  if (EnterCupti()) {
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    LeaveCupti();
-  }
+  if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   finish_reason_ = reason;
   finish_requested_ = true;
   Wake();
   {
-    std::unique_lock<std::mutex> lock(done_mu_);
-    done_cv_.wait_for(lock, std::chrono::seconds(20), [&] { return writer_done_.load(); });
+    MutexLock lock(done_mu_);
+    done_cv_.WaitFor(done_mu_, std::chrono::seconds(20), [&] { return writer_done_.load(); });
   }
   if (writer_done_ && writer_thread_.joinable()) {
     writer_thread_.join();

@@ -16,6 +16,11 @@
 //   host_mu_ guards link-in API events; the pool and the stack queue have leaf
 //   mutexes. No mutex of ours is held across cuptiActivityFlushAll,
 //   cuptiActivityGetNumDroppedRecords or a call into the KernelLaunchHook.
+//   Each field a mutex guards is marked SL_GUARDED_BY (checked by clang's
+//   -Wthread-safety, scripts/test.sh stage 5; lib/trace/thread_annotations.h).
+//   A CUPTI call that can race with the teardown sits in a CuptiCall scope
+//   (collector_impl.h), which the teardown waits for. docs/architecture.md
+//   has the whole picture.
 //
 // Failure policy: every CUPTI/CUDA call goes through Check(), which records the
 // first error (last_error()) and degrades; nothing throws or aborts into the
@@ -65,7 +70,8 @@ class Collector {
 };
 
 // Fast flag for the link-in API's range push/pop: non-zero while a capture
-// window is open. Read with one relaxed load.
+// window is open. Read and written only with relaxed atomic builtins
+// (__atomic_load_n / __atomic_store_n): a plain int keeps the C symbol.
 extern "C" int sightline_internal_capturing;
 
 }  // namespace sightline::collect

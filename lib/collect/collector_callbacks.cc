@@ -172,7 +172,7 @@ void CollectorImpl::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
 void CollectorImpl::OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* data) {
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
     {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
+      MutexLock lock(contexts_mu_);
       contexts_.push_back(data->context);
     }
     cuda_ready_ = true;
@@ -180,11 +180,11 @@ void CollectorImpl::OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* 
   } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(data->context, 0, &dropped) == CUPTI_SUCCESS) {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
+      MutexLock lock(contexts_mu_);
       cupti_dropped_total_ += dropped;
     }
     {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
+      MutexLock lock(contexts_mu_);
       for (size_t i = 0; i < contexts_.size(); ++i) {
         if (contexts_[i] == data->context) {
           contexts_.erase(contexts_.begin() + i);
@@ -215,10 +215,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     if (enter) Control(&CaptureStateMachine::OnProfilerStop);
   } else if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 && enter) {
     // Records of the context about to go away: collect them now.
-    if (EnterCupti()) {
-      cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-      LeaveCupti();
-    }
+    if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     flush_requested_ = true;
     Wake();
   }
@@ -331,7 +328,7 @@ void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
   uint64_t now = Now();
   bool closed = false;
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    MutexLock lock(control_mu_);
     CaptureAction a = CaptureAction::kNone;
     switch (cbid) {
       case CUPTI_CBID_NVTX_nvtxRangePushA: {

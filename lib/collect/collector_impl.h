@@ -8,9 +8,7 @@
 #include <cupti.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +26,7 @@
 #include "lib/monitor/monitor_agent.h"
 #include "lib/monitor/monitor_config.h"
 #include "lib/trace/sink.h"
+#include "lib/trace/thread_annotations.h"
 #include "lib/trace/writer.h"
 
 namespace sightline::collect {
@@ -106,10 +105,9 @@ class CollectorImpl final : public Collector {
   void SelectApiRecords(bool enable);
   bool ApiSkipped(const char* name) const;  // config_.api_skip, CUPTI's _vN suffix ignored
   // Applies a state-machine answer; returns true when a window just closed.
-  // Caller holds control_mu_.
-  bool ApplyLocked(CaptureAction action, uint64_t now_ns);
-  void AfterWindowClosed();  // outside control_mu_: metrics, flush request
-  void Control(CaptureAction (CaptureStateMachine::*fn)(uint64_t));
+  bool ApplyLocked(CaptureAction action, uint64_t now_ns) SL_REQUIRES(control_mu_);
+  void AfterWindowClosed() SL_EXCLUDES(control_mu_);  // metrics, flush request
+  void Control(CaptureAction (CaptureStateMachine::*fn)(uint64_t)) SL_EXCLUDES(control_mu_);
   void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* data);
   void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data);
   void OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
@@ -124,7 +122,7 @@ class CollectorImpl final : public Collector {
   // SIGHTLINE_DETACH): every API and NVTX callback of ours switched off, so
   // CUPTI no longer dispatches the app's calls to us.
   void Quiesce();
-  void PushHostEvent(HostEvent event);
+  void PushHostEvent(HostEvent event) SL_EXCLUDES(host_mu_);
   void Wake();
   uint64_t Now();
 
@@ -135,11 +133,28 @@ class CollectorImpl final : public Collector {
   void WriteLossReport();
   void FinishTrace(const std::string& reason);
   void PrintSummary();
-  uint64_t CollectDroppedRecords();
-  // Any of our threads: true when CUPTI may be called (not torn down), the
-  // caller counted as inside CUPTI until LeaveCupti(); the teardown waits
-  // for the count to drop to zero before cuptiFinalize.
-  bool EnterCupti();
+  // CUPTI's dropped records so far (ReadDroppedRecords added to
+  // cupti_dropped_total_); any thread, no lock of ours held.
+  uint64_t CollectDroppedRecords() SL_EXCLUDES(contexts_mu_);
+  // Scoped guard around a call of ours into CUPTI that can race with the
+  // teardown (MaybeTearDown), on any thread (the writer, application threads
+  // in callbacks): counts the thread in threads_in_cupti_ while it lives; ok() is false
+  // once CUPTI is torn down, and then nothing may call it (a call would
+  // re-initialise CUPTI). The teardown waits for the count to drop to zero
+  // before cuptiFinalize.
+  //   if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(0);
+  class CuptiCall {
+   public:
+    explicit CuptiCall(CollectorImpl* collector);
+    ~CuptiCall();
+    CuptiCall(const CuptiCall&) = delete;
+    CuptiCall& operator=(const CuptiCall&) = delete;
+    bool ok() const { return ok_; }
+
+   private:
+    CollectorImpl* collector_;
+    bool ok_ = true;
+  };
   // Waits (bounded) for the work queued on every context we saw (teardown
   // only); false when it could not, and then the teardown is abandoned.
   bool SynchronizeContexts();
@@ -152,7 +167,6 @@ class CollectorImpl final : public Collector {
   // once the metrics hook has finished it (AfterWindowClosed), not before —
   // a quiesce while a profiled launch holds the hook would lose its exit.
   std::atomic<bool> last_window_closed_{false};
-  void LeaveCupti() { writer_in_cupti_.fetch_sub(1); }
   bool WaitForWriterFlush(int timeout_s);
 
   CollectorConfig config_;
@@ -175,30 +189,38 @@ class CollectorImpl final : public Collector {
   std::vector<uint8_t> python_rt_cbids_, python_drv_cbids_;
   std::unique_ptr<KernelLaunchHook> hook_;
 
-  std::mutex control_mu_;
-  std::unique_ptr<CaptureStateMachine> capture_;
+  Mutex control_mu_;
+  // Set at initialisation; the state machine itself only under control_mu_.
+  std::unique_ptr<CaptureStateMachine> capture_ SL_PT_GUARDED_BY(control_mu_);
   std::atomic<bool> activities_on_{false};  // read on app threads (callbacks)
   std::atomic<bool> teardown_pending_{false};
   bool quiesced_ = false;  // writer thread only
   // Set once every record is converted and CUPTI is about to be finalised;
   // from then on nobody calls CUPTI (any call would re-initialise it).
   std::atomic<bool> torn_down_{false};
-  std::atomic<int> writer_in_cupti_{0};  // writer inside a CUPTI call
+  // Threads of ours (the writer and application threads in our callbacks)
+  // inside a CuptiCall.
+  std::atomic<int> threads_in_cupti_{0};
   int64_t clock_offset_ns_ = 0;          // CUPTI timestamp - CLOCK_MONOTONIC_RAW
 
-  std::mutex contexts_mu_;
-  std::vector<CUcontext> contexts_;
+  Mutex contexts_mu_;  // leaf
+  std::vector<CUcontext> contexts_ SL_GUARDED_BY(contexts_mu_);
+  // CUPTI's dropped records read so far (its counters reset when read):
+  // added to by the writer (loss reports), by application threads (a
+  // context being destroyed, the teardown).
+  uint64_t cupti_dropped_total_ SL_GUARDED_BY(contexts_mu_) = 0;
   std::atomic<bool> cuda_ready_{false};
 
-  std::mutex host_mu_;
-  std::vector<HostEvent> host_events_;
-  uint64_t host_events_dropped_ = 0;
+  Mutex host_mu_;  // leaf
+  std::vector<HostEvent> host_events_ SL_GUARDED_BY(host_mu_);
+  uint64_t host_events_dropped_ SL_GUARDED_BY(host_mu_) = 0;
 
-  mutable std::mutex error_mu_;
-  std::string last_error_;
+  mutable Mutex error_mu_;  // leaf
+  std::string last_error_ SL_GUARDED_BY(error_mu_);
   std::atomic<bool> warned_other_client_{false};
 
-  // Writer thread.
+  // The writer thread: started by Initialize, then only it touches the
+  // plain members below (the atomics are flags other threads set).
   std::thread writer_thread_;
   int wake_pipe_[2] = {-1, -1};
   std::atomic<bool> finish_requested_{false};
@@ -208,12 +230,13 @@ class CollectorImpl final : public Collector {
   std::atomic<bool> writer_done_{false};
   std::atomic<uint64_t> flush_generation_{0};
   std::atomic<uint64_t> flushed_generation_{0};
-  std::mutex done_mu_;
-  std::condition_variable done_cv_;
+  // With done_cv_: the writer announces flushed generations and its end
+  // (the state itself is atomic: flushed_generation_, writer_done_).
+  Mutex done_mu_;
+  CondVar done_cv_;
   std::string finish_reason_;
   std::unique_ptr<trace::TraceWriter> writer_;
   bool header_written_ = false;
-  uint64_t cupti_dropped_total_ = 0;
   uint64_t broken_buffers_ = 0;
   uint64_t metric_ranges_dropped_ = 0;
   LossReport last_loss_report_;

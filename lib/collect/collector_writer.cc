@@ -54,10 +54,7 @@ void CollectorImpl::EnsureHeader() {
   std::vector<std::string> problems;
   h.devices = ReadDeviceInfo(&problems);
   uint32_t cupti_version = 0;
-  if (EnterCupti()) {
-    cuptiGetVersion(&cupti_version);
-    LeaveCupti();
-  }
+  if (CuptiCall cupti(this); cupti.ok()) cuptiGetVersion(&cupti_version);
   h.cupti_api_version = cupti_version;
   h.cuda_driver_version = DriverVersion();
   h.cuda_runtime_version = RuntimeVersion();
@@ -75,24 +72,22 @@ void CollectorImpl::EnsureHeader() {
 }
 
 uint64_t CollectorImpl::CollectDroppedRecords() {
-  if (!EnterCupti()) {  // CUPTI finalised: its counters were read before
-    std::lock_guard<std::mutex> lock(contexts_mu_);
-    return cupti_dropped_total_;
-  }
-  std::vector<CUcontext> contexts;
-  {
-    std::lock_guard<std::mutex> lock(contexts_mu_);
-    contexts = contexts_;
-  }
   uint64_t total = 0;
-  for (CUcontext ctx : contexts) {
-    size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, 0, &dropped) == CUPTI_SUCCESS) total += dropped;
+  {
+    CuptiCall cupti(this);
+    if (!cupti.ok()) {  // CUPTI finalised: its counters were read before
+      MutexLock lock(contexts_mu_);
+      return cupti_dropped_total_;
+    }
+    std::vector<CUcontext> contexts;
+    {
+      MutexLock lock(contexts_mu_);
+      contexts = contexts_;
+    }
+    // Not under contexts_mu_ (STYLE.md #8).
+    total = ReadDroppedRecords(contexts, &cuptiActivityGetNumDroppedRecords);
   }
-  size_t global = 0;
-  if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &global) == CUPTI_SUCCESS) total += global;
-  LeaveCupti();
-  std::lock_guard<std::mutex> lock(contexts_mu_);
+  MutexLock lock(contexts_mu_);
   cupti_dropped_total_ += total;  // the counters reset when read
   return cupti_dropped_total_;
 }
@@ -104,10 +99,8 @@ void CollectorImpl::WriterMain() {
   options.api_skip = config_.api_skip;
   options.nccl = config_.trace_nccl;
   RecordConverter converter(&sink, options, [this](ApiDomain d, uint32_t cbid) -> const char* {
-    if (!EnterCupti()) return nullptr;
-    const char* name = ApiName(d, cbid);
-    LeaveCupti();
-    return name;
+    CuptiCall cupti(this);
+    return cupti.ok() ? ApiName(d, cbid) : nullptr;
   });
   if (hook_ != nullptr) {
     KernelLaunchHook* hook = hook_.get();
@@ -168,7 +161,7 @@ void CollectorImpl::WriterMain() {
     // converter joins it (NcclPayload events go in before the drain).
     host.clear();
     {
-      std::lock_guard<std::mutex> lock(host_mu_);
+      MutexLock lock(host_mu_);
       host.swap(host_events_);
     }
     for (const HostEvent& e : host) {
@@ -177,10 +170,9 @@ void CollectorImpl::WriterMain() {
     for (const CompletedBuffer& b : buffers) {
       // Buffers completed before a teardown are drained before it (the
       // teardown waits for this); none arrive after.
-      if (EnterCupti()) {
+      if (CuptiCall cupti(this); cupti.ok()) {
         DrainResult r = DrainActivityBuffer(b, &cuptiActivityGetNextRecord, &converter);
         if (r.broken) ++broken_buffers_;
-        LeaveCupti();
       } else if (b.valid_bytes > 0) {
         ++broken_buffers_;  // after a teardown that gave up: its records are lost, counted
       }
@@ -259,7 +251,7 @@ void CollectorImpl::WriterMain() {
     in.stacks_dropped = stacks_.dropped() + converter.stats().python_stacks_unmatched +
                         (python_ != nullptr ? python_->stats().dropped : 0);
     {
-      std::lock_guard<std::mutex> lock(host_mu_);
+      MutexLock lock(host_mu_);
       in.host_events_dropped = host_events_dropped_;
     }
     if (finish_requested_ || signal_finish_) in.buffers_not_returned = ps.outstanding;
@@ -276,7 +268,7 @@ void CollectorImpl::WriterMain() {
   while (true) {
     int timeout_ms = static_cast<int>(config_.flush_period_ms);
     {
-      std::lock_guard<std::mutex> lock(control_mu_);
+      MutexLock lock(control_mu_);
       uint64_t deadline = capture_->next_deadline_ns();
       if (deadline != 0) {
         uint64_t now = Now();
@@ -300,9 +292,8 @@ void CollectorImpl::WriterMain() {
     uint64_t now_ms = MonotonicMs();
     if (!finishing && (signalled || flush_now || now_ms - last_flush_ms >= config_.flush_period_ms)) {
       // Never under a lock of ours (CUPTI calls back into OnBufferCompleted).
-      if (EnterCupti()) {
+      if (CuptiCall cupti(this); cupti.ok()) {
         cuptiActivityFlushAll(signalled ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-        LeaveCupti();
       }
       last_flush_ms = now_ms;
     }
@@ -317,7 +308,7 @@ void CollectorImpl::WriterMain() {
     }
     if (flush_now) {
       flushed_generation_ = generation;
-      done_cv_.notify_all();
+      done_cv_.NotifyAll();
     }
     if (signalled) {
       if (signal_finish_) {
@@ -346,10 +337,10 @@ void CollectorImpl::WriterMain() {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(done_mu_);
+    MutexLock lock(done_mu_);
     writer_done_ = true;
   }
-  done_cv_.notify_all();
+  done_cv_.NotifyAll();
 }
 
 void CollectorImpl::FinishTrace(const std::string& reason) {
@@ -368,7 +359,7 @@ void CollectorImpl::FinishTrace(const std::string& reason) {
   const bool no_gpu_work = gpu_records == 0 && count(EventKind::kApi) == 0;
   bool no_window = false;
   if (config_.capture != CaptureMode::kWholeRun) {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    MutexLock lock(control_mu_);
     no_window = capture_->window_index() == 0;
   }
   if (no_gpu_work && owns_output_file_ && unlink(output_path_.c_str()) == 0) {

@@ -1,12 +1,12 @@
 // lib/collect/config.cc — SIGHTLINE_* parsing (see config.h).
 #include "lib/collect/config.h"
 
-#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
+#include "lib/trace/setting_value.h"
 #include "lib/trace/sink.h"
 
 namespace sightline::collect {
@@ -27,26 +27,6 @@ std::vector<std::string> SplitList(const std::string& s) {
     begin = end + 1;
   }
   return out;
-}
-
-bool ParseDouble(const char* text, double* out) {
-  if (text == nullptr || *text == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !(v >= 0)) return false;
-  *out = v;
-  return true;
-}
-
-bool ParseUint(const char* text, uint64_t min, uint64_t max, uint64_t* out) {
-  if (text == nullptr || *text == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < min || v > max) return false;
-  *out = v;
-  return true;
 }
 
 }  // namespace
@@ -97,8 +77,16 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     c.output_pattern = v;
   }
   uint64_t n = 0;
+  constexpr double kHuge = 1e300;  // numbers of seconds / µs: any finite non-negative value
+  auto boolean = [&](const char* var, bool* field) {
+    const char* v = getenv_fn(var);
+    if (v == nullptr || *v == '\0') return;
+    if (!trace::ParseBoolValue(v, field)) {
+      problem(var, v, (std::string("is not a boolean (") + trace::BoolValueWords() + ")").c_str());
+    }
+  };
   if (const char* v = getenv_fn("SIGHTLINE_SESSION_PID"); v != nullptr && *v != '\0') {
-    if (ParseUint(v, 1, UINT32_MAX, &n)) {
+    if (trace::ParseCountValue(v, 1, UINT32_MAX, &n)) {
       c.session_pid = static_cast<uint32_t>(n);
     } else {
       problem("SIGHTLINE_SESSION_PID", v, "is not a process id");
@@ -123,17 +111,25 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
         c.trace_backtrace = true;
       } else if (item == "python") {
         c.trace_python = true;
-      } else if (item == "graph") {
-        c.trace_graph_nodes = false;
+      } else if (item == "graph-launches" || item == "graph") {
+        // Less detail, not more: one record per graph launch instead of one
+        // per kernel node. "graph" read like an item that adds graphs.
+        c.graph_launch_records = true;
+        if (item == "graph") {
+          problem("SIGHTLINE_TRACE", "graph",
+                  "is deprecated: use graph-launches (one record per CUDA graph launch instead "
+                  "of one per kernel node)");
+        }
       } else if (item == "none") {
       } else {
         problem("SIGHTLINE_TRACE", item.c_str(),
                 "is unknown (expected cuda, cuda-driver, cuda-memory, nvtx, nccl, backtrace, "
-                "python, graph, none)");
+                "python, graph-launches, none)");
       }
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_CAPTURE"); v != nullptr) {
+    c.capture_set = true;
     if (!ParseCaptureRange(v, &c)) {
       problem("SIGHTLINE_CAPTURE", v, "is unknown (expected cudaProfilerApi, nvtx:NAME or api)");
     }
@@ -151,20 +147,17 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
                               {"SIGHTLINE_CAPTURE_COUNT", &c.capture_count}}) {
     const char* v = getenv_fn(name);
     if (v == nullptr || *v == '\0') continue;
-    char* end = nullptr;
-    errno = 0;
-    unsigned long n = std::strtoul(v, &end, 10);
-    if (*v == '-' || end == v || *end != '\0' || errno != 0 || n > 100000000ul) {
-      problem(name, v, "is not a count (0..100000000)");
-    } else {
+    if (trace::ParseCountValue(v, 0, 100000000, &n)) {
       *field = static_cast<uint32_t>(n);
+    } else {
+      problem(name, v, "is not a count (0..100000000)");
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_DELAY"); v != nullptr && *v != '\0') {
-    if (!ParseDouble(v, &c.delay_s)) problem("SIGHTLINE_DELAY", v, "is not a number of seconds");
+    if (!trace::ParseNumberValue(v, 0, kHuge, &c.delay_s)) problem("SIGHTLINE_DELAY", v, "is not a number of seconds");
   }
   if (const char* v = getenv_fn("SIGHTLINE_DURATION"); v != nullptr && *v != '\0') {
-    if (!ParseDouble(v, &c.duration_s)) {
+    if (!trace::ParseNumberValue(v, 0, kHuge, &c.duration_s)) {
       problem("SIGHTLINE_DURATION", v, "is not a number of seconds");
     }
   }
@@ -173,14 +166,14 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     c.metric_kernel_filter = v;
   }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_MAX_RANGES"); v != nullptr && *v != '\0') {
-    if (ParseUint(v, 1, 1u << 24, &n)) {
+    if (trace::ParseCountValue(v, 1, 1u << 24, &n)) {
       c.metric_max_ranges = static_cast<uint32_t>(n);
     } else {
       problem("SIGHTLINE_METRICS_MAX_RANGES", v, "is not a count in [1, 16777216]");
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_LAUNCHES"); v != nullptr && *v != '\0') {
-    if (ParseUint(v, 0, 1u << 24, &n)) {
+    if (trace::ParseCountValue(v, 0, 1u << 24, &n)) {
       c.metric_launches_per_kernel = static_cast<uint32_t>(n);
     } else {
       problem("SIGHTLINE_METRICS_LAUNCHES", v,
@@ -188,20 +181,14 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_EVERY"); v != nullptr && *v != '\0') {
-    if (ParseUint(v, 1, 1u << 24, &n)) {
+    if (trace::ParseCountValue(v, 1, 1u << 24, &n)) {
       c.metric_every_nth = static_cast<uint32_t>(n);
     } else {
       problem("SIGHTLINE_METRICS_EVERY", v, "is not a count in [1, 16777216] (every Nth launch)");
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_REPLAY"); v != nullptr && *v != '\0') {
-    if (std::strcmp(v, "kernel") == 0) {
-      c.metric_replay = MetricsReplay::kKernel;
-    } else if (std::strcmp(v, "spread") == 0) {
-      c.metric_replay = MetricsReplay::kSpread;
-    } else if (std::strcmp(v, "sequence") == 0) {
-      c.metric_replay = MetricsReplay::kSequence;
-    } else if (std::strcmp(v, "auto") == 0) {
+    if (std::strcmp(v, "auto") == 0) {
       // auto interleaves kernel replay and spread passes on one range
       // profiler object, and kernel replay on an object that had run
       // application-replay passes crashed the process on CUDA 13.0 (H200,
@@ -209,19 +196,42 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_METRICS_REPLAY", v,
               "is not available: kernel replay after spread passes on one range-profiler object "
               "crashed on CUDA 13.0 (H200); using kernel replay (choose spread or kernel)");
-    } else {
+    } else if (!trace::ParseEnumValue<MetricsReplay>(v,
+                                                     {{"kernel", MetricsReplay::kKernel},
+                                                      {"spread", MetricsReplay::kSpread},
+                                                      {"sequence", MetricsReplay::kSequence}},
+                                                     &c.metric_replay)) {
       problem("SIGHTLINE_METRICS_REPLAY", v, "is unknown (expected kernel, spread or sequence)");
     }
   }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_IMAGE"); v != nullptr && *v != '\0') {
+    if (!trace::ParseEnumValue<bool>(v, {{"shared", false}, {"per_launch", true}},
+                                     &c.metric_image_per_launch)) {
+      problem("SIGHTLINE_METRICS_IMAGE", v, "is unknown (expected shared or per_launch)");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_SESSION"); v != nullptr && *v != '\0') {
+    if (!trace::ParseEnumValue<bool>(v, {{"launch", false}, {"batch", true}},
+                                     &c.metric_batch_sessions)) {
+      problem("SIGHTLINE_METRICS_SESSION", v, "is unknown (expected launch or batch)");
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_SPREAD_REPLAY"); v != nullptr && *v != '\0') {
+    if (!trace::ParseEnumValue<bool>(v, {{"application", false}, {"user", true}},
+                                     &c.metric_spread_user_replay)) {
+      problem("SIGHTLINE_METRICS_SPREAD_REPLAY", v, "is unknown (expected application or user)");
+    }
+  }
+  boolean("SIGHTLINE_METRICS_DEBUG", &c.metric_debug);
   if (const char* v = getenv_fn("SIGHTLINE_BUFFER_KB"); v != nullptr && *v != '\0') {
-    if (ParseUint(v, 64, 256 * 1024, &n)) {
+    if (trace::ParseCountValue(v, 64, 256 * 1024, &n)) {
       c.buffer_bytes = static_cast<uint32_t>(n * 1024);
     } else {
       problem("SIGHTLINE_BUFFER_KB", v, "is not a size in [64, 262144] KiB");
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_BUFFERS"); v != nullptr && *v != '\0') {
-    if (ParseUint(v, 2, 4096, &n)) {
+    if (trace::ParseCountValue(v, 2, 4096, &n)) {
       c.max_buffers = static_cast<uint32_t>(n);
       if (c.initial_buffers > c.max_buffers) c.initial_buffers = c.max_buffers;
     } else {
@@ -229,7 +239,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_FLUSH_MS"); v != nullptr && *v != '\0') {
-    if (ParseUint(v, 10, 600000, &n)) {
+    if (trace::ParseCountValue(v, 10, 600000, &n)) {
       c.flush_period_ms = static_cast<uint32_t>(n);
     } else {
       problem("SIGHTLINE_FLUSH_MS", v, "is not a period in [10, 600000] ms");
@@ -246,7 +256,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     }
   }
   if (const char* v = getenv_fn("SIGHTLINE_BACKTRACE_US"); v != nullptr && *v != '\0') {
-    if (!ParseDouble(v, &c.backtrace_threshold_us)) {
+    if (!trace::ParseNumberValue(v, 0, kHuge, &c.backtrace_threshold_us)) {
       problem("SIGHTLINE_BACKTRACE_US", v, "is not a number of microseconds");
     }
   }
@@ -256,13 +266,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   // kind; scripts/gpu/call-a.sh): windows use the kind (and the skip list
   // is switched off after it), whole-run capture keeps per-API records.
   if (c.capture != CaptureMode::kWholeRun) c.runtime_records_per_api = false;
-  if (const char* v = getenv_fn("SIGHTLINE_RUNTIME_PER_API"); v != nullptr && *v != '\0') {
-    if (std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0) {
-      c.runtime_records_per_api = *v == '1';
-    } else {
-      problem("SIGHTLINE_RUNTIME_PER_API", v, "is not 0 or 1");
-    }
-  }
+  boolean("SIGHTLINE_RUNTIME_PER_API", &c.runtime_records_per_api);
   if (const char* v = getenv_fn("SIGHTLINE_PYTHON_BACKTRACE"); v != nullptr && *v != '\0') {
     std::string s = v;
     if (s == "on" || s == "1") {
@@ -275,8 +279,15 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_PYTHON_BACKTRACE", v, "is not on, off or gil");
     }
   }
-  if (const char* v = getenv_fn("SIGHTLINE_QUIET"); v != nullptr) {
-    c.quiet = *v != '\0' && std::strcmp(v, "0") != 0;
+  boolean("SIGHTLINE_QUIET", &c.quiet);
+  if (const char* v = getenv_fn("SIGHTLINE_DETACH"); v != nullptr && *v != '\0') {
+    if (!trace::ParseEnumValue<DetachMode>(v,
+                                           {{"0", DetachMode::kUnsubscribe},
+                                            {"keep", DetachMode::kKeepSubscriber},
+                                            {"1", DetachMode::kFinalize}},
+                                           &c.detach)) {
+      problem("SIGHTLINE_DETACH", v, "is unknown (expected 0, keep or 1)");
+    }
   }
   return c;
 }
@@ -300,7 +311,7 @@ std::vector<std::string> CollectorConfig::EnabledList() const {
   if (trace_nccl) out.push_back("nccl");
   if (trace_backtrace) out.push_back("backtrace");
   if (trace_python) out.push_back(python_require_gil ? "python-gil" : "python");
-  if (!trace_graph_nodes) out.push_back("graph");
+  if (graph_launch_records) out.push_back("graph-launches");
   if (!metric_set.empty()) out.push_back("metrics");
   return out;
 }

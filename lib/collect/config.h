@@ -1,7 +1,11 @@
 // lib/collect/config.h — collector settings, read from SIGHTLINE_* variables.
 //
 // Every `sightline profile` flag maps 1:1 onto one variable, so a process can be
-// profiled by setting the variables by hand (CUDA_INJECTION64_PATH + these):
+// profiled by setting the variables by hand (CUDA_INJECTION64_PATH + these).
+// This is the only reader of the collector's variables: the collector, the
+// injection entry points and the range profiler take their settings from a
+// CollectorConfig. Values are parsed by lib/trace/setting_value.h (one parser
+// per kind: bool, count, size, number, enum); README.md has the table.
 //
 //   SIGHTLINE_OUTPUT     output path pattern or "unix:PATH"
 //                        (default "sightline-%p.sltrace"; %p %h %r %q{VAR} %%).
@@ -31,7 +35,9 @@
 //                        backtrace   host call stacks of synchronizing runtime API calls
 //                        python      Python call stacks of launches, copies, memsets and
 //                                    synchronizing calls (lib/collect/python_stacks.h)
-//                        graph       one record per CUDA graph launch instead of per node
+//                        graph-launches  one record per CUDA graph launch instead of one
+//                                    per kernel node (less detail; "graph", its old
+//                                    name, still works with a deprecation warning)
 //                        none        nothing (the collector stays passive)
 //   SIGHTLINE_CAPTURE    "" | "cudaProfilerApi" | "nvtx:NAME" | "api"
 //   SIGHTLINE_CAPTURE_END  "repeat" (default: every start/stop pair is a window)
@@ -41,7 +47,7 @@
 //                        window (torch.profiler's wait + warmup)
 //   SIGHTLINE_CAPTURE_COUNT K  after K windows the capture ends for good, as
 //                        with end=stop (torch.profiler's active)
-//   SIGHTLINE_DETACH     once no window can open any more (end=stop, or a
+//   SIGHTLINE_DETACH     0 (default) | keep | 1: once no window can open any more (end=stop, or a
 //                        --duration of a whole-run capture) the collector always
 //                        switches recording and its API/NVTX callbacks off and
 //                        removes its CUPTI subscriber (Quiesce; not with
@@ -61,12 +67,22 @@
 //   SIGHTLINE_METRICS_REPLAY  kernel (default) | spread | sequence: how multi-pass
 //                        metric sets are collected (lib/collect/range_profiler_spread.h,
 //                        range_profiler_sequence.h; auto is refused)
+//   SIGHTLINE_METRICS_IMAGE  shared (default: one counter-data image per context,
+//                        re-initialised when full) | per_launch (a fresh image and
+//                        SetConfig for every profiled launch)
+//   SIGHTLINE_METRICS_SESSION  launch (default: a profiler session around each
+//                        profiled launch) | batch (one session across consecutive
+//                        launches of a context; not with per_launch images)
+//   SIGHTLINE_METRICS_SPREAD_REPLAY  application (default) | user: the CUPTI replay
+//                        mode that carries spread replay's explicit pass index
+//   SIGHTLINE_METRICS_DEBUG  bool: range profiler stage times and the first range
+//                        name on stderr at each capture end
 //   SIGHTLINE_BUFFER_KB  size of one activity buffer (default 8192)
 //   SIGHTLINE_BUFFERS    most buffers alive at once (default 64; 4 preallocated)
 //   SIGHTLINE_FLUSH_MS   period of the writer's CUPTI flush (default 500)
 //   SIGHTLINE_API_SKIP   extra API names not to record ("none" clears the default
 //                        list of high-frequency no-op queries)
-//   SIGHTLINE_RUNTIME_PER_API  1 (default) = runtime API records enabled API by
+//   SIGHTLINE_RUNTIME_PER_API  bool; 1 (default) = runtime API records enabled API by
 //                        API, all but the skip list; 0 = the whole RUNTIME
 //                        kind with the skipped APIs switched off (3x the cost
 //                        per PyTorch op on the H200: bench/overhead/README.md)
@@ -76,7 +92,8 @@
 //                        "python" item of SIGHTLINE_TRACE); gil = only calls made
 //                        while the thread holds the GIL (PyTorch releases it around
 //                        every op: few stacks)
-//   SIGHTLINE_QUIET      1 = no banner on stderr (warnings are still printed)
+//   SIGHTLINE_QUIET      bool: no banner, NVTX note or metrics summary on stderr
+//                        (warnings are still printed)
 //
 // Parsing is pure (takes a getenv function) so it is tested on the CPU.
 #ifndef SIGHTLINE_LIB_COLLECT_CONFIG_H_
@@ -105,11 +122,19 @@ enum class MetricsReplay : uint8_t {
 // "kernel" / "spread" / "auto" / "sequence".
 const char* MetricsReplayName(MetricsReplay mode);
 
+// What happens once no capture window can open any more (SIGHTLINE_DETACH).
+enum class DetachMode : uint8_t {
+  kUnsubscribe = 0,     // "0", default: callbacks and recording off, subscriber removed
+  kKeepSubscriber = 1,  // "keep": callbacks and recording off, subscriber kept
+  kFinalize = 2,        // "1": also cuptiFinalize from an API-exit callback
+};
+
 struct CollectorConfig {
   std::string output_pattern = "sightline-%p.sltrace";
   uint32_t session_pid = 0;    // SIGHTLINE_SESSION_PID; 0 = unset
   std::string manifest_path;   // SIGHTLINE_MANIFEST; "" = none
   CaptureMode capture = CaptureMode::kWholeRun;
+  bool capture_set = false;       // SIGHTLINE_CAPTURE present (a linked-in program: else api)
   std::string capture_nvtx_name;  // for kNvtx
   bool capture_repeat = true;     // SIGHTLINE_CAPTURE_END=repeat
   uint32_t capture_skip = 0;      // SIGHTLINE_CAPTURE_SKIP: triggers skipped first
@@ -123,7 +148,7 @@ struct CollectorConfig {
   bool trace_nvtx = true;
   bool trace_nccl = true;
   bool trace_backtrace = true;
-  bool trace_graph_nodes = true;  // false with "graph": one record per graph launch
+  bool graph_launch_records = false;  // "graph-launches": one record per graph launch, no nodes
   double backtrace_threshold_us = -1;  // < 0: synchronizing calls only
   bool trace_python = false;            // Python call stacks ("python", SIGHTLINE_PYTHON_BACKTRACE)
   bool python_require_gil = false;      // SIGHTLINE_PYTHON_BACKTRACE=gil
@@ -134,6 +159,10 @@ struct CollectorConfig {
   uint32_t metric_launches_per_kernel = 0;  // 0 = no cap
   uint32_t metric_every_nth = 1;
   MetricsReplay metric_replay = MetricsReplay::kKernel;
+  bool metric_image_per_launch = false;    // SIGHTLINE_METRICS_IMAGE=per_launch
+  bool metric_batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
+  bool metric_spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
+  bool metric_debug = false;               // SIGHTLINE_METRICS_DEBUG
 
   uint32_t buffer_bytes = 8u << 20;  // CUPTI's own device buffer size; bench/overhead/README.md
   uint32_t max_buffers = 32;        // 256 MiB bound
@@ -141,7 +170,8 @@ struct CollectorConfig {
   uint32_t flush_period_ms = 500;
   std::vector<std::string> api_skip;  // API names (e.g. "cudaGetDevice") not recorded
   bool runtime_records_per_api = true;  // SIGHTLINE_RUNTIME_PER_API
-  bool quiet = false;
+  bool quiet = false;                   // SIGHTLINE_QUIET
+  DetachMode detach = DetachMode::kUnsubscribe;  // SIGHTLINE_DETACH
 
   // The list written into TraceHeader.enabled ("cuda", "nvtx", ...).
   std::vector<std::string> EnabledList() const;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "sightline/trace_header.h"
+#include "lib/trace/trace_header.h"
 
 namespace sightline::collect {
 

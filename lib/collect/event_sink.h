@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "lib/trace/writer.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

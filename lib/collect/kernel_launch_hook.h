@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "lib/collect/config.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 
@@ -79,6 +79,11 @@ struct KernelLaunchHookConfig {
   // range_profiler_spread.h), auto (spread; configurations left incomplete at a
   // capture end get kernel replay in later capture windows).
   MetricsReplay replay = MetricsReplay::kKernel;
+  bool image_per_launch = false;    // SIGHTLINE_METRICS_IMAGE=per_launch
+  bool batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
+  bool spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
+  bool debug = false;               // SIGHTLINE_METRICS_DEBUG
+  bool quiet = false;               // SIGHTLINE_QUIET: no summary line at a capture end
 };
 
 // The hook's settings from the collector's (lib/collect/collector.cc).
@@ -90,6 +95,11 @@ inline KernelLaunchHookConfig HookConfigFromCollectorConfig(const CollectorConfi
   hc.launches_per_kernel = c.metric_launches_per_kernel;
   hc.every_nth = c.metric_every_nth;
   hc.replay = c.metric_replay;
+  hc.image_per_launch = c.metric_image_per_launch;
+  hc.batch_sessions = c.metric_batch_sessions;
+  hc.spread_user_replay = c.metric_spread_user_replay;
+  hc.debug = c.metric_debug;
+  hc.quiet = c.quiet;
   return hc;
 }
 
@@ -149,9 +159,7 @@ class KernelLaunchHook {
 
 // Implemented by lib/collect/range_profiler.cc. Returns nullptr (and fills
 // *error) when metrics cannot be collected (no permission, unknown metric,
-// unsupported device); tracing then continues without metrics. When
-// range_profiler.cc is absent from the build, lib/collect/CMakeLists.txt
-// compiles no_kernel_launch_hook.cc instead, whose version returns nullptr.
+// unsupported device); tracing then continues without metrics.
 std::unique_ptr<KernelLaunchHook> CreateKernelLaunchHook(const KernelLaunchHookConfig& config,
                                                          std::string* error);
 

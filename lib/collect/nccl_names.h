@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

@@ -25,7 +25,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

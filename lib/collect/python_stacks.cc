@@ -8,6 +8,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "lib/trace/thread_annotations.h"
+
 namespace sightline::collect {
 namespace {
 
@@ -174,7 +176,10 @@ struct PythonStackCollector::Impl {
   size_t max_pending = 0;
   size_t max_stacks = 0;
 
-  mutable std::mutex mu;
+  // api/layout/str_type/why are written once under mu (EnsureResolved) and
+  // published by PythonStackCollector::state_ (release/acquire); read
+  // without mu afterwards.
+  mutable Mutex mu;
   // Open-addressing table over an arena of frame keys.
   struct Slot {
     uint64_t hash = 0;
@@ -182,19 +187,20 @@ struct PythonStackCollector::Impl {
     uint32_t id = 0;  // 0 = empty
     uint16_t depth = 0;
   };
-  std::vector<Slot> slots = std::vector<Slot>(1024);
-  std::vector<FrameKey> arena;
-  uint32_t next_id = 1;
+  std::vector<Slot> slots SL_GUARDED_BY(mu) = std::vector<Slot>(1024);
+  std::vector<FrameKey> arena SL_GUARDED_BY(mu);
+  uint32_t next_id SL_GUARDED_BY(mu) = 1;
   struct CodeText {
     uint64_t fingerprint = 0;
     std::string file, function;
   };
-  std::unordered_map<const void*, CodeText> code_text;
-  std::vector<PythonStackDef> defs;
-  std::vector<PythonStackPair> pairs;
-  PythonStackStats stats;
+  std::unordered_map<const void*, CodeText> code_text SL_GUARDED_BY(mu);
+  std::vector<PythonStackDef> defs SL_GUARDED_BY(mu);
+  std::vector<PythonStackPair> pairs SL_GUARDED_BY(mu);
+  PythonStackStats stats SL_GUARDED_BY(mu);
 
-  uint32_t Find(const FrameKey* keys, int depth, uint64_t hash, size_t* slot) const {
+  uint32_t Find(const FrameKey* keys, int depth, uint64_t hash, size_t* slot) const
+      SL_REQUIRES(mu) {
     size_t mask = slots.size() - 1;
     for (size_t i = hash & mask;; i = (i + 1) & mask) {
       const Slot& s = slots[i];
@@ -209,7 +215,7 @@ struct PythonStackCollector::Impl {
     }
   }
 
-  void Grow() {
+  void Grow() SL_REQUIRES(mu) {
     std::vector<Slot> old;
     old.swap(slots);
     slots.assign(old.size() * 2, Slot());
@@ -222,7 +228,7 @@ struct PythonStackCollector::Impl {
     }
   }
 
-  const CodeText& TextOf(const FrameKey& k) {
+  const CodeText& TextOf(const FrameKey& k) SL_REQUIRES(mu) {
     auto it = code_text.find(k.code);
     if (it != code_text.end() && it->second.fingerprint == k.fingerprint) return it->second;
     CodeText t;
@@ -235,7 +241,7 @@ struct PythonStackCollector::Impl {
   }
 
   // A new stack, under mu: resolves its text and queues its definition.
-  uint32_t Insert(const FrameKey* keys, int depth, uint64_t hash, size_t slot) {
+  uint32_t Insert(const FrameKey* keys, int depth, uint64_t hash, size_t slot) SL_REQUIRES(mu) {
     if (stats.distinct >= max_stacks || arena.size() + depth > (1u << 31)) {
       ++stats.dropped;
       return 0;
@@ -293,7 +299,7 @@ void PythonStackCollector::UseApi(const PythonApi& api, const PythonLayout* layo
 bool PythonStackCollector::EnsureResolved() {
   int s = state_.load(std::memory_order_acquire);
   if (s != kUnresolved) return s == kActive;
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   s = state_.load(std::memory_order_acquire);
   if (s != kUnresolved) return s == kActive;
   bool ok = ResolvePythonApi(&impl_->api, &impl_->layout, &impl_->why);
@@ -307,7 +313,7 @@ uint32_t PythonStackCollector::Walk(const uint32_t* correlation_id) {
   const PythonApi& api = m.api;
   const PythonLayout& L = *m.layout;
   auto count = [&m](uint64_t PythonStackStats::*field) {
-    std::lock_guard<std::mutex> lock(m.mu);
+    MutexLock lock(m.mu);
     ++(m.stats.*field);
   };
   if (api.is_initialized() == 0 || (api.is_finalizing != nullptr && api.is_finalizing() != 0)) {
@@ -376,7 +382,7 @@ uint32_t PythonStackCollector::Walk(const uint32_t* correlation_id) {
     }
     frame = back;
   }
-  std::lock_guard<std::mutex> lock(m.mu);
+  MutexLock lock(m.mu);
   if (bad) ++m.stats.bad_frames;
   if (depth == 0) {
     ++m.stats.no_frames;
@@ -409,7 +415,7 @@ uint32_t PythonStackCollector::Capture(uint32_t correlation_id) {
 
 void PythonStackCollector::Take(std::vector<PythonStackDef>* defs,
                                 std::vector<PythonStackPair>* pairs) {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   for (PythonStackDef& d : impl_->defs) defs->push_back(std::move(d));
   impl_->defs.clear();
   pairs->insert(pairs->end(), impl_->pairs.begin(), impl_->pairs.end());
@@ -417,13 +423,13 @@ void PythonStackCollector::Take(std::vector<PythonStackDef>* defs,
 }
 
 PythonStackStats PythonStackCollector::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->stats;
 }
 
 std::string PythonStackCollector::inactive_reason() const {
   if (state_.load(std::memory_order_acquire) != kInactive) return "";
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->why.empty() ? "not resolved" : impl_->why;
 }
 

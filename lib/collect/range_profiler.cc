@@ -17,20 +17,20 @@ thread_local bool t_in_hook = false;
 
 bool RangeProfiler::Check(CUptiResult r, const char* what) {
   if (r == CUPTI_SUCCESS) return true;
-  std::lock_guard<std::mutex> lock(error_mu_);
+  MutexLock lock(error_mu_);
   last_error_ = std::string(what) + ": " + ResultString(r);
   return false;
 }
 
 std::string RangeProfiler::last_error() const {
-  std::lock_guard<std::mutex> lock(error_mu_);
+  MutexLock lock(error_mu_);
   return last_error_;
 }
 
 void RangeProfiler::TurnOff(const std::string& why) {
   if (off_.exchange(true)) return;
   {
-    std::lock_guard<std::mutex> lock(error_mu_);
+    MutexLock lock(error_mu_);
     last_error_ = why;
   }
   pending_.error = why;
@@ -107,12 +107,8 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
 }
 
 bool RangeProfiler::Init(std::string* error) {
-  if (const char* mode = std::getenv("SIGHTLINE_METRICS_IMAGE"); mode != nullptr) {
-    image_per_launch_ = std::strcmp(mode, "per_launch") == 0;
-  }
-  if (const char* mode = std::getenv("SIGHTLINE_METRICS_SESSION"); mode != nullptr) {
-    batch_sessions_ = std::strcmp(mode, "batch") == 0 && !image_per_launch_;
-  }
+  image_per_launch_ = config_.image_per_launch;
+  batch_sessions_ = config_.batch_sessions && !image_per_launch_;
   if (!selector_.Init(SelectorOptionsFromConfig(config_), error)) return false;
   if (config_.replay == MetricsReplay::kSequence) {
     sequence_ = std::make_unique<SequenceSpread>(static_cast<SequenceTarget*>(this), 1);
@@ -122,9 +118,7 @@ bool RangeProfiler::Init(std::string* error) {
     // Which CUPTI replay mode carries the explicit pass index: application
     // replay (the header: "set passIndex to the output of EndPass() for
     // application replay") unless SIGHTLINE_METRICS_SPREAD_REPLAY=user.
-    if (const char* m = std::getenv("SIGHTLINE_METRICS_SPREAD_REPLAY"); m != nullptr) {
-      spread_replay_ = std::strcmp(m, "user") == 0 ? CUPTI_UserReplay : CUPTI_ApplicationReplay;
-    }
+    spread_replay_ = config_.spread_user_replay ? CUPTI_UserReplay : CUPTI_ApplicationReplay;
     // One configuration at a time: CUPTI's pass counter is per object
     // (range_profiler_spread.h).
     spread_ = std::make_unique<SpreadScheduler>(static_cast<SpreadTarget*>(this), 1,
@@ -178,7 +172,7 @@ bool RangeProfiler::InitProfiler(std::string* error) {
 }
 
 RangeProfiler::~RangeProfiler() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (spread_ != nullptr) spread_->DropAll();
   for (auto& state : contexts_) Flush(state.get());
   DisableAll();
@@ -187,7 +181,7 @@ RangeProfiler::~RangeProfiler() {
 
 void RangeProfiler::OnContextCreated(CUcontext context, uint32_t device_id) {
   if (off_.load() || t_in_hook) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   StateFor(context, device_id);  // enabling is deferred to the first profiled launch
 }
 
@@ -315,9 +309,9 @@ bool RangeProfiler::Ready(ContextState* state) {
 void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   if (off_.load() || t_in_hook || t_holding_launch) return;
   t_in_hook = true;
-  mu_.lock();
+  mu_.Lock();
   if (!window_open_) {  // entered just as the last window closed
-    mu_.unlock();
+    mu_.Unlock();
     t_in_hook = false;
     return;
   }
@@ -343,7 +337,7 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
   if (keep_lock) {
     t_holding_launch = true;
   } else {
-    mu_.unlock();
+    mu_.Unlock();
   }
   t_in_hook = false;
 }
@@ -395,7 +389,7 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     active_sequence_ = false;
     active_ = nullptr;
     t_holding_launch = false;
-    mu_.unlock();
+    mu_.Unlock();
     t_in_hook = false;
     return;
   }
@@ -403,7 +397,7 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     ExitSpread();
     active_ = nullptr;
     t_holding_launch = false;
-    mu_.unlock();
+    mu_.Unlock();
     t_in_hook = false;
     return;
   }
@@ -415,12 +409,12 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     if (d > stage_s_[kStageLaunch][1]) stage_s_[kStageLaunch][1] = d;
   }
   if (!state->undecoded.empty()) {
-    std::lock_guard<std::mutex> lock(replayed_mu_);
+    MutexLock lock(replayed_mu_);
     replayed_.insert(state->undecoded.back().correlation_id);
   }
   if (!batch_sessions_ || state->undecoded.size() >= kBatchLimit) Flush(state);
   t_holding_launch = false;
-  mu_.unlock();
+  mu_.Unlock();
   t_in_hook = false;
 }
 
@@ -497,7 +491,7 @@ void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const Profi
     return;
   }
   std::string range_name = launch.name;
-  if (range_name.empty() || (first_range_name_.empty() && std::getenv("SIGHTLINE_METRICS_DEBUG"))) {
+  if (range_name.empty() || (first_range_name_.empty() && config_.debug)) {
     auto rp = MakeParams<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
         CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
     rp.pCounterDataImage = state->counter_data.data();
@@ -546,7 +540,7 @@ void RangeProfiler::DisableAll() {
 
 void RangeProfiler::OnContextDestroy(CUcontext context) {
   if (t_in_hook) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
     if ((*it)->context != context) continue;
     if (spread_ != nullptr) CollectSpread(spread_->FinishIncomplete(it->get()));
@@ -563,12 +557,12 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
 }
 
 void RangeProfiler::OnCaptureStart() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   window_open_ = true;
 }
 
 MetricCaptureResult RangeProfiler::OnCaptureEnd() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   window_open_ = false;
   for (auto& state : contexts_) Flush(state.get());
   std::string spread_line;
@@ -612,7 +606,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
                   std::to_string(s.incomplete) + " incomplete, " + std::to_string(s.discarded) +
                   " restarts (the launches of a step differed)";
   }
-  if (std::getenv("SIGHTLINE_METRICS_DEBUG") != nullptr) {
+  if (config_.debug) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +
                        " launches, " + std::to_string(passes_.load()) + " passes; seconds";
     for (int i = 0; i < kNumStages; ++i) {
@@ -624,8 +618,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
     std::fprintf(stderr, "%s; first range name '%s'\n", line.c_str(), first_range_name_.c_str());
   }
   if (launches_profiled_ > 0 || off_.load() || !spread_line.empty()) {
-    const char* quiet = std::getenv("SIGHTLINE_QUIET");
-    if (quiet == nullptr || std::strcmp(quiet, "1") != 0) {
+    if (!config_.quiet) {
       std::fprintf(stderr,
                    "sightline: metrics '%s' on %s: %llu launches profiled by kernel replay, %u passes each, "
                    "%llu ranges dropped; skipped %llu NCCL, %llu by name, %llu not every-Nth, "
@@ -648,7 +641,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
 }
 
 bool RangeProfiler::IsReplayedCorrelation(uint32_t correlation_id) const {
-  std::lock_guard<std::mutex> lock(replayed_mu_);
+  MutexLock lock(replayed_mu_);
   return replayed_.count(correlation_id) != 0;
 }
 

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -26,6 +25,7 @@
 #include "lib/collect/range_profiler.h"
 #include "lib/collect/range_profiler_sequence.h"
 #include "lib/collect/range_profiler_spread.h"
+#include "lib/trace/thread_annotations.h"
 
 namespace sightline::collect::internal {
 
@@ -81,11 +81,14 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
 
   // Validates the configuration; initialises the profiler now when CUPTI
   // allows it, else at the first launch (InitProfiler).
-  bool Init(std::string* error);
+  // Before any launch reaches the hook (no other thread sees it yet).
+  bool Init(std::string* error) SL_NO_THREAD_SAFETY_ANALYSIS;
 
   void OnContextCreated(CUcontext context, uint32_t device_id) override;
-  void OnLaunchEnter(const KernelLaunchInfo& launch) override;
-  void OnLaunchExit(const KernelLaunchInfo& launch) override;
+  // Lock mu_ in the enter callback of a profiled launch and unlock it in its
+  // exit callback (see mu_): not checked by the analysis.
+  void OnLaunchEnter(const KernelLaunchInfo& launch) override SL_NO_THREAD_SAFETY_ANALYSIS;
+  void OnLaunchExit(const KernelLaunchInfo& launch) override SL_NO_THREAD_SAFETY_ANALYSIS;
   void OnContextDestroy(CUcontext context) override;
   MetricCaptureResult OnCaptureEnd() override;
   void OnCaptureStart() override;
@@ -116,56 +119,56 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
 
   // Checked CUPTI call: records the error (with `what`) and returns false.
   bool Check(CUptiResult r, const char* what);
-  bool InitProfiler(std::string* error);  // chip, metric set, host object
-  bool BuildHost(const uint8_t* availability, std::string* error);
+  bool InitProfiler(std::string* error) SL_REQUIRES(mu_);  // chip, metric set, host object
+  bool BuildHost(const uint8_t* availability, std::string* error) SL_REQUIRES(mu_);
   void DestroyHost();
-  ContextState* StateFor(CUcontext context, uint32_t device_id);  // mu_ held
-  bool EnableOn(ContextState* state);                              // mu_ held
-  void DisableObject(ContextState* state);                         // mu_ held
+  ContextState* StateFor(CUcontext context, uint32_t device_id) SL_REQUIRES(mu_);  // mu_ held
+  bool EnableOn(ContextState* state) SL_REQUIRES(mu_);                              // mu_ held
+  void DisableObject(ContextState* state) SL_REQUIRES(mu_);                         // mu_ held
   // Every context: an open application-replay pass stopped, the object
   // disabled (spread/sequence giving up; mu_ held).
-  void StopPassesAndDisable();
-  bool PrepareImage(ContextState* state);                          // mu_ held
-  bool Ready(ContextState* state);                                 // mu_ held
-  void Flush(ContextState* state);                                 // mu_ held: stop + decode
-  void EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch);
-  void DisableAll();                                               // mu_ held
-  void TurnOff(const std::string& why);                            // mu_ held
-  void AppendRange(MetricRangeEvent event, std::string name, const MetricRangeSpan& span);
+  void StopPassesAndDisable() SL_REQUIRES(mu_);
+  bool PrepareImage(ContextState* state) SL_REQUIRES(mu_);                          // mu_ held
+  bool Ready(ContextState* state) SL_REQUIRES(mu_);                                 // mu_ held
+  void Flush(ContextState* state) SL_REQUIRES(mu_);                                 // mu_ held: stop + decode
+  void EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch) SL_REQUIRES(mu_);
+  void DisableAll() SL_REQUIRES(mu_);                                               // mu_ held
+  void TurnOff(const std::string& why) SL_REQUIRES(mu_);                            // mu_ held
+  void AppendRange(MetricRangeEvent event, std::string name, const MetricRangeSpan& span) SL_REQUIRES(mu_);
 
   // Kernel replay of one launch (the original path), from OnLaunchEnter.
   // True when the launch is profiled (mu_ stays held until its exit).
-  bool EnterKernelReplay(ContextState* state, const KernelLaunchInfo& launch, const char* name);
+  bool EnterKernelReplay(ContextState* state, const KernelLaunchInfo& launch, const char* name) SL_REQUIRES(mu_);
   // Spread replay (range_profiler_spread_target.cc), mu_ held.
   enum class SpreadRoute : uint8_t { kNotSpread, kSkip, kProfiled };
   // Routes a launch in spread/auto mode: kNotSpread = use the kernel path.
-  SpreadRoute EnterSpread(ContextState* state, const KernelLaunchInfo& launch, const char* name);
-  void ExitSpread();
-  void CollectSpread(std::vector<SpreadCollection> sets);  // into pending_
-  void SpreadFallback(const std::string& why);             // one warning; kernel replay from now
+  SpreadRoute EnterSpread(ContextState* state, const KernelLaunchInfo& launch, const char* name) SL_REQUIRES(mu_);
+  void ExitSpread() SL_REQUIRES(mu_);
+  void CollectSpread(std::vector<SpreadCollection> sets) SL_REQUIRES(mu_);  // into pending_
+  void SpreadFallback(const std::string& why) SL_REQUIRES(mu_);             // one warning; kernel replay from now
   // SpreadTarget (CUPTI side of spread replay).
-  bool InitImage(void* context, uint32_t slot) override;
-  bool BeginPass(void* context, uint32_t slot, uint32_t pass) override;
-  bool EndPass(void* context, uint32_t slot, SpreadPassResult* result) override;
-  bool Evaluate(void* context, uint32_t slot, std::vector<double>* values) override;
-  void ReleaseImage(uint32_t slot) override;
-  bool ResetPasses(void* context) override;
+  bool InitImage(void* context, uint32_t slot) override SL_REQUIRES(mu_);
+  bool BeginPass(void* context, uint32_t slot, uint32_t pass) override SL_REQUIRES(mu_);
+  bool EndPass(void* context, uint32_t slot, SpreadPassResult* result) override SL_REQUIRES(mu_);
+  bool Evaluate(void* context, uint32_t slot, std::vector<double>* values) override SL_REQUIRES(mu_);
+  void ReleaseImage(uint32_t slot) override SL_REQUIRES(mu_);
+  bool ResetPasses(void* context) override SL_REQUIRES(mu_);
   // Both targets' CUPTI calls on one image (range_profiler_spread_target.cc).
-  bool InitImageOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges);
-  bool BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges, uint32_t pass);
-  bool EndPassOn(ContextState* state, std::vector<uint8_t>* image, SpreadPassResult* result);
+  bool InitImageOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges) SL_REQUIRES(mu_);
+  bool BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges, uint32_t pass) SL_REQUIRES(mu_);
+  bool EndPassOn(ContextState* state, std::vector<uint8_t>* image, SpreadPassResult* result) SL_REQUIRES(mu_);
   bool EvaluateImage(std::vector<uint8_t>* image, size_t range, std::vector<double>* values);
   // Sequence replay (SIGHTLINE_METRICS_REPLAY=sequence), mu_ held:
   // kProfiled while a sequence collects on this launch's context (mu_ stays
   // held to its exit, so ranges follow submission order), else kSkip (on
   // failure metrics are switched off).
-  SpreadRoute EnterSequence(ContextState* state, const KernelLaunchInfo& launch, const char* name);
+  SpreadRoute EnterSequence(ContextState* state, const KernelLaunchInfo& launch, const char* name) SL_REQUIRES(mu_);
   // SequenceTarget.
-  bool InitSequenceImage(void* context, size_t max_ranges) override;
-  bool BeginSequencePass(void* context) override;
-  bool EndSequencePass(void* context, SpreadPassResult* result) override;
-  bool EvaluateSequenceRange(void* context, size_t index, std::vector<double>* values) override;
-  bool ResetSequencePasses(void* context) override;
+  bool InitSequenceImage(void* context, size_t max_ranges) override SL_REQUIRES(mu_);
+  bool BeginSequencePass(void* context) override SL_REQUIRES(mu_);
+  bool EndSequencePass(void* context, SpreadPassResult* result) override SL_REQUIRES(mu_);
+  bool EvaluateSequenceRange(void* context, size_t index, std::vector<double>* values) override SL_REQUIRES(mu_);
+  bool ResetSequencePasses(void* context) override SL_REQUIRES(mu_);
 
   KernelLaunchHookConfig config_;
   KernelSelector selector_;
@@ -177,54 +180,57 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   std::vector<uint8_t> config_image_;
   std::atomic<uint32_t> passes_{0};
   std::atomic<bool> off_{false};
-  bool profiler_ready_ = false;  // InitProfiler succeeded (mu_ held after Init)
+  bool profiler_ready_ SL_GUARDED_BY(mu_) = false;  // InitProfiler succeeded (mu_ held after Init)
   // false (default): one counter-data image per context, decoded after every
   // launch and re-initialised only when full; true
   // (SIGHTLINE_METRICS_IMAGE=per_launch): a fresh image + SetConfig for every
   // profiled launch. Both agree with ncu; the shared image is cheaper.
   bool image_per_launch_ = false;
 
-  std::mutex mu_;  // held from enter to exit of a profiled launch
+  // Held from the enter to the exit callback of a profiled launch
+  // (OnLaunchEnter locks, OnLaunchExit unlocks: the analysis cannot follow
+  // that pair, t_holding_launch says who holds it) and by every other entry.
+  Mutex mu_;
   // A capture window is open (mu_ held): launches entering after
   // OnCaptureEnd are not profiled even if the collector's unlocked check let
   // them in, so no session or pass is opened that no capture end would close.
-  bool window_open_ = true;
-  bool active_sequence_ = false;  // the launch holding mu_ is inside a sequence pass
-  std::vector<std::unique_ptr<ContextState>> contexts_;
-  ContextState* active_ = nullptr;  // context of the launch holding mu_
+  bool window_open_ SL_GUARDED_BY(mu_) = true;
+  bool active_sequence_ SL_GUARDED_BY(mu_) = false;  // the launch holding mu_ is inside a sequence pass
+  std::vector<std::unique_ptr<ContextState>> contexts_ SL_GUARDED_BY(mu_);
+  ContextState* active_ SL_GUARDED_BY(mu_) = nullptr;  // context of the launch holding mu_
   // Keep one session open across consecutive profiled launches of a context
   // (SIGHTLINE_METRICS_SESSION=batch) instead of Start/Stop around each.
   bool batch_sessions_ = false;
-  MetricCaptureResult pending_;
-  uint64_t range_index_ = 0;
+  MetricCaptureResult pending_ SL_GUARDED_BY(mu_);
+  uint64_t range_index_ SL_GUARDED_BY(mu_) = 0;
 
-  mutable std::mutex replayed_mu_;
-  std::unordered_set<uint32_t> replayed_;
+  mutable Mutex replayed_mu_;  // leaf
+  std::unordered_set<uint32_t> replayed_ SL_GUARDED_BY(replayed_mu_);
 
-  mutable std::mutex error_mu_;
-  std::string last_error_;
+  mutable Mutex error_mu_;  // leaf
+  std::string last_error_ SL_GUARDED_BY(error_mu_);
 
   // Spread replay (SIGHTLINE_METRICS_REPLAY=spread|auto); mu_ held.
-  bool spread_on_ = false;        // mode asks for it and no fallback happened
-  bool active_spread_ = false;    // the launch holding mu_ runs a spread pass
+  bool spread_on_ SL_GUARDED_BY(mu_) = false;        // mode asks for it and no fallback happened
+  bool active_spread_ SL_GUARDED_BY(mu_) = false;    // the launch holding mu_ runs a spread pass
   CUpti_ProfilerReplayMode spread_replay_ = CUPTI_ApplicationReplay;
-  std::unique_ptr<SpreadScheduler> spread_;
-  std::unordered_map<uint32_t, std::vector<uint8_t>> spread_images_;  // by slot
-  std::unordered_set<uint64_t> kernel_keys_;   // auto: configurations to kernel-replay
-  std::unordered_set<uint64_t> rescue_keys_;   // in progress at a fallback: one kernel replay
-  SpreadStats spread_reported_;                // stats already copied into a result
-  std::unique_ptr<SequenceSpread> sequence_;   // SIGHTLINE_METRICS_REPLAY=sequence, until it fails
-  std::vector<uint8_t> sequence_image_;
-  size_t sequence_ranges_ = 0;
-  std::string sequence_failed_;                // why it stopped ("" while fine)
-  SequenceStats sequence_final_;               // its stats when it stopped
-  bool sequence_failure_reported_ = false;
-  SequenceStats sequence_reported_;
+  std::unique_ptr<SpreadScheduler> spread_ SL_GUARDED_BY(mu_);
+  std::unordered_map<uint32_t, std::vector<uint8_t>> spread_images_ SL_GUARDED_BY(mu_);  // by slot
+  std::unordered_set<uint64_t> kernel_keys_ SL_GUARDED_BY(mu_);   // auto: configurations to kernel-replay
+  std::unordered_set<uint64_t> rescue_keys_ SL_GUARDED_BY(mu_);   // in progress at a fallback: one kernel replay
+  SpreadStats spread_reported_ SL_GUARDED_BY(mu_);                // stats already copied into a result
+  std::unique_ptr<SequenceSpread> sequence_ SL_GUARDED_BY(mu_);  // SIGHTLINE_METRICS_REPLAY=sequence, until it fails
+  std::vector<uint8_t> sequence_image_ SL_GUARDED_BY(mu_);
+  size_t sequence_ranges_ SL_GUARDED_BY(mu_) = 0;
+  std::string sequence_failed_ SL_GUARDED_BY(mu_);                // why it stopped ("" while fine)
+  SequenceStats sequence_final_ SL_GUARDED_BY(mu_);               // its stats when it stopped
+  bool sequence_failure_reported_ SL_GUARDED_BY(mu_) = false;
+  SequenceStats sequence_reported_ SL_GUARDED_BY(mu_);
 
-  double stage_s_[kNumStages][2] = {};  // total, max  // mu_ held (launch: between enter and exit)
-  double launch_started_ = 0;
-  uint64_t launches_profiled_ = 0;
-  std::string first_range_name_;  // CUPTI's name of the first decoded range (debug)
+  double stage_s_[kNumStages][2] SL_GUARDED_BY(mu_) = {};  // total, max  // mu_ held (launch: between enter and exit)
+  double launch_started_ SL_GUARDED_BY(mu_) = 0;
+  uint64_t launches_profiled_ SL_GUARDED_BY(mu_) = 0;
+  std::string first_range_name_ SL_GUARDED_BY(mu_);  // CUPTI's name of the first decoded range (debug)
 };
 
 // Per-thread state of the hook (range_profiler.cc).

@@ -1,10 +1,9 @@
 // lib/collect/range_profiler_select.cc — which launches the range profiler
 // profiles (KernelSelector, see range_profiler.h). Pure C++.
-#include <cxxabi.h>
-
 #include <cstdlib>
 
 #include "lib/collect/range_profiler.h"
+#include "lib/trace/demangle.h"
 
 namespace sightline::collect {
 
@@ -30,15 +29,7 @@ bool KernelSelector::Init(const KernelSelectorOptions& options, std::string* err
   return true;
 }
 
-std::string DemangleKernelName(std::string_view name) {
-  if (name.size() < 3 || name.substr(0, 2) != "_Z") return std::string(name);
-  std::string mangled(name);
-  int status = 0;
-  char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  std::string result = (status == 0 && out != nullptr) ? std::string(out) : mangled;
-  std::free(out);
-  return result;
-}
+std::string DemangleKernelName(std::string_view name) { return trace::Demangle(name); }
 
 namespace {
 // FNV-1a; launch keys and name-match results are cached by hash so the

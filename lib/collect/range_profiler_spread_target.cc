@@ -131,7 +131,7 @@ void RangeProfiler::SpreadFallback(const std::string& why) {
   spread_->DropAll();
   StopPassesAndDisable();
   {
-    std::lock_guard<std::mutex> lock(error_mu_);
+    MutexLock lock(error_mu_);
     last_error_ = why;
   }
   std::fprintf(stderr,

@@ -145,7 +145,7 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
     n.op = info.op;
     n.datatype_id = info.datatype.empty() ? 0 : sink_->Intern(info.datatype);
     n.name_id = e.name_id;
-    n.source = 1;
+    n.source = NcclSource::kGpuKernel;
     sink_->Add(n);
     Count(EventKind::kNccl);
   }
@@ -570,7 +570,7 @@ void RecordConverter::EmitNccl(const PendingRange& r, uint64_t end_ns, const Mar
     c.nranks = p.nranks;
     c.device_id = p.cuda_device >= 0 ? static_cast<uint32_t>(p.cuda_device) : 0;
     c.name_id = r.name_id;
-    c.source = 3;
+    c.source = NcclSource::kCommunicatorInfo;
     c.thread_id = r.thread_id;
     c.stream_id = kNoStream;
     sink_->Add(c);
@@ -585,7 +585,7 @@ void RecordConverter::EmitNccl(const PendingRange& r, uint64_t end_ns, const Mar
   n.end_ns = end_ns;
   n.op = r.nccl_op != NcclOp::kUnknown ? r.nccl_op : (collective ? p.op : NcclOp::kUnknown);
   n.name_id = r.name_id;
-  n.source = 2;
+  n.source = NcclSource::kHostNvtx;
   n.thread_id = r.thread_id;
   n.stream_id = kNoStream;
   if (collective) {

@@ -57,7 +57,7 @@
 
 #include "lib/collect/event_sink.h"
 #include "lib/collect/nccl_payload.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::collect {
 

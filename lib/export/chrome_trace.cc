@@ -296,7 +296,7 @@ class ChromeEmitter : public trace::EventVisitor {
 
   void OnNccl(const NcclEvent& e) override {
     ++stats_.events_read;
-    uint64_t tid = Track({TrackType::kNccl, e.device_id, e.source == 1 ? 1u : 2u});
+    uint64_t tid = Track({TrackType::kNccl, e.device_id, e.source == NcclSource::kGpuKernel ? 1u : 2u});
     Slice(tid, "nccl", NcclName(e, reader_.strings().Get(e.name_id)), e.start_ns, e.end_ns);
     out_.Append(",\"args\":{\"bytes\":");
     AppendUint(out_, e.bytes);

@@ -10,12 +10,12 @@
 #include <string>
 #include <string_view>
 
+#include "lib/trace/demangle.h"
+
 namespace sightline::exporter {
 
-// The Itanium-ABI demangled form of `name` when it is a mangled C++ symbol
-// ("_Z..."), else `name` unchanged. Never throws; invalid manglings are
-// returned as they are.
-std::string Demangle(std::string_view name);
+// The one demangler (lib/trace/demangle.h), for the renderers.
+using trace::Demangle;
 
 // A kernel name a person can read in `max_chars`: demangled, without the
 // return type and the parameter list, template arguments collapsed to "<…>"

@@ -212,7 +212,7 @@ class PerfettoEmitter : public trace::EventVisitor {
 
   void OnNccl(const NcclEvent& e) override {
     ++stats_.events_read;
-    uint64_t track = Track({TrackType::kNccl, e.device_id, e.source == 1 ? 1u : 2u});
+    uint64_t track = Track({TrackType::kNccl, e.device_id, e.source == NcclSource::kGpuKernel ? 1u : 2u});
     uint64_t iid = e.name_id ? NameIid(e.name_id) : ComposedIid(NcclName(e, ""));
     SliceBegin(track, e.start_ns, kCatNccl, iid);
     Ann(kArgBytes, e.bytes);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lib/analysis/report.h"
+#include "lib/analysis/rule_util.h"
 
 namespace sightline::exporter {
 
@@ -97,9 +98,12 @@ std::string RenderDiffText(const DiffResult& diff, int width = 100);
 std::string RenderDiffJson(const DiffResult& diff);
 
 // ---- shared formatting -------------------------------------------------------
-std::string FormatDuration(double ns);       // "812 ns", "12.4 us", "3.21 ms", "1.50 s"
+// Durations and percentages: the analysis' one formatter (rule_util.h), so a
+// finding's title and the report's tables print a number the same way.
+// "812 ns", "12.4 us", "3.21 ms", "1.50 s".
+inline std::string FormatDuration(double ns) { return analysis::FormatNs(ns); }
+using analysis::FormatPct;                   // "87.3%"
 std::string FormatBytes(double bytes);       // "4.19 MB"
-std::string FormatPct(double pct);           // "87.3%"
 // Removes trailing spaces from every line (tables are padded with %-Ns).
 std::string TrimLineEnds(const std::string& text);
 // Shortens `s` to `width` display columns with a middle ellipsis.

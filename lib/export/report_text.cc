@@ -130,14 +130,6 @@ std::string TrimLineEnds(const std::string& text) {
   return out;
 }
 
-std::string FormatDuration(double ns) {
-  double a = std::fabs(ns);
-  if (a < 1e3) return absl::StrFormat("%.0f ns", ns);
-  if (a < 1e6) return absl::StrFormat("%.1f us", ns / 1e3);
-  if (a < 1e9) return absl::StrFormat("%.2f ms", ns / 1e6);
-  return absl::StrFormat("%.2f s", ns / 1e9);
-}
-
 std::string FormatBytes(double b) {
   double a = std::fabs(b);
   if (a < 1e3) return absl::StrFormat("%.0f B", b);
@@ -145,8 +137,6 @@ std::string FormatBytes(double b) {
   if (a < 1e9) return absl::StrFormat("%.2f MB", b / 1e6);
   return absl::StrFormat("%.2f GB", b / 1e9);
 }
-
-std::string FormatPct(double pct) { return absl::StrFormat("%.1f%%", pct); }
 
 std::string Ellipsize(const std::string& s, size_t width) {
   if (s.size() <= width) return s;

@@ -9,21 +9,10 @@
 namespace sightline::exporter {
 namespace {
 
+// CopyKindName's names (lib/trace/events.h), none for an unknown kind.
 const char* CopyKindLabel(CopyKind k) {
-  switch (k) {
-    case CopyKind::kHtoD: return "HtoD";
-    case CopyKind::kDtoH: return "DtoH";
-    case CopyKind::kHtoA: return "HtoA";
-    case CopyKind::kAtoH: return "AtoH";
-    case CopyKind::kAtoA: return "AtoA";
-    case CopyKind::kAtoD: return "AtoD";
-    case CopyKind::kDtoA: return "DtoA";
-    case CopyKind::kDtoD: return "DtoD";
-    case CopyKind::kHtoH: return "HtoH";
-    case CopyKind::kPtoP: return "PtoP";
-    case CopyKind::kUnknown: break;
-  }
-  return "";
+  const char* name = CopyKindName(k);
+  return std::string_view(name) == "unknown" ? "" : name;
 }
 
 const char* MemoryKindLabel(MemoryKind k) {

@@ -25,8 +25,8 @@
 #include <tuple>
 #include <vector>
 
-#include "sightline/events.h"
-#include "sightline/trace_header.h"
+#include "lib/trace/events.h"
+#include "lib/trace/trace_header.h"
 
 namespace sightline::exporter {
 

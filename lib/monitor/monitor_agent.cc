@@ -95,7 +95,7 @@ void MonitorAgent::OnStepBegin(uint64_t now_ns) {
   if (previous == 0 || now_ns <= previous) return;
   double seconds = static_cast<double>(now_ns - previous) * 1e-9;
   {
-    std::lock_guard<std::mutex> lock(steps_mu_);
+    MutexLock lock(steps_mu_);
     if (pending_steps_.size() >= kMaxPendingSteps) {
       ++steps_dropped_;
       return;
@@ -130,12 +130,12 @@ void MonitorAgent::Stop() {
 }
 
 std::string MonitorAgent::bound_address() const {
-  std::lock_guard<std::mutex> lock(state_mu_);
+  MutexLock lock(state_mu_);
   return bound_;
 }
 
 MetricsSnapshot MonitorAgent::Snapshot() const {
-  std::lock_guard<std::mutex> lock(state_mu_);
+  MutexLock lock(state_mu_);
   return snapshot_;
 }
 
@@ -158,7 +158,7 @@ void MonitorAgent::AppendEvent(const std::string& line) {
 
 void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
   {
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(state_mu_);
     ++snapshot_.anomalies[anomaly.kind];
   }
   Log("anomaly (" + anomaly.kind + "): " + anomaly.message);
@@ -192,7 +192,7 @@ void MonitorAgent::StartCapture(const Anomaly& anomaly, uint64_t now_ns) {
   capturing_.store(true);
   uint64_t steps_so_far = 0;
   {
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(state_mu_);
     steps_so_far = snapshot_.steps.count();
   }
   Log("capture #" + std::to_string(capture_index_) + " started at step " +
@@ -209,7 +209,7 @@ void MonitorAgent::FinishCapture(const char* why) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(state_mu_);
     ++snapshot_.captures;
   }
   Log("capture #" + std::to_string(capture_index_) + " (" + std::to_string(capture_steps_seen_) +
@@ -232,7 +232,7 @@ void MonitorAgent::Main() {
       Log("warning: metrics endpoint not started: " + error);
     } else {
       {
-        std::lock_guard<std::mutex> lock(state_mu_);
+        MutexLock lock(state_mu_);
         bound_ = endpoint->bound_address();
       }
       Log("serving metrics on " + endpoint->bound_address() + "/metrics");
@@ -251,7 +251,7 @@ void MonitorAgent::Main() {
   std::vector<double> steps;
   std::vector<DeviceSample> samples;
   auto render = [this](bool om) {
-    std::lock_guard<std::mutex> lock(state_mu_);
+    MutexLock lock(state_mu_);
     return RenderMetrics(snapshot_, om);
   };
   for (;;) {
@@ -272,13 +272,13 @@ void MonitorAgent::Main() {
     steps.clear();
     uint64_t dropped = 0;
     {
-      std::lock_guard<std::mutex> lock(steps_mu_);
+      MutexLock lock(steps_mu_);
       steps.swap(pending_steps_);
       dropped = steps_dropped_;
     }
     std::vector<Anomaly> anomalies;
     {
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(state_mu_);
       for (double s : steps) {
         snapshot_.steps.Observe(s);
         Anomaly a;
@@ -311,7 +311,7 @@ void MonitorAgent::Main() {
           anomalies.push_back(a);
         }
       }
-      std::lock_guard<std::mutex> lock(state_mu_);
+      MutexLock lock(state_mu_);
       snapshot_.nvml_up = up;
       snapshot_.devices = samples;
     }

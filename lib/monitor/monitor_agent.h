@@ -20,13 +20,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "lib/monitor/monitor_config.h"
 #include "lib/monitor/metrics_text.h"
+#include "lib/trace/thread_annotations.h"
 
 namespace sightline::monitor {
 
@@ -86,13 +86,13 @@ class MonitorAgent {
   std::atomic<bool> capturing_{false};  // read on app threads: wake per step
   std::atomic<uint64_t> last_step_ns_{0};
 
-  std::mutex steps_mu_;  // leaf
-  std::vector<double> pending_steps_;
-  uint64_t steps_dropped_ = 0;
+  Mutex steps_mu_;  // leaf
+  std::vector<double> pending_steps_ SL_GUARDED_BY(steps_mu_);
+  uint64_t steps_dropped_ SL_GUARDED_BY(steps_mu_) = 0;
 
-  mutable std::mutex state_mu_;  // guards snapshot_ and bound_ (agent thread writes)
-  MetricsSnapshot snapshot_;
-  std::string bound_;
+  mutable Mutex state_mu_;  // the agent thread writes, scrapes and tests read
+  MetricsSnapshot snapshot_ SL_GUARDED_BY(state_mu_);
+  std::string bound_ SL_GUARDED_BY(state_mu_);
 
   // Agent thread only.
   StepTimeDetector step_detector_;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "lib/trace/setting_value.h"
+
 namespace sightline::monitor {
 namespace {
 
@@ -14,21 +16,13 @@ const char* Get(const char* (*getenv_fn)(const char*), const char* name) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
-bool ParseNumber(const char* text, double lo, double hi, double* out) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (end == text || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 template <typename T>
 void Number(const char* (*getenv_fn)(const char*), const char* name, double lo, double hi,
             T* field, std::vector<std::string>* problems) {
   const char* v = Get(getenv_fn, name);
   if (v == nullptr) return;
   double d = 0;
-  if (!ParseNumber(v, lo, hi, &d)) {
+  if (!trace::ParseNumberValue(v, lo, hi, &d)) {
     if (problems != nullptr) {
       std::ostringstream msg;
       msg << name << ": '" << v << "' is not a number from " << lo << " to " << hi
@@ -98,8 +92,11 @@ MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*)
   if (const char* v = Get(getenv_fn, "SIGHTLINE_MONITOR_DEVICES"); v != nullptr) c.devices = v;
   if (const char* v = Get(getenv_fn, "CUDA_VISIBLE_DEVICES"); v != nullptr) c.visible_devices = v;
   if (const char* v = Get(getenv_fn, "SIGHTLINE_NVML_LIB"); v != nullptr) c.nvml_library = v;
-  if (const char* q = Get(getenv_fn, "SIGHTLINE_QUIET"); q != nullptr && std::strcmp(q, "0") != 0) {
-    c.quiet = true;
+  if (const char* q = Get(getenv_fn, "SIGHTLINE_QUIET"); q != nullptr) {
+    if (!trace::ParseBoolValue(q, &c.quiet) && problems != nullptr) {
+      problems->push_back(std::string("SIGHTLINE_QUIET: '") + q + "' is not a boolean (" +
+                          trace::BoolValueWords() + ")");
+    }
   }
   return c;
 }

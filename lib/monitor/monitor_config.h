@@ -25,6 +25,7 @@
 //   SIGHTLINE_MONITOR_DEVICES     NVML indexes to report (default: per
 //                                 CUDA_VISIBLE_DEVICES, else all)
 //   SIGHTLINE_NVML_LIB            NVML library to load (default libnvidia-ml.so.1)
+//   SIGHTLINE_QUIET               bool (lib/trace/setting_value.h), as for the collector
 // Parsing is pure (getenv function passed in); bad values are reported and
 // the default kept, like lib/collect/config.h.
 #ifndef SIGHTLINE_LIB_MONITOR_MONITOR_CONFIG_H_

@@ -425,7 +425,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
           case 9: e.rank = S32(v); break;
           case 10: e.nranks = S32(v); break;
           case 11: e.name_id = U32(v); break;
-          case 12: e.source = U32(v); break;
+          case 12: e.source = static_cast<NcclSource>(U32(v)); break;
           case 13: e.thread_id = U32(v); break;
         }
       });

@@ -1,6 +1,6 @@
 // lib/trace/chunk_decoder.h — decodes frame payloads (TraceHeader, Chunk,
-// Footer) of trace.proto by hand into the structs of sightline/events.h and
-// sightline/trace_header.h. Internal to lib/trace (used by TraceReader).
+// Footer) of trace.proto by hand into the structs of lib/trace/events.h and
+// lib/trace/trace_header.h. Internal to lib/trace (used by TraceReader).
 //
 // Zero-copy over the payload: events are decoded one at a time into reusable
 // structs and handed to the visitor, so a chunk is never materialised.
@@ -18,8 +18,8 @@
 #include <unordered_map>
 
 #include "lib/trace/reader.h"
-#include "sightline/events.h"
-#include "sightline/trace_header.h"
+#include "lib/trace/events.h"
+#include "lib/trace/trace_header.h"
 
 namespace sightline::trace::internal {
 

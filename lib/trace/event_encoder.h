@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "lib/trace/proto_wire.h"
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::trace::internal {
 
@@ -177,7 +177,7 @@ inline uint8_t* EncodeNccl(const NcclEvent& e, uint8_t* p) {
   p = PutSint32(9, e.rank, p);
   p = PutSint32(10, e.nranks, p);
   p = PutUint(11, e.name_id, p);
-  p = PutUint(12, e.source, p);
+  p = PutUint(12, static_cast<uint32_t>(e.source), p);
   p = PutUint(13, e.thread_id, p);
   return p;
 }

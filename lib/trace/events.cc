@@ -1,6 +1,6 @@
-// Stable names of the enums of sightline/events.h (used in `sightline info`,
+// Stable names of the enums of lib/trace/events.h (used in `sightline info`,
 // JSON reports and exports; never change an existing name).
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline {
 

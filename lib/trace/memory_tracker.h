@@ -21,7 +21,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline::trace {
 

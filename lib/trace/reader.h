@@ -29,8 +29,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "sightline/events.h"
-#include "sightline/trace_header.h"
+#include "lib/trace/events.h"
+#include "lib/trace/trace_header.h"
 
 namespace sightline::trace {
 

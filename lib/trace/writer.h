@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "sightline/events.h"
-#include "sightline/trace_header.h"
+#include "lib/trace/events.h"
+#include "lib/trace/trace_header.h"
 #include "lib/trace/sink.h"
 
 namespace sightline::trace {

@@ -6,26 +6,12 @@
 #include "lib/trace/reader.h"
 #include "lib/trace/sink.h"
 #include "lib/trace/writer.h"
+#include "tests/support/h200_device.h"
 
 namespace sightline::analysis::testing {
 
 DeviceInfo H200(uint32_t id) {
-  DeviceInfo d;
-  d.id = id;
-  d.name = "NVIDIA H200";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sm_count = 132;
-  d.max_warps_per_sm = 64;
-  d.max_blocks_per_sm = 32;
-  d.max_threads_per_block = 1024;
-  d.registers_per_sm = 65536;
-  d.registers_per_block = 65536;
-  d.shared_memory_per_sm = 233472;
-  d.shared_memory_per_block = 49152;
-  d.shared_memory_per_block_optin = 232448;
-  d.reserved_shared_memory_per_block = 1024;
-  d.memory_bandwidth_gbps = 4800;
+  DeviceInfo d = test_fixtures::H200Device(id);
   d.chip_name = "GH100";
   return d;
 }

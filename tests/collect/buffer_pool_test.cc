@@ -168,5 +168,30 @@ TEST(LossAccountingTest, EveryLossEndsUpInTheReport) {
   EXPECT_EQ(MakeLossReport(LossInputs{}, 1).total(), 0u);
 }
 
+// A fake cuptiActivityGetNumDroppedRecords: 3 for each context, 40 for the
+// process-wide (null context) count that collector.cc's old copy of the
+// query left out at teardown.
+std::vector<CUcontext> g_asked;
+CUptiResult FakeDropped(CUcontext ctx, uint32_t stream_id, size_t* dropped) {
+  g_asked.push_back(ctx);
+  *dropped = ctx == nullptr ? 40 : 3;
+  return CUPTI_SUCCESS;
+}
+CUptiResult FailingDropped(CUcontext, uint32_t, size_t* dropped) {
+  *dropped = 1000;
+  return CUPTI_ERROR_INVALID_CONTEXT;
+}
+
+TEST(DroppedRecordsTest, TheProcessWideCountIsIncluded) {
+  auto a = reinterpret_cast<CUcontext>(uintptr_t{0x10});
+  auto b = reinterpret_cast<CUcontext>(uintptr_t{0x20});
+  g_asked.clear();
+  EXPECT_EQ(ReadDroppedRecords({a, b}, &FakeDropped), 3u + 3u + 40u);
+  EXPECT_EQ(g_asked, (std::vector<CUcontext>{a, b, nullptr}));
+  g_asked.clear();
+  EXPECT_EQ(ReadDroppedRecords({}, &FakeDropped), 40u);  // before any context
+  EXPECT_EQ(ReadDroppedRecords({a}, &FailingDropped), 0u);  // errors count nothing
+}
+
 }  // namespace
 }  // namespace sightline::collect

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "lib/collect/kernel_launch_hook.h"
+#include "lib/monitor/monitor_config.h"
+#include "lib/trace/setting_value.h"
 
 namespace sightline::collect {
 namespace {
@@ -126,7 +129,7 @@ TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
           {"SIGHTLINE_TRACE", "cuda,gpu-metrics"},
           {"SIGHTLINE_BUFFER_KB", "1"},
           {"SIGHTLINE_FLUSH_MS", "-5"},
-          {"SIGHTLINE_RUNTIME_PER_API", "yes"}};
+          {"SIGHTLINE_RUNTIME_PER_API", "maybe"}};
   CollectorConfig c = Parse();
   ASSERT_EQ(problems_.size(), 6u);
   EXPECT_NE(problems_[0].find("gpu-metrics"), std::string::npos);
@@ -307,6 +310,124 @@ TEST_F(ConfigTest, CaptureSkipCountAndWindowsUseTheRuntimeKind) {
   EXPECT_EQ(c.capture_count, 0u);
   env_.clear();
   EXPECT_TRUE(Parse().runtime_records_per_api);  // whole run keeps per-API records
+}
+
+// The bug three parsers caused: "yes" silenced the banner (config.cc,
+// injection.cc: any value but "0") but not the range profiler's metrics
+// summary (only "1"). Every reader now takes the one parsed value.
+TEST_F(ConfigTest, QuietYesIsQuietEverywhere) {
+  for (const char* yes : {"1", "yes", "true", "on", "YES"}) {
+    env_ = {{"SIGHTLINE_QUIET", yes}};
+    CollectorConfig c = Parse();
+    EXPECT_TRUE(problems_.empty()) << yes;
+    EXPECT_TRUE(c.quiet) << yes;                                // banner, NVTX note
+    EXPECT_TRUE(HookConfigFromCollectorConfig(c).quiet) << yes;  // metrics summary
+    std::vector<std::string> monitor_problems;
+    EXPECT_TRUE(monitor::MonitorConfigFromEnvironment(&FakeGetenv, &monitor_problems).quiet) << yes;
+    EXPECT_TRUE(monitor_problems.empty()) << yes;
+  }
+  for (const char* no : {"0", "no", "false", "off"}) {
+    env_ = {{"SIGHTLINE_QUIET", no}};
+    CollectorConfig c = Parse();
+    EXPECT_FALSE(c.quiet) << no;
+    EXPECT_FALSE(HookConfigFromCollectorConfig(c).quiet) << no;
+    EXPECT_FALSE(monitor::MonitorConfigFromEnvironment(&FakeGetenv, nullptr).quiet) << no;
+  }
+  env_ = {{"SIGHTLINE_QUIET", "loud"}};
+  EXPECT_FALSE(Parse().quiet);
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("SIGHTLINE_QUIET"), std::string::npos);
+}
+
+// SIGHTLINE_DETACH was documented here but parsed in collector.cc.
+TEST_F(ConfigTest, DetachIsParsedByTheConfig) {
+  EXPECT_EQ(Parse().detach, DetachMode::kUnsubscribe);
+  env_ = {{"SIGHTLINE_DETACH", "keep"}};
+  EXPECT_EQ(Parse().detach, DetachMode::kKeepSubscriber);
+  env_ = {{"SIGHTLINE_DETACH", "1"}};
+  EXPECT_EQ(Parse().detach, DetachMode::kFinalize);
+  env_ = {{"SIGHTLINE_DETACH", "0"}};
+  EXPECT_EQ(Parse().detach, DetachMode::kUnsubscribe);
+  EXPECT_TRUE(problems_.empty());
+  env_ = {{"SIGHTLINE_DETACH", "sometimes"}};
+  EXPECT_EQ(Parse().detach, DetachMode::kUnsubscribe);
+  EXPECT_EQ(problems_.size(), 1u);
+}
+
+// The range profiler's four variables were read in range_profiler.cc and
+// documented nowhere; they reach it through the hook config now.
+TEST_F(ConfigTest, RangeProfilerVariablesReachTheHook) {
+  KernelLaunchHookConfig d = HookConfigFromCollectorConfig(Parse());
+  EXPECT_FALSE(d.image_per_launch);
+  EXPECT_FALSE(d.batch_sessions);
+  EXPECT_FALSE(d.spread_user_replay);
+  EXPECT_FALSE(d.debug);
+  env_ = {{"SIGHTLINE_METRICS_IMAGE", "per_launch"},
+          {"SIGHTLINE_METRICS_SESSION", "batch"},
+          {"SIGHTLINE_METRICS_SPREAD_REPLAY", "user"},
+          {"SIGHTLINE_METRICS_DEBUG", "1"}};
+  KernelLaunchHookConfig h = HookConfigFromCollectorConfig(Parse());
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_TRUE(h.image_per_launch);
+  EXPECT_TRUE(h.batch_sessions);
+  EXPECT_TRUE(h.spread_user_replay);
+  EXPECT_TRUE(h.debug);
+  env_ = {{"SIGHTLINE_METRICS_IMAGE", "big"},
+          {"SIGHTLINE_METRICS_SESSION", "often"},
+          {"SIGHTLINE_METRICS_SPREAD_REPLAY", "x"},
+          {"SIGHTLINE_METRICS_DEBUG", "verbose"}};
+  h = HookConfigFromCollectorConfig(Parse());
+  EXPECT_EQ(problems_.size(), 4u);
+  EXPECT_FALSE(h.image_per_launch || h.batch_sessions || h.spread_user_replay || h.debug);
+}
+
+TEST_F(ConfigTest, CaptureSetIsKnownToTheCollector) {
+  EXPECT_FALSE(Parse().capture_set);
+  env_ = {{"SIGHTLINE_CAPTURE", ""}};
+  EXPECT_TRUE(Parse().capture_set);
+}
+
+// "-t graph" removed detail while every other item adds some: renamed.
+TEST_F(ConfigTest, GraphLaunchesAndItsDeprecatedName) {
+  EXPECT_FALSE(Parse().graph_launch_records);
+  env_ = {{"SIGHTLINE_TRACE", "cuda,graph-launches"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_TRUE(c.graph_launch_records);
+  EXPECT_EQ(c.EnabledList(), (std::vector<std::string>{"cuda", "graph-launches"}));
+  env_ = {{"SIGHTLINE_TRACE", "cuda,graph"}};
+  c = Parse();
+  EXPECT_TRUE(c.graph_launch_records);  // still accepted ...
+  ASSERT_EQ(problems_.size(), 1u);      // ... with a warning
+  EXPECT_NE(problems_[0].find("deprecated: use graph-launches"), std::string::npos);
+}
+
+TEST(SettingValueTest, OneParserPerKind) {
+  bool b = false;
+  EXPECT_TRUE(trace::ParseBoolValue("On", &b));
+  EXPECT_TRUE(b);
+  EXPECT_TRUE(trace::ParseBoolValue("no", &b));
+  EXPECT_FALSE(b);
+  EXPECT_FALSE(trace::ParseBoolValue("", &b));
+  EXPECT_FALSE(trace::ParseBoolValue("2", &b));
+  uint64_t n = 7;
+  EXPECT_TRUE(trace::ParseCountValue("42", 0, 100, &n));
+  EXPECT_EQ(n, 42u);
+  EXPECT_FALSE(trace::ParseCountValue("-1", 0, 100, &n));
+  EXPECT_FALSE(trace::ParseCountValue(" 1", 0, 100, &n));
+  EXPECT_FALSE(trace::ParseCountValue("101", 0, 100, &n));
+  EXPECT_FALSE(trace::ParseCountValue("1x", 0, 100, &n));
+  EXPECT_EQ(n, 42u);
+  double d = 0;
+  EXPECT_TRUE(trace::ParseNumberValue("1.5", 0, 10, &d));
+  EXPECT_DOUBLE_EQ(d, 1.5);
+  EXPECT_FALSE(trace::ParseNumberValue("-1", 0, 10, &d));
+  EXPECT_FALSE(trace::ParseNumberValue("inf", 0, 1e300, &d));
+  EXPECT_FALSE(trace::ParseNumberValue("soon", 0, 10, &d));
+  int e = 0;
+  EXPECT_TRUE(trace::ParseEnumValue<int>("b", {{"a", 1}, {"b", 2}}, &e));
+  EXPECT_EQ(e, 2);
+  EXPECT_FALSE(trace::ParseEnumValue<int>("c", {{"a", 1}, {"b", 2}}, &e));
 }
 
 }  // namespace

@@ -201,7 +201,7 @@ TEST_F(NcclJoinTest, CallbackPayloadsJoinTheirRangesOnTheSameThread) {
   EXPECT_EQ(sink_.nccls[0].op, NcclOp::kAllReduce);
   EXPECT_EQ(sink_.nccls[0].bytes, 16u << 20);
   EXPECT_EQ(sink_.nccls[0].comm_id, kComm);
-  EXPECT_EQ(sink_.nccls[0].source, 2u);
+  EXPECT_EQ(sink_.nccls[0].source, NcclSource::kHostNvtx);
   EXPECT_EQ(sink_.nccls[1].op, NcclOp::kAllGather);
   EXPECT_EQ(sink_.nccls[1].bytes, 4096u);
   EXPECT_EQ(sink_.nccls[1].thread_id, t1);
@@ -242,7 +242,7 @@ TEST_F(NcclJoinTest, CommunicatorPayloadGivesRankToLaterEventsAndIsWritten) {
   Range(3, 2000, 2100, "ncclAllReduce", 4);
   ASSERT_EQ(sink_.nccls.size(), 3u);
   const NcclEvent& comm = sink_.nccls[0];
-  EXPECT_EQ(comm.source, 3u);
+  EXPECT_EQ(comm.source, NcclSource::kCommunicatorInfo);
   EXPECT_EQ(comm.op, NcclOp::kUnknown);
   EXPECT_EQ(comm.comm_id, kComm);
   EXPECT_EQ(comm.rank, 1);
@@ -335,14 +335,14 @@ TEST(NcclPayloadTraceTest, FieldsSurviveTheTraceFile) {
   Collect seen;
   ASSERT_TRUE((*reader)->ReadAll(seen).ok());
   ASSERT_EQ(seen.nccl.size(), 2u);
-  const NcclEvent& ar = seen.nccl[0].source == 2 ? seen.nccl[0] : seen.nccl[1];
-  const NcclEvent& comm = seen.nccl[0].source == 3 ? seen.nccl[0] : seen.nccl[1];
+  const NcclEvent& ar = seen.nccl[0].source == NcclSource::kHostNvtx ? seen.nccl[0] : seen.nccl[1];
+  const NcclEvent& comm = seen.nccl[0].source == NcclSource::kCommunicatorInfo ? seen.nccl[0] : seen.nccl[1];
   EXPECT_EQ(ar.op, NcclOp::kAllReduce);
   EXPECT_EQ(ar.bytes, 16u << 20);
   EXPECT_EQ(ar.comm_id, kComm);
   EXPECT_EQ(ar.rank, 0);
   EXPECT_EQ(ar.nranks, 2);
-  EXPECT_EQ(comm.source, 3u);
+  EXPECT_EQ(comm.source, NcclSource::kCommunicatorInfo);
   EXPECT_EQ(comm.comm_id, kComm);
   EXPECT_EQ(comm.nranks, 2);
 }

@@ -58,6 +58,13 @@ rm -rf "$T"
 
 err=$("$SL" profile --delay soon -- true 2>&1); rc=$?
 check "bad --delay is a usage error" "[ $rc -eq 2 ] && grep -q \"'soon' is not a number\" <<<\"\$err\""
+# The CLI checks counts with the collector's parser and range: a skip the
+# collector would refuse (and warn about, tracing anyway) is a usage error.
+err=$("$SL" profile --capture-skip 200000000 -- true 2>&1); rc=$?
+check "--capture-skip over the collector's range is a usage error" \
+  "[ $rc -eq 2 ] && grep -q '0..100000000' <<<\"\$err\""
+out=$("$SL" profile -q --capture-skip 100000000 -- env 2>&1)
+check "--capture-skip at the collector's bound" "grep -qx 'SIGHTLINE_CAPTURE_SKIP=100000000' <<<\"\$out\""
 err=$("$SL" profile --capture-range sometimes -- true 2>&1); rc=$?
 check "bad --capture-range is a usage error" "[ $rc -eq 2 ] && grep -q cudaProfilerApi <<<\"\$err\""
 err=$("$SL" profile --frobnicate -- true 2>&1); rc=$?

@@ -87,7 +87,7 @@ TEST_F(ConverterTest, NcclKernelAlsoBecomesCommunicationEvent) {
   const NcclEvent& n = sink_.nccls[0];
   EXPECT_EQ(n.op, NcclOp::kAllReduce);
   EXPECT_EQ(sink_.Str(n.datatype_id), "f32");
-  EXPECT_EQ(n.source, 1u);
+  EXPECT_EQ(n.source, NcclSource::kGpuKernel);
   EXPECT_EQ(n.start_ns, 100u);
   EXPECT_EQ(n.end_ns, 900u);
   EXPECT_EQ(n.correlation_id, 8u);
@@ -341,7 +341,7 @@ TEST_F(ConverterTest, NcclNvtxRangeBecomesHostCommunicationEvent) {
   EXPECT_EQ(sink_.ranges.size(), 2u);
   ASSERT_EQ(sink_.nccls.size(), 1u);
   EXPECT_EQ(sink_.nccls[0].op, NcclOp::kAllGather);
-  EXPECT_EQ(sink_.nccls[0].source, 2u);
+  EXPECT_EQ(sink_.nccls[0].source, NcclSource::kHostNvtx);
   EXPECT_EQ(sink_.nccls[0].thread_id, 3u);
 }
 

@@ -296,7 +296,7 @@ TEST(ReportNcclTest, OpsCarrySizeBandwidthAndCommunicator) {
     host.bytes = bytes;
     host.comm_id = comm;
     host.name_id = range_name;
-    host.source = 2;
+    host.source = NcclSource::kHostNvtx;
     t.nccls.push_back(host);
     KernelEvent k;
     k.start_ns = t0 + 30'000;
@@ -314,7 +314,7 @@ TEST(ReportNcclTest, OpsCarrySizeBandwidthAndCommunicator) {
     gpu.correlation_id = k.correlation_id;
     gpu.op = NcclOp::kAllReduce;
     gpu.name_id = kernel_name;
-    gpu.source = 1;
+    gpu.source = NcclSource::kGpuKernel;
     t.nccls.push_back(gpu);
   }
   NcclEvent info;  // ncclCommDestroy's payload, at the end
@@ -324,7 +324,7 @@ TEST(ReportNcclTest, OpsCarrySizeBandwidthAndCommunicator) {
   info.rank = 1;
   info.nranks = 2;
   info.name_id = t.Intern("ncclCommDestroy");
-  info.source = 3;
+  info.source = NcclSource::kCommunicatorInfo;
   t.nccls.push_back(info);
 
   analysis::ModelBuilder builder;
@@ -333,7 +333,7 @@ TEST(ReportNcclTest, OpsCarrySizeBandwidthAndCommunicator) {
   ASSERT_EQ(model.communicators.size(), 1u);
   ASSERT_EQ(model.collectives.size(), 8u);  // the communicator info is not an operation
   for (const analysis::Collective& c : model.collectives) {
-    if (c.source == 2) {
+    if (c.source == NcclSource::kHostNvtx) {
       EXPECT_EQ(c.rank, 1);
       EXPECT_EQ(c.nranks, 2);
     }

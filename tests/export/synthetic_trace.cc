@@ -1,5 +1,6 @@
 // tests/export/synthetic_trace.cc — see synthetic_trace.h.
 #include "tests/export/synthetic_trace.h"
+#include "tests/support/h200_device.h"
 
 #include <algorithm>
 #include <string>
@@ -33,23 +34,7 @@ bool WriteSyntheticTrace(std::unique_ptr<trace::Sink> sink, const SyntheticOptio
   h.process.rank = o.rank;
   h.process.command_line = {"/usr/bin/python3", "train.py", "--synthetic"};
   if (!o.extra_argument.empty()) h.process.command_line.push_back(o.extra_argument);
-  DeviceInfo d;
-  d.id = 0;
-  d.name = "NVIDIA H200";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sm_count = 132;
-  d.max_warps_per_sm = 64;
-  d.max_blocks_per_sm = 32;
-  d.max_threads_per_block = 1024;
-  d.registers_per_sm = 65536;
-  d.registers_per_block = 65536;
-  d.shared_memory_per_sm = 233472;
-  d.shared_memory_per_block = 49152;
-  d.shared_memory_per_block_optin = 232448;
-  d.reserved_shared_memory_per_block = 1024;
-  d.memory_bandwidth_gbps = 4800;
-  h.devices.push_back(d);
+  h.devices.push_back(test_fixtures::H200Device(0));
   h.clock.trace_ns = o.start_ns;
   h.clock.realtime_ns = 1'790'000'000'000'000'000ull;
   h.enabled = {"kernel", "memcpy", "runtime", "nvtx", "sync"};

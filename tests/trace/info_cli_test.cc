@@ -16,6 +16,7 @@ namespace sightline::trace::testing {
 namespace {
 
 using ::testing::AllOf;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -97,6 +98,9 @@ TEST_F(InfoCliTest, TextShowsHeaderDevicesCountsSpanLossesAndValidity) {
   EXPECT_THAT(r.out, HasSubstr("devices    2\n  [0] NVIDIA H200 (GH100, sm_90), 132 SMs"));
   EXPECT_THAT(r.out, HasSubstr("range nvtx:train, metrics speed-of-light"));
   EXPECT_THAT(r.out, HasSubstr("events     2014\n"));
+  // The span is printed by the one duration formatter (lib/analysis/rule_util.h,
+  // as in reports: "646.15 ms"), no longer with info's own three decimals.
+  EXPECT_THAT(r.out, ContainsRegex("span       [0-9]+(\\.[0-9][0-9]? (us|ms|s)| ns) \\(first"));
   EXPECT_THAT(r.out, HasSubstr("  metric_range     1\n"));
   EXPECT_THAT(r.out, HasSubstr("1 records dropped by CUPTI"));
   EXPECT_THAT(r.out, HasSubstr("end        exit at "));

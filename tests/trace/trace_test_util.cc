@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "lib/trace/crc32c.h"
 #include "lib/trace/format.h"
+#include "tests/support/h200_device.h"
 
 namespace sightline::trace::testing {
 
@@ -225,7 +226,7 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   c.rank = -1;
   c.nranks = 64;
   c.name_id = id("ncclDevKernel_ReduceScatter_RING_LL", 7);
-  c.source = 2;
+  c.source = NcclSource::kHostNvtx;
   c.thread_id = 4343;
   out.push_back(a);
 
@@ -331,22 +332,8 @@ TraceHeaderData SampleHeader() {
   h.process.rank = 3;
   h.process.world_size = 8;
   h.process.local_rank = 3;
-  DeviceInfo d;
-  d.id = 0;
-  d.name = "NVIDIA H200";
+  DeviceInfo d = test_fixtures::H200Device(0);
   d.uuid = "GPU-12345678-1234-1234-1234-123456789abc";
-  d.cc_major = 9;
-  d.cc_minor = 0;
-  d.sm_count = 132;
-  d.max_warps_per_sm = 64;
-  d.max_blocks_per_sm = 32;
-  d.max_threads_per_block = 1024;
-  d.registers_per_sm = 65536;
-  d.registers_per_block = 65536;
-  d.shared_memory_per_sm = 233472;
-  d.shared_memory_per_block = 49152;
-  d.shared_memory_per_block_optin = 232448;
-  d.reserved_shared_memory_per_block = 1024;
   d.warp_size = 32;
   d.core_clock_khz = 1980000;
   d.memory_clock_khz = 2619000;

@@ -12,8 +12,8 @@
 
 #include "lib/trace/reader.h"
 #include "lib/trace/writer.h"
-#include "sightline/events.h"
-#include "sightline/trace_header.h"
+#include "lib/trace/events.h"
+#include "lib/trace/trace_header.h"
 
 namespace sightline {
 // Needed by std::vector<MetricValue>::operator== (found by ADL).

@@ -13,23 +13,19 @@
 #include <string>
 #include <vector>
 
-#include "tools/sightline/command.h"
-
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "absl/strings/str_split.h"
 #include "lib/analysis/analyze.h"
 #include "lib/analysis/steps.h"
-#include "lib/export/cli_support.h"
-#include "lib/export/progress.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/terminal_text.h"
+#include "tools/sightline/cli_support.h"
+#include "tools/sightline/command.h"
+#include "tools/sightline/progress.h"
 #include "tools/sightline/trace_inputs.h"
-#endif
 
 namespace sightline::cli {
 namespace {
 
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 int SeverityRank(const std::string& s) {
   if (s == "high") return 0;
   if (s == "medium") return 1;
@@ -39,38 +35,41 @@ int SeverityRank(const std::string& s) {
 }
 
 int RunAnalyze(const std::vector<std::string>& args) {
-  std::vector<std::string> traces;
-  std::string format = "text", output = "-", fail_on, value, group_by;
+  std::string fail_on, group_by;
   analysis::AnalysisOptions options;
-  exporter::ArgScanner scan(args);
-  while (!scan.Done()) {
+  auto own = [&](ArgScanner* scan, std::string* problem) {
+    std::string value;
     bool missing = false;
-    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
-        scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
-        scan.Value("--fail-on", &fail_on, &missing) ||
-        scan.Value("--group-by", &group_by, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing) ||
-        scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("analyze: " + scan.last_option() + " needs a non-empty value (see --help)");
-      continue;
+    if (scan->Value("--fail-on", &fail_on, &missing) ||
+        scan->Value("--group-by", &group_by, &missing)) {
+      if (missing) *problem = "analyze: " + scan->last_option() + " needs a non-empty value (see --help)";
+      return true;
     }
-    if (scan.Value("--set", &value, &missing)) {
-      if (missing) return UsageError("analyze: --set needs KEY=VALUE");
-      absl::Status s = options.SetFromString(value);
-      if (!s.ok()) return UsageError("analyze: --set " + value + ": " + std::string(s.message()));
-      continue;
+    if (scan->Value("--set", &value, &missing)) {
+      if (missing) {
+        *problem = "analyze: --set needs KEY=VALUE";
+      } else if (absl::Status s = options.SetFromString(value); !s.ok()) {
+        *problem = "analyze: --set " + value + ": " + std::string(s.message());
+      }
+      return true;
     }
-    if (scan.Value("--rules", &value, &missing)) {
-      if (missing) return UsageError("analyze: --rules needs a list of rule ids");
+    if (scan->Value("--rules", &value, &missing)) {
+      if (missing) *problem = "analyze: --rules needs a list of rule ids";
       for (absl::string_view r : absl::StrSplit(value, ',', absl::SkipEmpty())) {
         options.only_rules.emplace_back(r);
       }
-      continue;
+      return true;
     }
-    std::string a = scan.Next();
-    if (a.size() > 1 && a[0] == '-') return UsageError("analyze: unknown option '" + a + "'");
-    traces.push_back(a);
-  }
+    return false;
+  };
+  ReportArgs r;
+  std::string problem = ScanReportArgs("analyze", args, /*takes_format=*/true, own, &r);
+  if (!problem.empty()) return UsageError(problem);
+  std::vector<std::string> traces = std::move(r.traces);
+  const std::string& format = r.format;
+  const std::string& output = r.output;
+  options.step_range_name = r.step_range;
+  options.window = r.window;
   if (traces.empty()) return UsageError("analyze: missing TRACE (usage: sightline analyze TRACE... [--format text|json] [-o FILE])");
   if (format != "text" && format != "json") {
     return UsageError("analyze: unknown format '" + format + "' (expected text or json)");
@@ -88,10 +87,10 @@ int RunAnalyze(const std::vector<std::string>& args) {
   if (!expanded.ok()) return UsageError("analyze: " + std::string(expanded.status().message()));
   traces = *std::move(expanded);
   for (const std::string& t : traces) {
-    absl::Status s = exporter::CheckInputFile(t);
+    absl::Status s = CheckInputFile(t);
     if (!s.ok()) return UsageError(std::string(s.message()));
   }
-  exporter::ProgressLine progress;
+  ProgressLine progress;
   options.progress = [&](const analysis::ReadProgress& p) {
     progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
   };
@@ -100,9 +99,9 @@ int RunAnalyze(const std::vector<std::string>& args) {
   if (!report.ok()) return UsageError(std::string(report.status().message()));
   std::string text =
       format == "json"     ? exporter::RenderReportJson(*report)
-      : !group_by.empty() ? exporter::RenderGroupByText(*report, group_by, exporter::TextWidth())
-                          : exporter::RenderReportText(*report, {exporter::TextWidth()});
-  absl::Status written = exporter::WriteTextOutput(output, text);
+      : !group_by.empty() ? exporter::RenderGroupByText(*report, group_by, TextWidth())
+                          : exporter::RenderReportText(*report, {TextWidth()});
+  absl::Status written = WriteTextOutput(output, text);
   if (!written.ok()) return UsageError(std::string(written.message()));
   if (!fail_on.empty()) {
     int limit = SeverityRank(fail_on);
@@ -116,11 +115,6 @@ int RunAnalyze(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
-#else
-int RunAnalyze(const std::vector<std::string>&) {
-  return UsageError("analyze: this build has no analyzer (lib/analysis was not built)");
-}
-#endif
 
 }  // namespace
 

@@ -12,44 +12,40 @@
 #include <string>
 #include <vector>
 
-#include "tools/sightline/command.h"
-
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "lib/analysis/analyze.h"
 #include "lib/analysis/steps.h"
-#include "lib/export/cli_support.h"
-#include "lib/export/progress.h"
 #include "lib/export/report_json_read.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/input_file.h"
 #include "lib/trace/terminal_text.h"
+#include "tools/sightline/cli_support.h"
+#include "tools/sightline/command.h"
+#include "tools/sightline/progress.h"
 #include "tools/sightline/trace_inputs.h"
-#endif
 
 namespace sightline::cli {
 namespace {
 
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 int RunDiff(const std::vector<std::string>& args) {
-  std::vector<std::string> traces;
-  std::string format = "text", output = "-", threshold, min_share;
-  analysis::AnalysisOptions options;
-  exporter::ArgScanner scan(args);
-  while (!scan.Done()) {
+  std::string threshold, min_share;
+  auto own = [&](ArgScanner* scan, std::string* problem) {
     bool missing = false;
-    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing) ||
-        scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
-        scan.Value("--fail-on-regression", &threshold, &missing) ||
-        scan.Value("--min-kernel-share", &min_share, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing) ||
-        scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("diff: " + scan.last_option() + " needs a non-empty value (see --help)");
-      continue;
+    if (scan->Value("--fail-on-regression", &threshold, &missing) ||
+        scan->Value("--min-kernel-share", &min_share, &missing)) {
+      if (missing) *problem = "diff: " + scan->last_option() + " needs a non-empty value (see --help)";
+      return true;
     }
-    std::string a = scan.Next();
-    if (a.size() > 1 && a[0] == '-') return UsageError("diff: unknown option '" + a + "'");
-    traces.push_back(a);
-  }
+    return false;
+  };
+  ReportArgs r;
+  std::string problem = ScanReportArgs("diff", args, /*takes_format=*/true, own, &r);
+  if (!problem.empty()) return UsageError(problem);
+  const std::vector<std::string>& traces = r.traces;
+  const std::string& format = r.format;
+  const std::string& output = r.output;
+  analysis::AnalysisOptions options;
+  options.step_range_name = r.step_range;
+  options.window = r.window;
   if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
     return UsageError("diff: " + std::string(w.status().message()));
   }
@@ -65,13 +61,13 @@ int RunDiff(const std::vector<std::string>& args) {
   // +264 % regression. Finite and bounded only.
   if (!threshold.empty()) {
     absl::StatusOr<double> v =
-        exporter::ParseNumberOption("--fail-on-regression", threshold, 0, 1e9, true);
+        ParseNumberOption("--fail-on-regression", threshold, 0, 1e9, true);
     if (!v.ok()) return UsageError("diff: " + std::string(v.status().message()));
     diff_options.fail_on_regression_pct = *v;
   }
   if (!min_share.empty()) {
     absl::StatusOr<double> v =
-        exporter::ParseNumberOption("--min-kernel-share", min_share, 0, 100, true);
+        ParseNumberOption("--min-kernel-share", min_share, 0, 100, true);
     if (!v.ok()) return UsageError("diff: " + std::string(v.status().message()));
     diff_options.min_kernel_share_pct = *v;
   }
@@ -81,12 +77,12 @@ int RunDiff(const std::vector<std::string>& args) {
     absl::StatusOr<std::vector<std::string>> set = ExpandTraceArguments({t});
     if (!set.ok()) return UsageError("diff: " + std::string(set.status().message()));
     for (const std::string& path : *set) {
-      absl::Status s = exporter::CheckInputFile(path);
+      absl::Status s = CheckInputFile(path);
       if (!s.ok()) return UsageError(std::string(s.message()));
     }
     sides.push_back(*std::move(set));
   }
-  exporter::ProgressLine progress;
+  ProgressLine progress;
   options.progress = [&](const analysis::ReadProgress& p) {
     progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
   };
@@ -109,8 +105,8 @@ int RunDiff(const std::vector<std::string>& args) {
     std::fprintf(stderr, "sightline: warning: %s\n", trace::EscapeTerminalText(note).c_str());
   }
   std::string text = format == "json" ? exporter::RenderDiffJson(diff)
-                                      : exporter::RenderDiffText(diff, exporter::TextWidth());
-  absl::Status written = exporter::WriteTextOutput(output, text);
+                                      : exporter::RenderDiffText(diff, TextWidth());
+  absl::Status written = WriteTextOutput(output, text);
   if (!written.ok()) return UsageError(std::string(written.message()));
   if (diff.regression()) {
     std::fprintf(stderr, "sightline: regression beyond %.1f%%: %s\n",
@@ -119,11 +115,6 @@ int RunDiff(const std::vector<std::string>& args) {
   }
   return kExitOk;
 }
-#else
-int RunDiff(const std::vector<std::string>&) {
-  return UsageError("diff: this build has no analyzer (lib/analysis was not built)");
-}
-#endif
 
 }  // namespace
 

@@ -14,10 +14,11 @@
 #include "lib/export/chrome_trace.h"
 #include "lib/export/output_file.h"
 #include "lib/export/perfetto_trace.h"
-#include "lib/export/progress.h"
 #include "lib/trace/reader.h"
 #include "lib/trace/terminal_text.h"
+#include "tools/sightline/cli_support.h"
 #include "tools/sightline/command.h"
+#include "tools/sightline/progress.h"
 
 namespace sightline::cli {
 namespace {
@@ -25,27 +26,22 @@ namespace {
 int RunExport(const std::vector<std::string>& args) {
   std::string input, output, format;
   bool strict = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](const char* flag) -> const std::string* {
-      if (i + 1 >= args.size()) return nullptr;
-      (void)flag;
-      return &args[++i];
-    };
-    if (a == "--format" || a == "-f") {
-      const std::string* v = value("--format");
-      if (!v) return UsageError("export: --format needs a value (chrome or perfetto)");
-      format = *v;
-    } else if (absl::StartsWith(a, "--format=")) {
-      format = a.substr(9);
-    } else if (a == "-o" || a == "--output") {
-      const std::string* v = value("-o");
-      if (!v || v->empty()) return UsageError("export: -o needs a non-empty output path (- for stdout)");
-      output = *v;
-    } else if (absl::StartsWith(a, "--output=")) {
-      output = a.substr(9);
-      if (output.empty()) return UsageError("export: --output needs a non-empty path (- for stdout)");
-    } else if (a == "--strict") {
+  ArgScanner scan(args);
+  while (!scan.Done()) {
+    bool missing = false;
+    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing)) {
+      if (missing) return UsageError("export: --format needs a value (chrome or perfetto)");
+      continue;
+    }
+    if (scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing)) {
+      if (missing) {
+        return UsageError("export: " + scan.last_option() +
+                          " needs a non-empty output path (- for stdout)");
+      }
+      continue;
+    }
+    const std::string a = scan.Next();
+    if (a == "--strict") {
       strict = true;
     } else if (!a.empty() && a[0] == '-' && a != "-") {
       return UsageError("export: unknown option '" + a + "'");
@@ -76,7 +72,7 @@ int RunExport(const std::vector<std::string>& args) {
   auto out = exporter::OutputFile::Open(output);
   if (!out.ok()) return UsageError(std::string(out.status().message()));
 
-  exporter::ProgressLine progress;
+  ProgressLine progress;
   uint64_t total = (*reader)->integrity().file_bytes;
   exporter::ExportOptions options;
   options.on_chunk = [&](uint64_t pos) { progress.Update(input, pos, total); };

@@ -11,29 +11,25 @@
 // with --fail-on-regression PCT exits 1 when the newest run's QUANTITY
 // (default step_p50_ms) is worse than the median of the earlier runs by more
 // than PCT percent.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "tools/sightline/command.h"
-
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "lib/analysis/analyze.h"
-#include "lib/export/cli_support.h"
 #include "lib/export/report_json_read.h"
 #include "lib/history/history_store.h"
 #include "lib/history/trend.h"
-#endif
+#include "tools/sightline/cli_support.h"
+#include "tools/sightline/command.h"
 
 namespace sightline::cli {
 namespace {
 
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 
 // First bytes of a file (to tell a JSON report from a trace).
 std::string Head(const std::string& path) {
@@ -46,7 +42,7 @@ std::string Head(const std::string& path) {
 }
 
 absl::StatusOr<analysis::Report> LoadRun(const std::string& path) {
-  if (absl::Status s = exporter::CheckInputFile(path); !s.ok()) return s;
+  if (absl::Status s = CheckInputFile(path); !s.ok()) return s;
   if (exporter::LooksLikeJson(Head(path))) return exporter::ReadReportJson(path);
   return analysis::Analyze({path}, analysis::AnalysisOptions());
 }
@@ -73,7 +69,7 @@ history::RunRecord RecordFromReport(const std::string& source, const analysis::R
   return run;
 }
 
-bool ParseCommon(exporter::ArgScanner* scan, std::string* db,
+bool ParseCommon(ArgScanner* scan, std::string* db,
                  std::map<std::string, std::string>* labels, std::string* problem,
                  const char* cmd) {
   bool missing = false;
@@ -105,7 +101,7 @@ int RunHistory(const std::vector<std::string>& args) {
                       "[--label KEY=VALUE]... [--db PATH])");
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
-  exporter::ArgScanner scan(rest);
+  ArgScanner scan(rest);
   std::string db = history::DefaultDatabasePath(), problem;
   std::map<std::string, std::string> labels;
   std::vector<std::string> inputs;
@@ -143,7 +139,7 @@ int RunHistory(const std::vector<std::string>& args) {
 }
 
 int RunTrend(const std::vector<std::string>& args) {
-  exporter::ArgScanner scan(args);
+  ArgScanner scan(args);
   std::string db = history::DefaultDatabasePath(), problem, html = "sightline-trend.html";
   std::string threshold, fail, quantity = "step_p50_ms";
   std::map<std::string, std::string> labels;
@@ -189,7 +185,7 @@ int RunTrend(const std::vector<std::string>& args) {
   std::string title = "sightline trend";
   for (const auto& [k, v] : labels) title += " " + k + "=" + v;
   if (html != "none") {
-    absl::Status s = exporter::WriteTextOutput(html, history::RenderTrendHtml(trend, title));
+    absl::Status s = WriteTextOutput(html, history::RenderTrendHtml(trend, title));
     if (!s.ok()) return UsageError("trend: " + std::string(s.message()));
     std::fprintf(stderr, "sightline: trend page written to %s\n", html.c_str());
   }
@@ -213,14 +209,6 @@ int RunTrend(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-#else
-int RunHistory(const std::vector<std::string>&) {
-  return UsageError("history: this build has no analyzer (lib/analysis was not built)");
-}
-int RunTrend(const std::vector<std::string>&) {
-  return UsageError("trend: this build has no analyzer (lib/analysis was not built)");
-}
-#endif
 
 }  // namespace
 

@@ -19,9 +19,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "lib/analysis/rule_util.h"
 #include "lib/trace/json_writer.h"
 #include "lib/trace/reader.h"
 #include "lib/trace/terminal_text.h"
+#include "tools/sightline/cli_support.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
@@ -40,13 +42,6 @@ std::string FormatRealtime(uint64_t ns) {
   char buf[64];
   strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
   return absl::StrFormat("%s.%03dZ", buf, (ns / 1000000ull) % 1000);
-}
-
-std::string FormatDuration(uint64_t ns) {
-  if (ns >= 1000000000ull) return absl::StrFormat("%.3f s", ns / 1e9);
-  if (ns >= 1000000ull) return absl::StrFormat("%.3f ms", ns / 1e6);
-  if (ns >= 1000ull) return absl::StrFormat("%.3f us", ns / 1e3);
-  return absl::StrFormat("%d ns", ns);
 }
 
 std::string FormatVersion(uint32_t cuda_version) {  // 13000 → "13.0"
@@ -129,7 +124,7 @@ void PrintText(const trace::TraceReader& reader) {
                 d.memory_bandwidth_gbps, T(d.uuid).c_str());
   }
   std::printf("span       %s (first %" PRIu64 " ns, last %" PRIu64 " ns)\n",
-              FormatDuration(SpanNs(in)).c_str(), in.first_ns, in.last_ns);
+              analysis::FormatNs(static_cast<double>(SpanNs(in))).c_str(), in.first_ns, in.last_ns);
   std::printf("events     %" PRIu64 "\n", in.events_read);
   for (int k = 1; k < kNumEventKinds; ++k) {
     if (in.counts[k] == 0) continue;
@@ -272,14 +267,15 @@ void PrintJson(const trace::TraceReader& reader) {
 int RunInfo(const std::vector<std::string>& args) {
   InfoOptions options;
   std::string format = "text";
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--format" || a == "-f") {
-      if (i + 1 >= args.size()) return UsageError("info: --format needs a value (text or json)");
-      format = args[++i];
-    } else if (absl::StartsWith(a, "--format=")) {
-      format = a.substr(9);
-    } else if (a == "--json") {
+  ArgScanner scan(args);
+  while (!scan.Done()) {
+    bool missing = false;
+    if (scan.Value("--format", &format, &missing) || scan.Value("-f", &format, &missing)) {
+      if (missing) return UsageError("info: --format needs a value (text or json)");
+      continue;
+    }
+    const std::string a = scan.Next();
+    if (a == "--json") {
       format = "json";
     } else if (a.size() > 1 && a[0] == '-') {
       return UsageError("info: unknown option '" + a + "' (usage: sightline info TRACE [--format text|json])");

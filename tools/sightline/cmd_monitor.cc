@@ -21,12 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "tools/sightline/command.h"
-
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "lib/analysis/analyze.h"
 #include "lib/export/report_render.h"
-#endif
+#include "tools/sightline/child_process.h"
+#include "tools/sightline/cli_support.h"
+#include "tools/sightline/command.h"
 
 extern char** environ;
 
@@ -34,81 +33,29 @@ namespace sightline::cli {
 namespace {
 
 
-struct FlagMap {
-  const char* name;
-  const char* variable;
-};
-constexpr FlagMap kFlags[] = {
-    {"--output", "SIGHTLINE_OUTPUT"},
-    {"-o", "SIGHTLINE_OUTPUT"},
-    {"--metrics-listen", "SIGHTLINE_METRICS_LISTEN"},
-    {"--step-range", "SIGHTLINE_STEP_RANGE"},
-    {"--interval-ms", "SIGHTLINE_MONITOR_INTERVAL_MS"},
-    {"--capture-steps", "SIGHTLINE_CAPTURE_STEPS"},
-    {"--capture-max-s", "SIGHTLINE_CAPTURE_MAX_S"},
-    {"--max-captures", "SIGHTLINE_MAX_CAPTURES"},
-    {"--cooldown", "SIGHTLINE_ANOMALY_COOLDOWN_S"},
-    {"--anomaly-mad-k", "SIGHTLINE_ANOMALY_MAD_K"},
-    {"--anomaly-min-pct", "SIGHTLINE_ANOMALY_MIN_PCT"},
-    {"--anomaly-steps", "SIGHTLINE_ANOMALY_STEPS"},
-    {"--anomaly-warmup", "SIGHTLINE_ANOMALY_WARMUP"},
-    {"--job", "SIGHTLINE_JOB"},
-    {"--devices", "SIGHTLINE_MONITOR_DEVICES"},
-    {"--trace", "SIGHTLINE_TRACE"},
-    {"-t", "SIGHTLINE_TRACE"},
+constexpr EnvOption kFlags[] = {
+    {"--output", "-o", "SIGHTLINE_OUTPUT"},
+    {"--metrics-listen", nullptr, "SIGHTLINE_METRICS_LISTEN"},
+    {"--step-range", nullptr, "SIGHTLINE_STEP_RANGE"},
+    {"--interval-ms", nullptr, "SIGHTLINE_MONITOR_INTERVAL_MS"},
+    {"--capture-steps", nullptr, "SIGHTLINE_CAPTURE_STEPS"},
+    {"--capture-max-s", nullptr, "SIGHTLINE_CAPTURE_MAX_S"},
+    {"--max-captures", nullptr, "SIGHTLINE_MAX_CAPTURES"},
+    {"--cooldown", nullptr, "SIGHTLINE_ANOMALY_COOLDOWN_S"},
+    {"--anomaly-mad-k", nullptr, "SIGHTLINE_ANOMALY_MAD_K"},
+    {"--anomaly-min-pct", nullptr, "SIGHTLINE_ANOMALY_MIN_PCT"},
+    {"--anomaly-steps", nullptr, "SIGHTLINE_ANOMALY_STEPS"},
+    {"--anomaly-warmup", nullptr, "SIGHTLINE_ANOMALY_WARMUP"},
+    {"--job", nullptr, "SIGHTLINE_JOB"},
+    {"--devices", nullptr, "SIGHTLINE_MONITOR_DEVICES"},
+    {"--trace", "-t", "SIGHTLINE_TRACE"},
 };
 
-struct MonitorOptions {
-  std::vector<std::pair<std::string, std::string>> env;
-  bool quiet = false;
-  std::vector<std::string> command;
-};
-
-std::string ParseArgs(const std::vector<std::string>& args, MonitorOptions* o) {
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-q" || a == "--quiet") {
-      o->quiet = true;
-      o->env.emplace_back("SIGHTLINE_QUIET", "1");
-      continue;
-    }
-    if (a.empty() || a[0] != '-') break;
-    std::string name = a, value;
-    bool has_value = false;
-    size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    const FlagMap* flag = nullptr;
-    for (const FlagMap& f : kFlags) {
-      if (name == f.name) flag = &f;
-    }
-    if (flag == nullptr) return "monitor: unknown option '" + a + "'";
-    if (!has_value) {
-      if (i + 1 >= args.size()) return "monitor: option '" + a + "' needs a value";
-      value = args[++i];
-    }
-    if (value.empty()) return "monitor: option '" + name + "' needs a non-empty value";
-    o->env.emplace_back(flag->variable, value);
-  }
-  for (; i < args.size(); ++i) o->command.push_back(args[i]);
-  if (o->command.empty()) {
-    return "monitor: no command given (usage: sightline monitor [options] -- CMD ARGS...)";
-  }
-  return "";
+std::string ParseArgs(const std::vector<std::string>& args, LauncherArgs* o) {
+  return ScanLauncherArgs("monitor", args, std::begin(kFlags), std::end(kFlags), nullptr, nullptr,
+                          o);
 }
 
-pid_t g_child = 0;
-void ForwardSignal(int signo) {
-  if (g_child > 0) kill(g_child, signo);
-}
 
 std::vector<std::string> Split(const std::string& line, char sep) {
   std::vector<std::string> out;
@@ -134,7 +81,6 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   std::fprintf(stderr, "sightline: capture #%s of pid %s (%s: %s), %s steps -> %s\n",
                f[2].c_str(), f[1].c_str(), f[3].c_str(), f[6].c_str(), f[4].c_str(),
                trace.c_str());
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
   absl::StatusOr<analysis::Report> report = analysis::Analyze({trace}, analysis::AnalysisOptions());
   if (!report.ok()) {
     std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", f[2].c_str(),
@@ -154,10 +100,6 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   if (!quiet) {
     std::fprintf(stderr, "sightline: full report: sightline analyze %s\n", trace.c_str());
   }
-#else
-  std::fprintf(stderr, "sightline: this build has no analyzer; run sightline analyze %s\n",
-               trace.c_str());
-#endif
 }
 
 // Reads complete new lines of the events file from *offset.
@@ -182,29 +124,17 @@ void DrainEvents(int fd, std::string* partial, Tally* tally, bool quiet) {
 }
 
 int RunMonitor(const std::vector<std::string>& args) {
-  MonitorOptions o;
+  LauncherArgs o;
   std::string problem = ParseArgs(args, &o);
   if (!problem.empty()) return UsageError(problem);
-  std::string lib = FindInjectionLibrary();
-  if (lib.empty() || !IsRegularFile(lib)) {
-    return UsageError("monitor: cannot find " + std::string("libsightline_inject.so") +
-                      " next to the sightline executable (" + ExecutableDir() +
-                      "); set SIGHTLINE_INJECT_LIB to its path");
-  }
+  std::string lib = InjectionLibrary("monitor", &problem);
+  if (lib.empty()) return UsageError(problem);
   if (std::getenv("SIGHTLINE_OUTPUT") == nullptr) {
     setenv("SIGHTLINE_OUTPUT", "sightline-monitor-%p.sltrace", 1);
   }
   for (const auto& [var, value] : o.env) setenv(var.c_str(), value.c_str(), 1);
   setenv("SIGHTLINE_MODE", "monitor", 1);
-  setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-  setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
-  if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home != nullptr && *cuda_home) {
-    std::string path = std::string(cuda_home) + "/lib64:" + cuda_home + "/extras/CUPTI/lib64";
-    if (const char* old = std::getenv("LD_LIBRARY_PATH"); old != nullptr && *old) {
-      path += std::string(":") + old;
-    }
-    setenv("LD_LIBRARY_PATH", path.c_str(), 1);
-  }
+  PrepareInjectionEnvironment(lib);
   // Private events file: a 0700 directory of ours, the file 0600.
   const char* tmp = std::getenv("TMPDIR");
   std::string dir_template = std::string(tmp != nullptr && *tmp == '/' ? tmp : "/tmp") +
@@ -230,42 +160,13 @@ int RunMonitor(const std::vector<std::string>& args) {
     rmdir(dir.c_str());
   };
 
-  std::vector<char*> argv;
-  for (std::string& a : o.command) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int err_pipe[2];
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    cleanup();
-    return UsageError("monitor: pipe failed");
-  }
-  pid_t child = fork();
+  std::string error;
+  pid_t child = StartCommand(o.command, nullptr, nullptr, nullptr, &error);
   if (child < 0) {
     cleanup();
-    return UsageError(std::string("monitor: fork failed: ") + std::strerror(errno));
+    return UsageError("monitor: " + error);
   }
-  if (child == 0) {
-    close(err_pipe[0]);
-    execvp(argv[0], argv.data());
-    int e = errno;
-    ssize_t n = write(err_pipe[1], &e, sizeof(e));
-    (void)n;
-    _exit(127);
-  }
-  close(err_pipe[1]);
-  int exec_errno = 0;
-  if (read(err_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
-    close(err_pipe[0]);
-    waitpid(child, nullptr, 0);
-    cleanup();
-    return UsageError("monitor: cannot run '" + o.command[0] + "': " + std::strerror(exec_errno));
-  }
-  close(err_pipe[0]);
-  g_child = child;
-  struct sigaction sa = {};
-  sa.sa_handler = &ForwardSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2}) sigaction(s, &sa, nullptr);
+  ForwardSignalsTo(child, {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR2});
 
   Tally tally;
   std::string partial;
@@ -279,8 +180,7 @@ int RunMonitor(const std::vector<std::string>& args) {
   }
   DrainEvents(events_fd, &partial, &tally, o.quiet);
   cleanup();
-  int code = WIFEXITED(status) ? WEXITSTATUS(status)
-                               : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+  int code = ExitCodeOf(status);
   if (!o.quiet) {
     std::fprintf(stderr, "sightline: monitor: '%s' exited (%d); %d anomalies, %d captures\n",
                  o.command[0].c_str(), code, tally.anomalies, tally.captures);

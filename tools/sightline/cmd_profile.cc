@@ -29,29 +29,24 @@
 #include <vector>
 
 #include "lib/trace/reader.h"
+#include "lib/trace/setting_value.h"
 #include "lib/trace/sink.h"
+#include "tools/sightline/child_process.h"
+#include "tools/sightline/cli_support.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
 namespace {
 
 
-struct ProfileOptions {
-  std::vector<std::pair<std::string, std::string>> env;  // SIGHTLINE_* to set
+struct ProfileOptions : LauncherArgs {
   std::string output = "sightline-%p.sltrace";
-  bool quiet = false;
   std::string python_backtrace;  // "" = default (on for Python commands)
   std::string pytorch;           // "" / "off" = no op ranges; "ops" | "shapes"
-  std::vector<std::string> command;
 };
 
 // Value-taking options: flag → variable.
-struct FlagMap {
-  const char* long_name;
-  const char* short_name;
-  const char* variable;
-};
-constexpr FlagMap kFlags[] = {
+constexpr EnvOption kFlags[] = {
     {"--output", "-o", "SIGHTLINE_OUTPUT"},
     {"--capture-range", nullptr, "SIGHTLINE_CAPTURE"},
     {"--capture-range-end", nullptr, "SIGHTLINE_CAPTURE_END"},
@@ -74,67 +69,37 @@ constexpr FlagMap kFlags[] = {
 
 // Finite seconds in [0, 1e7] (116 days): "inf", "1e309" and "nan" are refused.
 bool ValidSeconds(const std::string& v) {
-  if (v.empty() || v.find_first_not_of("0123456789.eE+-") != std::string::npos) return false;
-  char* end = nullptr;
-  errno = 0;
-  double d = std::strtod(v.c_str(), &end);
-  return end != nullptr && *end == '\0' && errno != ERANGE && std::isfinite(d) && d >= 0 &&
-         d <= 1e7;
+  double d = 0;
+  return trace::ParseNumberValue(v.c_str(), 0, 1e7, &d);
 }
 
 // Returns an empty string on success, else the usage problem.
 std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-q" || a == "--quiet") {
-      o->quiet = true;
-      o->env.emplace_back("SIGHTLINE_QUIET", "1");
-      continue;
-    }
-    if (a == "--python-backtrace" || a.rfind("--python-backtrace=", 0) == 0) {
-      std::string v = a.size() > 18 ? a.substr(19) : "on";
+  auto own = [o](ArgScanner* scan, std::string* problem) {
+    std::string v;
+    if (scan->OptionalValue("--python-backtrace", "on", &v)) {
       if (v == "cuda") v = "on";  // nsys's spelling
       if (v != "on" && v != "off" && v != "gil") {
-        return "profile: --python-backtrace '" + v + "' is not on, off or gil";
+        *problem = "profile: --python-backtrace '" + v + "' is not on, off or gil";
       }
       o->python_backtrace = v;
       o->env.emplace_back("SIGHTLINE_PYTHON_BACKTRACE", v);
-      continue;
+      return true;
     }
-    if (a == "--pytorch" || a.rfind("--pytorch=", 0) == 0) {
-      std::string v = a.size() > 9 ? a.substr(10) : "ops";
+    if (scan->OptionalValue("--pytorch", "ops", &v)) {
       if (v == "autograd-nvtx" || v == "on") v = "ops";
       if (v == "autograd-shapes-nvtx") v = "shapes";
       if (v != "ops" && v != "shapes" && v != "off") {
-        return "profile: --pytorch '" + v + "' is not ops, shapes or off";
+        *problem = "profile: --pytorch '" + v + "' is not ops, shapes or off";
       }
       o->pytorch = v;
-      continue;
+      return true;
     }
-    if (a.empty() || a[0] != '-') break;  // the command starts here
-    std::string name = a, value;
-    bool has_value = false;
-    size_t eq = a.find('=');
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      has_value = true;
-    }
-    const FlagMap* flag = nullptr;
-    for (const FlagMap& f : kFlags) {
-      if (name == f.long_name || (f.short_name != nullptr && name == f.short_name)) flag = &f;
-    }
-    if (flag == nullptr) return "profile: unknown option '" + a + "'";
-    if (!has_value) {
-      if (i + 1 >= args.size()) return "profile: option '" + a + "' needs a value";
-      value = args[++i];
-    }
-    std::string var = flag->variable;
+    return false;
+  };
+  auto check = [o](const EnvOption& option, const std::string& name,
+                   const std::string& value) -> std::string {
+    const std::string var = option.variable;
     if (var == "SIGHTLINE_OUTPUT") o->output = value;
     if ((var == "SIGHTLINE_DELAY" || var == "SIGHTLINE_DURATION") && !ValidSeconds(value)) {
       return "profile: " + name + " '" + value + "' is not a number of seconds";
@@ -144,19 +109,19 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       return "profile: --capture-range '" + value +
              "' is not one of cudaProfilerApi, nvtx:NAME, api, none";
     }
+    uint64_t count = 0;
     if ((var == "SIGHTLINE_CAPTURE_SKIP" || var == "SIGHTLINE_CAPTURE_COUNT") &&
-        (value.empty() || value.size() > 9 ||
-         value.find_first_not_of("0123456789") != std::string::npos)) {
-      return "profile: " + name + " '" + value + "' is not a count (0..999999999)";
+        !trace::ParseCountValue(value.c_str(), 0, 100000000, &count)) {
+      // The collector's range (lib/collect/config.cc): a larger count was
+      // accepted here and then refused by the collector with a warning.
+      return "profile: " + name + " '" + value + "' is not a count (0..100000000)";
     }
     if (var == "SIGHTLINE_CAPTURE_END" && value != "repeat" && value != "stop") {
       return "profile: --capture-range-end '" + value + "' is not repeat or stop";
     }
-    o->env.emplace_back(var, value);
-  }
-  for (; i < args.size(); ++i) o->command.push_back(args[i]);
-  if (o->command.empty()) return "profile: no command given (usage: sightline profile [options] -- CMD ARGS...)";
-  return "";
+    return "";
+  };
+  return ScanLauncherArgs("profile", args, std::begin(kFlags), std::end(kFlags), own, check, o);
 }
 
 // Whether CMD runs a Python interpreter: its basename is python*, or it is a
@@ -231,11 +196,24 @@ std::string FindPythonHookDir() {
   return "";
 }
 
-pid_t g_child = 0;
-
-void ForwardSignal(int signo) {
-  if (g_child > 0) kill(g_child, signo);
-}
+// "SIGHTLINE_SESSION_PID=<the child's pid>", written in the child between
+// fork and exec. The command is the run's first process; every other traced
+// process (its workers, tools it execs) writes a per-process file instead of
+// replacing the command's trace (config.h ChooseOutputPath). The buffer is
+// reserved before fork: only async-signal-safe work after it.
+struct SessionVar {
+  char text[64] = "SIGHTLINE_SESSION_PID=";
+  static void WritePid(void* arg) {
+    char* out = static_cast<SessionVar*>(arg)->text + sizeof("SIGHTLINE_SESSION_PID=") - 1;
+    char digits[24];
+    int nd = 0;
+    for (unsigned long v = static_cast<unsigned long>(getpid()); v != 0 || nd == 0; v /= 10) {
+      digits[nd++] = static_cast<char>('0' + v % 10);
+    }
+    for (int k = 0; k < nd; ++k) out[k] = digits[nd - 1 - k];
+    out[nd] = '\0';
+  }
+};
 
 // Traces this run may have written: the pattern with the child's pid, or any
 // file matching it with %p/%r/%h/%q wildcarded (launchers spawn other pids).
@@ -403,9 +381,7 @@ bool Alive(pid_t pid) { return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 void WaitForStragglers(const std::string& manifest, bool quiet) {
   double wait_s = 15;
   if (const char* w = std::getenv("SIGHTLINE_PROFILE_WAIT"); w != nullptr && *w != '\0') {
-    char* end = nullptr;
-    double v = std::strtod(w, &end);
-    if (end != w && *end == '\0' && v >= 0 && v <= 3600) wait_s = v;
+    trace::ParseNumberValue(w, 0, 3600, &wait_s);  // else the default
   }
   bool announced = false;
   for (int tick = 0; tick <= static_cast<int>(wait_s * 10); ++tick) {
@@ -474,12 +450,8 @@ int RunProfile(const std::vector<std::string>& args) {
   ProfileOptions o;
   std::string problem = ParseArgs(args, &o);
   if (!problem.empty()) return UsageError(problem);
-  std::string lib = FindInjectionLibrary();
-  if (lib.empty() || !IsRegularFile(lib)) {
-    return UsageError("profile: cannot find " + std::string("libsightline_inject.so") +
-                      " next to the sightline executable (" + ExecutableDir() +
-                      "); set SIGHTLINE_INJECT_LIB to its path");
-  }
+  std::string lib = InjectionLibrary("profile", &problem);
+  if (lib.empty()) return UsageError(problem);
   // Python stacks: on by default when the command is a Python interpreter
   // (an explicit flag or SIGHTLINE_PYTHON_BACKTRACE in the environment wins).
   if (o.python_backtrace.empty() && std::getenv("SIGHTLINE_PYTHON_BACKTRACE") == nullptr &&
@@ -501,17 +473,7 @@ int RunProfile(const std::vector<std::string>& args) {
     o.env.emplace_back("SIGHTLINE_PYTORCH", o.pytorch);
   }
   for (const auto& [var, value] : o.env) setenv(var.c_str(), value.c_str(), 1);
-  // libcupti must match the CUDA install: with $CUDA_HOME set, its CUPTI
-  // comes first on the child's library path.
-  if (const char* cuda_home = std::getenv("CUDA_HOME"); cuda_home != nullptr && *cuda_home) {
-    std::string path = std::string(cuda_home) + "/lib64:" + cuda_home + "/extras/CUPTI/lib64";
-    if (const char* old = std::getenv("LD_LIBRARY_PATH"); old != nullptr && *old) {
-      path += std::string(":") + old;
-    }
-    setenv("LD_LIBRARY_PATH", path.c_str(), 1);
-  }
-  setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-  setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
+  PrepareInjectionEnvironment(lib);
   if (const char* out = std::getenv("SIGHTLINE_OUTPUT"); out != nullptr && *out != '\0') {
     o.output = out;
   }
@@ -524,61 +486,22 @@ int RunProfile(const std::vector<std::string>& args) {
     unsetenv("SIGHTLINE_MANIFEST");
   }
 
-  std::vector<char*> argv;
-  for (std::string& a : o.command) argv.push_back(a.data());
-  argv.push_back(nullptr);
   // The child's environment: ours plus SIGHTLINE_SESSION_PID=<its pid>,
   // written into a reserved slot after fork (no allocation there).
   unsetenv("SIGHTLINE_SESSION_PID");
   std::vector<char*> envp;
   for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
-  char session_var[64] = "SIGHTLINE_SESSION_PID=";
-  const size_t session_prefix = std::strlen(session_var);
-  envp.push_back(session_var);
+  SessionVar session;
+  envp.push_back(session.text);
   envp.push_back(nullptr);
-  int err_pipe[2];
-  if (pipe(err_pipe) != 0) return UsageError("profile: pipe failed");
-  fcntl(err_pipe[1], F_SETFD, FD_CLOEXEC);
-  pid_t child = fork();
-  if (child < 0) return UsageError(std::string("profile: fork failed: ") + std::strerror(errno));
-  if (child == 0) {
-    close(err_pipe[0]);
-    // The command is the run's first process; every other traced process
-    // (its workers, tools it execs) writes a per-process file instead of
-    // replacing the command's trace (config.h ChooseOutputPath). Computed
-    // before fork: only async-signal-safe calls between fork and exec.
-    char digits[24];
-    int nd = 0;
-    for (unsigned long v = static_cast<unsigned long>(getpid()); v != 0 || nd == 0; v /= 10) {
-      digits[nd++] = static_cast<char>('0' + v % 10);
-    }
-    for (int k = 0; k < nd; ++k) session_var[session_prefix + k] = digits[nd - 1 - k];
-    session_var[session_prefix + nd] = '\0';
-    execvpe(argv[0], argv.data(), envp.data());
-    int e = errno;
-    ssize_t n = write(err_pipe[1], &e, sizeof(e));
-    (void)n;
-    _exit(127);
-  }
-  close(err_pipe[1]);
-  int exec_errno = 0;
-  if (read(err_pipe[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno)) {
-    close(err_pipe[0]);
-    waitpid(child, nullptr, 0);
-    return UsageError("profile: cannot run '" + o.command[0] + "': " + std::strerror(exec_errno));
-  }
-  close(err_pipe[0]);
-  g_child = child;
-  struct sigaction sa = {};
-  sa.sa_handler = &ForwardSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(s, &sa, nullptr);
+  std::string error;
+  pid_t child = StartCommand(o.command, envp.data(), &SessionVar::WritePid, &session, &error);
+  if (child < 0) return UsageError("profile: " + error);
+  ForwardSignalsTo(child, {SIGINT, SIGTERM, SIGHUP, SIGQUIT});
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  int code = WIFEXITED(status) ? WEXITSTATUS(status)
-                               : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+  int code = ExitCodeOf(status);
   WaitForStragglers(manifest.path, o.quiet);
   if (!o.quiet) {
     if (WIFSIGNALED(status)) {
@@ -617,7 +540,7 @@ SIGHTLINE_COMMAND("profile",
                   "profile [-o PATH] [--capture-range cudaProfilerApi|nvtx:NAME|api] "
                   "[--capture-range-end repeat|stop] [--capture-skip N] [--capture-count K] "
                   "[--delay S] [--duration S] "
-                  "[-t cuda,cuda-driver,cuda-memory,nvtx,nccl,backtrace,python,graph] [--metrics SET] "
+                  "[-t cuda,cuda-driver,cuda-memory,nvtx,nccl,backtrace,python,graph-launches] [--metrics SET] "
                   "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",

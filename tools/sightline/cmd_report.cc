@@ -10,45 +10,42 @@
 #include <string>
 #include <vector>
 
-#include "tools/sightline/command.h"
-
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 #include "lib/analysis/analyze.h"
 #include "lib/analysis/steps.h"
-#include "lib/export/cli_support.h"
 #include "lib/export/output_file.h"
-#include "lib/export/progress.h"
 #include "lib/export/report_html.h"
+#include "tools/sightline/cli_support.h"
+#include "tools/sightline/command.h"
+#include "tools/sightline/progress.h"
 #include "tools/sightline/trace_inputs.h"
-#endif
 
 namespace sightline::cli {
 namespace {
 
-#ifdef SIGHTLINE_EXPORT_HAS_REPORT
 int RunReport(const std::vector<std::string>& args) {
-  std::vector<std::string> traces;
-  std::string output, max_events;
+  std::string max_events;
   bool merge = false;
-  analysis::AnalysisOptions options;
-  exporter::ArgScanner scan(args);
-  while (!scan.Done()) {
+  auto own = [&](ArgScanner* scan, std::string* problem) {
     bool missing = false;
-    if (scan.Value("-o", &output, &missing) || scan.Value("--output", &output, &missing) ||
-        scan.Value("--max-events", &max_events, &missing) ||
-        scan.Value("--step-range", &options.step_range_name, &missing) ||
-        scan.Value("--window", &options.window, &missing)) {
-      if (missing) return UsageError("report: " + scan.last_option() + " needs a non-empty value (see --help)");
-      continue;
+    if (scan->Value("--max-events", &max_events, &missing)) {
+      if (missing) *problem = "report: --max-events needs a non-empty value (see --help)";
+      return true;
     }
-    if (scan.Flag("--merge")) {
+    if (scan->Flag("--merge")) {
       merge = true;
-      continue;
+      return true;
     }
-    std::string a = scan.Next();
-    if (a.size() > 1 && a[0] == '-') return UsageError("report: unknown option '" + a + "'");
-    traces.push_back(a);
-  }
+    return false;
+  };
+  ReportArgs r;
+  r.output = "";  // required
+  std::string problem = ScanReportArgs("report", args, /*takes_format=*/false, own, &r);
+  if (!problem.empty()) return UsageError(problem);
+  std::vector<std::string> traces = std::move(r.traces);
+  const std::string& output = r.output;
+  analysis::AnalysisOptions options;
+  options.step_range_name = r.step_range;
+  options.window = r.window;
   if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
     return UsageError("report: " + std::string(w.status().message()));
   }
@@ -57,7 +54,7 @@ int RunReport(const std::vector<std::string>& args) {
   exporter::HtmlDataOptions html_options;
   if (!max_events.empty()) {
     absl::StatusOr<uint64_t> v =
-        exporter::ParseCountOption("--max-events", max_events, 1000, uint64_t{1} << 32);
+        ParseCountOption("--max-events", max_events, 1000, uint64_t{1} << 32);
     if (!v.ok()) return UsageError("report: " + std::string(v.status().message()));
     html_options.max_events = static_cast<size_t>(*v);
   }
@@ -68,7 +65,7 @@ int RunReport(const std::vector<std::string>& args) {
     absl::StatusOr<std::vector<std::string>> set = ExpandTraceArguments({t});
     if (!set.ok()) return UsageError("report: " + std::string(set.status().message()));
     for (const std::string& path : *set) {
-      absl::Status s = exporter::CheckInputFile(path);
+      absl::Status s = CheckInputFile(path);
       if (!s.ok()) return UsageError(std::string(s.message()));
     }
     sets.push_back(*std::move(set));
@@ -85,7 +82,7 @@ int RunReport(const std::vector<std::string>& args) {
     groups.emplace_back();
     for (const auto& set : sets) groups.back().insert(groups.back().end(), set.begin(), set.end());
   }
-  exporter::ProgressLine progress;
+  ProgressLine progress;
   analysis::ProgressCallback on_progress = [&](const analysis::ReadProgress& p) {
     progress.Update(p.trace_name, p.bytes_done, p.bytes_total);
   };
@@ -109,7 +106,7 @@ int RunReport(const std::vector<std::string>& args) {
   }
   exporter::HtmlDataStats stats;
   std::string html = exporter::RenderReportHtml(runs, html_options, &stats);
-  absl::Status written = exporter::WriteTextOutput(output, html);
+  absl::Status written = WriteTextOutput(output, html);
   if (!written.ok()) return UsageError(std::string(written.message()));
   std::fprintf(stderr,
                "sightline: wrote %s (%.1f MB; %s; timeline: %llu events in %llu blocks on %zu tracks)\n",
@@ -119,11 +116,6 @@ int RunReport(const std::vector<std::string>& args) {
                static_cast<unsigned long long>(stats.blocks), stats.tracks);
   return kExitOk;
 }
-#else
-int RunReport(const std::vector<std::string>&) {
-  return UsageError("report: this build has no analyzer (lib/analysis was not built)");
-}
-#endif
 
 }  // namespace
 

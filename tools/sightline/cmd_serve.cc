@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "lib/export/cli_support.h"
 #include "lib/export/serve/trace_server.h"
+#include "tools/sightline/cli_support.h"
 #include "tools/sightline/command.h"
 
 namespace sightline::cli {
@@ -31,7 +31,7 @@ void OnStopSignal(int) {
 int RunServe(const std::vector<std::string>& args) {
   exporter::ServeOptions options;
   std::string listen, interval, max_connections, max_clients, max_buffered_mb, stall_timeout;
-  exporter::ArgScanner scan(args);
+  ArgScanner scan(args);
   while (!scan.Done()) {
     bool missing = false;
     if (scan.Value("--listen", &listen, &missing) || scan.Value("--out", &options.out_dir, &missing) ||
@@ -53,29 +53,29 @@ int RunServe(const std::vector<std::string>& args) {
   }
   options.socket_path = listen.substr(5);
   if (!interval.empty()) {
-    absl::StatusOr<double> v = exporter::ParseNumberOption("--status-interval", interval, 0.05, 86400);
+    absl::StatusOr<double> v = ParseNumberOption("--status-interval", interval, 0.05, 86400);
     if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
     options.status_interval_s = *v;
   }
   if (!max_connections.empty()) {
     absl::StatusOr<uint64_t> v =
-        exporter::ParseCountOption("--max-connections", max_connections, 1, uint64_t{1} << 40);
+        ParseCountOption("--max-connections", max_connections, 1, uint64_t{1} << 40);
     if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
     options.max_connections = *v;
   }
   if (!max_clients.empty()) {
-    absl::StatusOr<uint64_t> v = exporter::ParseCountOption("--max-clients", max_clients, 1, 65536);
+    absl::StatusOr<uint64_t> v = ParseCountOption("--max-clients", max_clients, 1, 65536);
     if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
     options.max_clients = static_cast<size_t>(*v);
   }
   if (!max_buffered_mb.empty()) {
     absl::StatusOr<uint64_t> v =
-        exporter::ParseCountOption("--max-buffered-mb", max_buffered_mb, 1, 1 << 20);
+        ParseCountOption("--max-buffered-mb", max_buffered_mb, 1, 1 << 20);
     if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
     options.max_buffered_bytes = *v << 20;
   }
   if (!stall_timeout.empty()) {
-    absl::StatusOr<double> v = exporter::ParseNumberOption("--stall-timeout", stall_timeout, 0.1, 86400);
+    absl::StatusOr<double> v = ParseNumberOption("--stall-timeout", stall_timeout, 0.1, 86400);
     if (!v.ok()) return UsageError("serve: " + std::string(v.status().message()));
     options.stall_timeout_s = *v;
   }

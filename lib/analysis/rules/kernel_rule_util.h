@@ -20,8 +20,6 @@
 #ifndef SIGHTLINE_LIB_ANALYSIS_RULES_KERNEL_RULE_UTIL_H_
 #define SIGHTLINE_LIB_ANALYSIS_RULES_KERNEL_RULE_UTIL_H_
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -31,6 +29,7 @@
 #include "lib/analysis/occupancy.h"
 #include "lib/analysis/rule.h"
 #include "lib/analysis/rule_util.h"
+#include "lib/trace/demangle.h"
 
 namespace sightline::analysis::kernel_rules {
 
@@ -72,15 +71,7 @@ struct KernelView {
 
 // "_Z12matmul_naivePKfS0_Pfi" → "matmul_naive(float const*, ...)"; other
 // names unchanged (traces may carry CUPTI's mangled names).
-inline std::string DemangledKernelName(std::string_view name) {
-  if (name.size() < 3 || name.substr(0, 2) != "_Z") return std::string(name);
-  const std::string mangled(name);
-  int status = 0;
-  char* out = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
-  std::string result = status == 0 && out != nullptr ? std::string(out) : mangled;
-  std::free(out);
-  return result;
-}
+inline std::string DemangledKernelName(std::string_view name) { return trace::Demangle(name); }
 
 // "matmul_naive(float const*, ...)" → "matmul_naive"; templates kept, a
 // leading "void " (demangled template kernels) dropped; mangled names are

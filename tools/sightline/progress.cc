@@ -1,11 +1,11 @@
-// lib/export/progress.cc — see progress.h.
-#include "lib/export/progress.h"
+// tools/sightline/progress.cc — see progress.h.
+#include "tools/sightline/progress.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 
-namespace sightline::exporter {
+namespace sightline::cli {
 
 ProgressLine::ProgressLine(double delay_s)
     : start_(Clock::now()), last_(start_), delay_s_(delay_s), tty_(isatty(STDERR_FILENO) != 0) {}
@@ -44,4 +44,4 @@ void ProgressLine::Finish() {
   }
 }
 
-}  // namespace sightline::exporter
+}  // namespace sightline::cli

@@ -1,18 +1,19 @@
-// sightline/trace_header.h — plain structs for a trace's header and footer,
+// lib/trace/trace_header.h — plain structs for a trace's header and footer,
 // mirroring TraceHeader / Footer of proto/sightline/v1/trace.proto.
 //
 // The collector fills TraceHeaderData and hands it to trace::TraceWriter; the
 // reader gives it back. No protobuf or abseil types cross this boundary so the
-// injected library can stay free of both.
-#ifndef SIGHTLINE_TRACE_HEADER_H_
-#define SIGHTLINE_TRACE_HEADER_H_
+// injected library can stay free of both. Internal, not installed (see
+// events.h).
+#ifndef SIGHTLINE_LIB_TRACE_TRACE_HEADER_H_
+#define SIGHTLINE_LIB_TRACE_TRACE_HEADER_H_
 
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "sightline/events.h"
+#include "lib/trace/events.h"
 
 namespace sightline {
 
@@ -90,4 +91,4 @@ struct FooterData {
 
 }  // namespace sightline
 
-#endif  // SIGHTLINE_TRACE_HEADER_H_
+#endif  // SIGHTLINE_LIB_TRACE_TRACE_HEADER_H_

@@ -1,18 +1,18 @@
-// lib/export/progress.h — "reading x.sltrace: 42% (1.1 of 2.6 GB)" on stderr
+// tools/sightline/progress.h — "reading x.sltrace: 42% (1.1 of 2.6 GB)" on stderr
 // for reads that take more than a second.
 //
 // Silent for fast reads (nothing is printed before `delay_s`), rate-limited
 // to ~4 updates a second, redrawn in place on a terminal ("\r") and printed
 // as plain lines every 5 s otherwise (logs stay short). Finish() ends the
 // line if anything was printed. Not thread-safe; owned by the CLI thread.
-#ifndef SIGHTLINE_LIB_EXPORT_PROGRESS_H_
-#define SIGHTLINE_LIB_EXPORT_PROGRESS_H_
+#ifndef SIGHTLINE_TOOLS_SIGHTLINE_PROGRESS_H_
+#define SIGHTLINE_TOOLS_SIGHTLINE_PROGRESS_H_
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-namespace sightline::exporter {
+namespace sightline::cli {
 
 class ProgressLine {
  public:
@@ -35,6 +35,6 @@ class ProgressLine {
   bool open_line_ = false;
 };
 
-}  // namespace sightline::exporter
+}  // namespace sightline::cli
 
-#endif  // SIGHTLINE_LIB_EXPORT_PROGRESS_H_
+#endif  // SIGHTLINE_TOOLS_SIGHTLINE_PROGRESS_H_

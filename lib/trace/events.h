@@ -1,5 +1,10 @@
-// sightline/events.h — the in-memory event model shared by the collector, the
+// lib/trace/events.h — the in-memory event model shared by the collector, the
 // trace reader/writer, the analyzer and the exporters.
+//
+// Internal, not installed: no installed library exports the functions declared
+// here (EventKindName, ...); they live in sightline_trace_writer, which is
+// linked into the injected library and the tools with hidden symbols. The
+// installed surface is include/sightline/sightline.h(pp).
 //
 // These are plain structs (no CUDA, no protobuf, no allocation except the few
 // repeated fields) mirroring proto/sightline/v1/trace.proto one to one. The
@@ -13,8 +18,8 @@
 //    `module_id`, `datatype_id` are interned-string ids of the trace
 //    (0 = none); resolve them through trace::StringTable.
 //  * Enum values equal the proto enum values, so conversion is a cast.
-#ifndef SIGHTLINE_EVENTS_H_
-#define SIGHTLINE_EVENTS_H_
+#ifndef SIGHTLINE_LIB_TRACE_EVENTS_H_
+#define SIGHTLINE_LIB_TRACE_EVENTS_H_
 
 #include <cstdint>
 #include <string>
@@ -219,6 +224,15 @@ struct NvtxMarkerEvent {
   double payload_double = 0;
 };
 
+// Where an NcclEvent comes from (trace.proto NcclEvent.source: the wire
+// values, never renumbered).
+enum class NcclSource : uint32_t {
+  kUnknown = 0,
+  kGpuKernel = 1,         // an NCCL kernel's activity record (device time)
+  kHostNvtx = 2,          // NCCL's own NVTX range on the calling thread (host time)
+  kCommunicatorInfo = 3,  // a communicator's rank/size, not an operation
+};
+
 struct NcclEvent {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -233,7 +247,7 @@ struct NcclEvent {
   int32_t rank = -1;
   int32_t nranks = 0;
   uint32_t name_id = 0;
-  uint32_t source = 0;  // 1 = GPU kernel, 2 = host NVTX range, 3 = communicator info
+  NcclSource source = NcclSource::kUnknown;
   uint32_t thread_id = 0;
 };
 
@@ -325,4 +339,4 @@ struct CallStack {
 
 }  // namespace sightline
 
-#endif  // SIGHTLINE_EVENTS_H_
+#endif  // SIGHTLINE_LIB_TRACE_EVENTS_H_
