@@ -283,52 +283,44 @@ class PerfettoEmitter : public trace::EventVisitor {
     m.Apply(e);
     if (!first && m.device_bytes() == before) return;
     const uint64_t uuid = (uint64_t{pid_} << 32) | (0xfff00000u + (e.device_id & 0xfffffu));
-    if (first) {
-      StartPacket(0, 0);
-      size_t td = enc_.BeginNested(f::kTrackDescriptor);
-      enc_.Varint(f::kUuid, uuid);
-      enc_.Varint(f::kParentUuid, process_uuid_);
-      enc_.Bytes(f::kTrackName, absl::StrCat("GPU memory (device ", e.device_id, "), bytes"));
-      size_t cd = enc_.BeginNested(f::kCounter);
-      enc_.EndNested(cd);
-      enc_.EndNested(td);
-      FinishPacket();
-    }
-    StartPacket(e.timestamp_ns, kSeqNeedsIncrementalState);
-    size_t te = enc_.BeginNested(f::kTrackEvent);
-    enc_.Varint(f::kType, kTypeCounter);
-    enc_.Varint(f::kTrackUuid, uuid);
-    enc_.Int(f::kCounterValue, static_cast<int64_t>(m.device_bytes()));
-    enc_.EndNested(te);
-    FinishPacket();
-    ++stats_.events_written;
+    if (first) CounterTrack(uuid, absl::StrCat("GPU memory (device ", e.device_id, "), bytes"));
+    CounterValue(uuid, e.timestamp_ns, static_cast<int64_t>(m.device_bytes()));
   }
 
   void OnLoss(const LossReport& e) override {
     ++stats_.events_read;
     if (!loss_track_emitted_) {
       loss_track_emitted_ = true;
-      StartPacket(0, 0);
-      size_t td = enc_.BeginNested(f::kTrackDescriptor);
-      enc_.Varint(f::kUuid, LossTrackUuid());
-      enc_.Varint(f::kParentUuid, process_uuid_);
-      enc_.Bytes(f::kTrackName, "lost records");
-      size_t cd = enc_.BeginNested(f::kCounter);
-      enc_.EndNested(cd);
-      enc_.EndNested(td);
-      FinishPacket();
+      CounterTrack(LossTrackUuid(), "lost records");
     }
-    StartPacket(e.timestamp_ns, kSeqNeedsIncrementalState);
+    CounterValue(LossTrackUuid(), e.timestamp_ns, static_cast<int64_t>(e.total()));
+  }
+
+ private:
+  // A counter track under the process (its descriptor, once).
+  void CounterTrack(uint64_t uuid, std::string_view name) {
+    StartPacket(0, 0);
+    size_t td = enc_.BeginNested(f::kTrackDescriptor);
+    enc_.Varint(f::kUuid, uuid);
+    enc_.Varint(f::kParentUuid, process_uuid_);
+    enc_.Bytes(f::kTrackName, name);
+    size_t cd = enc_.BeginNested(f::kCounter);
+    enc_.EndNested(cd);
+    enc_.EndNested(td);
+    FinishPacket();
+  }
+  // One value of a counter track.
+  void CounterValue(uint64_t uuid, uint64_t timestamp_ns, int64_t value) {
+    StartPacket(timestamp_ns, kSeqNeedsIncrementalState);
     size_t te = enc_.BeginNested(f::kTrackEvent);
     enc_.Varint(f::kType, kTypeCounter);
-    enc_.Varint(f::kTrackUuid, LossTrackUuid());
-    enc_.Int(f::kCounterValue, static_cast<int64_t>(e.total()));
+    enc_.Varint(f::kTrackUuid, uuid);
+    enc_.Int(f::kCounterValue, value);
     enc_.EndNested(te);
     FinishPacket();
     ++stats_.events_written;
   }
 
- private:
   uint64_t LossTrackUuid() const { return (uint64_t{pid_} << 32) | 0xfffffffeu; }
   uint64_t FlowId(uint32_t correlation) const {
     return (uint64_t{pid_} << 32) | correlation;
