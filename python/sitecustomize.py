@@ -10,6 +10,12 @@
 #      for the life of the process: every ATen op becomes an NVTX range
 #      ("aten::mm, seq = 12[, sizes = ...]"), which the collector records and
 #      the analyzer projects onto kernels through the launch's correlation id.
+#   3. registers an optimizer step post-hook (torch >= 2.0) that marks, after
+#      every optimizer step, what the caching allocator holds: an NVTX marker
+#      "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R"
+#      (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved),
+#      so the analyzer can put the tensors' bytes next to the reserved bytes
+#      the allocation records show. Without that API it does nothing, silently.
 # It never raises: without torch, or with an API it does not know, it prints
 # one warning on stderr and the program runs unchanged.
 import os
@@ -41,13 +47,43 @@ def _sightline_chain_sitecustomize():
         _sightline_warn("the other sitecustomize on sys.path failed: %r" % (e,))
 
 
-_sightline_state = {"profiler": None, "done": False}
+_sightline_state = {"profiler": None, "done": False, "memory_hook": None}
+
+
+def _sightline_enable_memory_samples():
+    # Optional: no warning when this torch lacks the API (op ranges are the
+    # hook's job; these samples are extra).
+    try:
+        import torch
+
+        optimizer = getattr(getattr(torch, "optim", None), "optimizer", None)
+        register = getattr(optimizer, "register_optimizer_step_post_hook", None)
+        cuda = getattr(torch, "cuda", None)
+        if register is None or cuda is None:
+            return
+
+        def _sample(opt, args, kwargs):
+            try:
+                if not cuda.is_initialized():
+                    return
+                d = cuda.current_device()
+                cuda.nvtx.mark("sightline.torch_memory device=%d allocated=%d max_allocated=%d "
+                               "reserved=%d" % (d, cuda.memory_allocated(d),
+                                                cuda.max_memory_allocated(d),
+                                                cuda.memory_reserved(d)))
+            except Exception:
+                pass
+
+        _sightline_state["memory_hook"] = register(_sample)
+    except Exception:
+        pass
 
 
 def _sightline_enable_ops():
     if _sightline_state["done"]:
         return
     _sightline_state["done"] = True
+    _sightline_enable_memory_samples()
     mode = os.environ.get("SIGHTLINE_PYTORCH", "ops")
     try:
         import torch.autograd.profiler as profiler

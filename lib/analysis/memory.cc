@@ -342,6 +342,17 @@ void FillMemory(const TimelineModel& whole, const StepDetection& steps, const Sc
     md.timeline = Downsample(points, 1000);
     out.devices.push_back(std::move(md));
   }
+  // PyTorch's samples (--pytorch hook), per device.
+  for (const TorchMemorySample& s : whole.torch_memory) {
+    for (MemoryDevice& md : out.devices) {
+      if (md.device_index != s.device) continue;
+      ++md.torch_samples;
+      md.torch_allocated_peak_bytes = std::max(md.torch_allocated_peak_bytes, s.max_allocated);
+      md.torch_reserved_peak_bytes = std::max(md.torch_reserved_peak_bytes, s.reserved);
+      md.torch_allocated_end_bytes = s.allocated;
+      md.torch_reserved_end_bytes = s.reserved;
+    }
+  }
   for (DeviceSummary& ds : report->summary.devices) {
     for (const MemoryDevice& md : out.devices) {
       if (md.device_index == ds.index) ds.memory_peak_bytes = md.peak_bytes;

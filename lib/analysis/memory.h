@@ -12,6 +12,10 @@
 // Call site of an allocation: the Python line of its API call (--python-
 // backtrace), else its native stack's innermost frames, else the API name.
 //
+// With the --pytorch hook, PyTorch's own samples after each optimizer step
+// (TorchMemorySample: memory_allocated, max_memory_allocated,
+// memory_reserved) give the tensors' bytes next to the reserved ones.
+//
 // Per analysed step: bytes in use at each step's end (host time), the
 // Theil–Sen slope of that series and how many step-to-step changes went up
 // and down (memory_growth), and the synchronous allocation/release calls

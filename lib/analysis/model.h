@@ -218,6 +218,16 @@ struct HostSync {  // CUPTI synchronization record: the host blocked on the GPU
   uint16_t trace = 0;
 };
 
+// What PyTorch's caching allocator held after an optimizer step: an NVTX
+// marker "sightline.torch_memory device=D allocated=A max_allocated=M
+// reserved=R" written by the --pytorch start-up hook (python/sitecustomize.py).
+struct TorchMemorySample {
+  uint64_t timestamp_ns = 0;
+  uint64_t allocated = 0, max_allocated = 0, reserved = 0;
+  uint32_t device = kNone;  // index into devices
+  uint16_t trace = 0;
+};
+
 struct StepMarker {
   uint64_t timestamp_ns = 0;
   uint64_t step = 0;
@@ -318,6 +328,7 @@ struct TimelineModel {
   std::vector<NvtxRange> nvtx_ranges;        // sorted by (thread, start, -end)
   std::vector<HostSync> host_syncs;          // sorted by start
   std::vector<MemoryOp> memory_ops;          // sorted by (timestamp, trace)
+  std::vector<TorchMemorySample> torch_memory;  // in trace order
   std::vector<StepMarker> step_markers;      // sorted by (trace, thread, timestamp)
   std::vector<CaptureWindow> capture_windows;  // sorted by start
   std::vector<OverheadSpan> overheads;       // sorted by start
@@ -365,6 +376,7 @@ struct SyntheticTrace {
   std::vector<MemoryEvent> memory;
   std::vector<ApiEvent> apis;
   std::vector<NvtxRangeEvent> nvtx_ranges;
+  std::vector<NvtxMarkerEvent> nvtx_markers;
   std::vector<NcclEvent> nccls;
   std::vector<MetricRangeEvent> metric_ranges;
   std::vector<CaptureWindowEvent> capture_windows;

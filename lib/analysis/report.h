@@ -345,6 +345,13 @@ struct MemoryDevice {
   std::vector<MemorySite> scope_live_sites;
   std::vector<MemorySite> churn_sites;  // synchronous alloc/release calls in the window, by count
   std::vector<MemorySource> sources;    // by peak_bytes; dynamic device memory and pools
+  // PyTorch's own view (--pytorch: samples after each optimizer step; 0
+  // samples without them): the tensors' bytes next to the allocator's.
+  uint64_t torch_samples = 0;
+  uint64_t torch_allocated_peak_bytes = 0;  // max of torch.cuda.max_memory_allocated()
+  uint64_t torch_reserved_peak_bytes = 0;   // max of torch.cuda.memory_reserved()
+  uint64_t torch_allocated_end_bytes = 0;   // the last sample's memory_allocated()
+  uint64_t torch_reserved_end_bytes = 0;
   std::vector<MemoryPoint> timeline;    // step function, at most ~2000 points (peaks kept)
 };
 

@@ -129,6 +129,13 @@ void WriteMemory(JsonWriter& w, const analysis::MemorySummary& m) {
     WriteMemorySites(w, "end_sites", d.end_sites);
     WriteMemorySites(w, "scope_live_sites", d.scope_live_sites);
     WriteMemorySites(w, "churn_sites", d.churn_sites);
+    w.Key("torch").BeginObject();
+    w.Key("samples").Uint(d.torch_samples);
+    w.Key("allocated_peak_bytes").Uint(d.torch_allocated_peak_bytes);
+    w.Key("reserved_peak_bytes").Uint(d.torch_reserved_peak_bytes);
+    w.Key("allocated_end_bytes").Uint(d.torch_allocated_end_bytes);
+    w.Key("reserved_end_bytes").Uint(d.torch_reserved_end_bytes);
+    w.EndObject();
     w.Key("sources").BeginArray();
     for (const analysis::MemorySource& s : d.sources) {
       w.BeginObject();

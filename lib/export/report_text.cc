@@ -263,6 +263,18 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
         }
         absl::StrAppend(&line, ". Peak by requesting library: ", absl::StrJoin(parts, ", "));
       }
+      if (m.torch_samples > 0) {
+        absl::StrAppend(&line, ". PyTorch (", m.torch_samples,
+                        " optimizer steps): tensors peak ", FormatBytes(double(m.torch_allocated_peak_bytes)),
+                        ", allocator reserved ", FormatBytes(double(m.torch_reserved_peak_bytes)));
+        if (m.torch_allocated_peak_bytes > 0 &&
+            m.torch_reserved_peak_bytes > m.torch_allocated_peak_bytes) {
+          absl::StrAppend(&line, " (+", FormatPct(100.0 * double(m.torch_reserved_peak_bytes -
+                                                                    m.torch_allocated_peak_bytes) /
+                                                  double(m.torch_allocated_peak_bytes)),
+                          " cached beyond the tensors' peak)");
+        }
+      }
       Wrap(&out, line, width, "", "  ");
       if (!m.peak_sites.empty()) {
         TextTable t({"  Live at the peak", "bytes", "allocations"});

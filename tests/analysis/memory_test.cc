@@ -165,6 +165,33 @@ TEST_P(MemoryTest, PeakNearCapacity) {
   EXPECT_EQ(f->offenders.size(), 1u);
 }
 
+// The --pytorch hook's samples after each optimizer step: the tensors' peak
+// and the allocator's reserved bytes; other markers and malformed ones are
+// ignored.
+TEST_P(MemoryTest, PytorchSamplesGiveTheTensorsPeak) {
+  TraceBuilder b = Loop(4);
+  auto mark = [&](uint64_t t, const std::string& text) {
+    NvtxMarkerEvent m;
+    m.timestamp_ns = t;
+    m.name_id = b.trace().Intern(text);
+    m.thread_id = 1;
+    b.trace().nvtx_markers.push_back(m);
+  };
+  mark(ms(15), "sightline.torch_memory device=0 allocated=600 max_allocated=900 reserved=1024");
+  mark(ms(25), "sightline.torch_memory device=0 allocated=650 max_allocated=950 reserved=2048");
+  mark(ms(26), "sightline.torch_memory device=0 allocated=x max_allocated=1 reserved=1");
+  mark(ms(27), "epoch 3");
+  AnalysisOptions o;
+  o.window = "all";
+  Report r = AnalyzeTraces({b.trace()}, GetParam(), o);
+  const MemoryDevice& m = r.memory.devices.at(0);
+  EXPECT_EQ(m.torch_samples, 2u);
+  EXPECT_EQ(m.torch_allocated_peak_bytes, 950u);
+  EXPECT_EQ(m.torch_reserved_peak_bytes, 2048u);
+  EXPECT_EQ(m.torch_allocated_end_bytes, 650u);
+  EXPECT_EQ(m.torch_reserved_end_bytes, 2048u);
+}
+
 TEST_P(MemoryTest, NoMemoryRecordsNoMemorySection) {
   TraceBuilder b = Loop(4);
   b.trace().memory.clear();

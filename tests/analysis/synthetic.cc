@@ -254,6 +254,11 @@ std::string EncodeTrace(const SyntheticTrace& t, size_t chunk_bytes) {
     e.domain_id = s(e.domain_id);
     writer.Add(e);
   }
+  for (NvtxMarkerEvent e : t.nvtx_markers) {
+    e.name_id = s(e.name_id);
+    e.domain_id = s(e.domain_id);
+    writer.Add(e);
+  }
   for (NcclEvent e : t.nccls) {
     e.name_id = s(e.name_id);
     e.datatype_id = s(e.datatype_id);

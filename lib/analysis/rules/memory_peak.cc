@@ -23,6 +23,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
         .Number("capacity_bytes", double(d.capacity_bytes), "bytes")
         .Number("peak_pct", pct, "pct")
         .Number("peak_ns", double(d.peak_ns), "ns");
+    if (d.torch_samples > 0) {  // --pytorch: the tensors' peak next to what the allocator kept
+      f.Number("torch_allocated_peak_bytes", double(d.torch_allocated_peak_bytes), "bytes")
+          .Number("torch_reserved_peak_bytes", double(d.torch_reserved_peak_bytes), "bytes");
+    }
     for (const MemorySite& s : d.peak_sites) {
       Offender o = MemorySiteOffender(s.site);
       o.count = s.allocations;
