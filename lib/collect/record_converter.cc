@@ -209,10 +209,7 @@ void RecordConverter::ConvertMemset(const CUpti_ActivityMemset4& m) {
 }
 
 void RecordConverter::ConvertMemory(const CUpti_ActivityMemory4& m) {
-  if (m.timestamp == 0) {
-    ++stats_.invalid_timestamps;
-    return;
-  }
+  if (!ValidSpan(m.timestamp, m.timestamp)) return;
   MemoryEvent e;
   e.timestamp_ns = m.timestamp;
   e.device_id = m.deviceId;
@@ -252,10 +249,7 @@ void RecordConverter::ConvertMemory(const CUpti_ActivityMemory4& m) {
 }
 
 void RecordConverter::ConvertMemoryPool(const CUpti_ActivityMemoryPool3& m) {
-  if (m.timestamp == 0) {
-    ++stats_.invalid_timestamps;
-    return;
-  }
+  if (!ValidSpan(m.timestamp, m.timestamp)) return;
   MemoryEvent e;
   e.timestamp_ns = m.timestamp;
   e.device_id = m.deviceId;
