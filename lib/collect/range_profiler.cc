@@ -112,6 +112,7 @@ bool RangeProfiler::Init(std::string* error) {
   if (!selector_.Init(SelectorOptionsFromConfig(config_), error)) return false;
   if (config_.replay == MetricsReplay::kSequence) {
     sequence_ = std::make_unique<SequenceSpread>(static_cast<SequenceTarget*>(this), 1);
+    sequence_->set_debug(config_.debug);
   }
   spread_on_ = config_.replay == MetricsReplay::kSpread || config_.replay == MetricsReplay::kAuto;
   if (spread_on_) {
@@ -602,9 +603,15 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
     spread_line = "; sequence replay (application replay" +
                   (sequence_failed_.empty() ? std::string() : ", stopped: " + sequence_failed_) +
                   "): " + std::to_string(s.sequences) + " sequences, " + std::to_string(s.completed) +
-                  " kernel sets complete from " + std::to_string(s.passes) + " passes (one per step), " +
-                  std::to_string(s.incomplete) + " incomplete, " + std::to_string(s.discarded) +
-                  " restarts (the launches of a step differed)";
+                  " kernel sets complete from " + std::to_string(s.passes) + " passes (one per step" +
+                  (s.period > 0 ? " of " + std::to_string(s.period) + " launches" : std::string()) +
+                  "), " + std::to_string(s.incomplete) + " incomplete, " + std::to_string(s.discarded) +
+                  " restarts (a step differed from the learned one" +
+                  (s.range_mismatch > 0 ? "; " + std::to_string(s.range_mismatch) +
+                                              " times CUPTI counted other ranges than launches, e.g. "
+                                              "kernels inside CUDA graphs"
+                                        : std::string()) +
+                  ")";
   }
   if (config_.debug) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +

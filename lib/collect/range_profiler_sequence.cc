@@ -2,18 +2,118 @@
 #include "lib/collect/range_profiler_sequence.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 namespace sightline::collect {
 
-SequenceSpread::SequenceSpread(SequenceTarget* target, uint32_t num_passes, size_t max_ranges,
-                               uint32_t max_restarts, size_t first_ranges)
+namespace {
+constexpr size_t kMaxCandidates = 128;
+constexpr size_t kMaxKeys = 1u << 16;  // distinct launch configurations remembered
+}  // namespace
+
+// ---- PeriodFinder ---------------------------------------------------------------
+
+PeriodFinder::PeriodFinder(size_t max_period, size_t min_run)
+    : max_period_(std::max<size_t>(1, max_period)),
+      min_run_(min_run),
+      history_(3 * std::max<size_t>(1, max_period) + 1, 0) {}
+
+size_t PeriodFinder::Required(size_t period) const {
+  // Two equal P-long sequences in a row: a run of P launches equal to the
+  // one P earlier.
+  size_t need = std::max(period, min_run_);
+  auto it = rejections_.find(period);
+  if (it != rejections_.end()) need <<= std::min<uint32_t>(it->second, 16);
+  return need;
+}
+
+void PeriodFinder::Reject(size_t period) {
+  if (period == 0) return;
+  ++rejections_[period];
+  for (Candidate& c : candidates_) {
+    if (c.period == period) c.run = 0;  // it must repeat from here on
+  }
+}
+
+bool PeriodFinder::Add(uint64_t key) {
+  const uint64_t n = n_++;
+  history_[n % history_.size()] = key;
+  period_ = 0;
+  // Candidates still repeating at this launch.
+  size_t kept = 0;
+  for (const Candidate& c : candidates_) {
+    if (n >= c.period && At(n - c.period) == key) {
+      candidates_[kept] = c;
+      ++candidates_[kept].run;
+      ++kept;
+    }
+  }
+  candidates_.resize(kept);
+  // The gap since this key's last launch is a candidate period; its run
+  // counted back over the launches already seen (as far as confirmation
+  // needs), so a step is confirmed at the end of its second repetition.
+  auto it = last_seen_.find(key);
+  if (it != last_seen_.end()) {
+    const uint64_t gap = n - (it->second - 1);
+    it->second = n + 1;
+    const bool known = std::any_of(candidates_.begin(), candidates_.end(),
+                                   [&](const Candidate& c) { return c.period == gap; });
+    if (gap >= 1 && gap <= max_period_ && !known) {
+      const size_t need = Required(gap);
+      size_t run = 1;
+      while (run < need && run + gap <= n && run + gap < history_.size() &&
+             At(n - run) == At(n - run - gap)) {
+        ++run;
+      }
+      if (candidates_.size() >= kMaxCandidates) {
+        auto weakest = std::min_element(
+            candidates_.begin(), candidates_.end(),
+            [](const Candidate& a, const Candidate& b) { return a.run < b.run; });
+        *weakest = Candidate{gap, run};
+      } else {
+        candidates_.push_back(Candidate{gap, run});
+      }
+    }
+  } else {
+    if (last_seen_.size() >= kMaxKeys) last_seen_.clear();  // shapes that never repeat
+    last_seen_.emplace(key, n + 1);
+  }
+  // The smallest confirmed period that no longer one has outlasted.
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates_) {
+    if (c.run < Required(c.period)) continue;
+    bool outlasted = false;
+    for (const Candidate& q : candidates_) {
+      if (q.period > c.period && q.run >= Required(q.period) && q.run > c.run + q.period) {
+        outlasted = true;
+        break;
+      }
+    }
+    if (!outlasted && (best == nullptr || c.period < best->period)) best = &c;
+  }
+  if (best == nullptr) return false;
+  period_ = best->period;
+  return true;
+}
+
+std::vector<uint64_t> PeriodFinder::Pattern() const {
+  std::vector<uint64_t> out;
+  if (period_ == 0 || n_ == 0) return out;
+  const uint64_t n = n_ - 1;  // this launch: the pattern's first
+  out.reserve(period_);
+  for (size_t i = 0; i < period_; ++i) out.push_back(At(n - period_ + i));
+  return out;
+}
+
+// ---- SequenceSpread -------------------------------------------------------------
+
+SequenceSpread::SequenceSpread(SequenceTarget* target, uint32_t num_passes, size_t max_period,
+                               size_t min_run)
     : target_(target),
       num_passes_(num_passes == 0 ? 1 : num_passes),
-      max_ranges_(std::max<size_t>(1, std::min(first_ranges == 0 ? max_ranges : first_ranges,
-                                               max_ranges))),
-      max_ranges_limit_(std::max<size_t>(1, max_ranges)),
-      max_restarts_(max_restarts) {}
+      max_period_(std::max<size_t>(1, max_period)),
+      min_run_(min_run) {}
 
 void SequenceSpread::Fail(const std::string& why) {
   if (!failed_) error_ = why;
@@ -30,7 +130,7 @@ void SequenceSpread::Add(const SpreadLaunch& launch) {
   current_.push_back(std::move(p));
 }
 
-bool SequenceSpread::Start(const SpreadLaunch& launch) {
+bool SequenceSpread::Start(const SpreadLaunch& launch, std::vector<uint64_t> pattern) {
   if (dirty_.count(launch.context) != 0) {
     if (!target_->ResetSequencePasses(launch.context)) {
       Fail("sequence: resetting the pass counter failed");
@@ -38,7 +138,9 @@ bool SequenceSpread::Start(const SpreadLaunch& launch) {
     }
     dirty_.erase(launch.context);
   }
-  if (!target_->InitSequenceImage(launch.context, max_ranges_)) {
+  // Exactly one step's ranges: a range-profiler Start costs more the more
+  // ranges its image holds (bench/metrics/README.md).
+  if (!target_->InitSequenceImage(launch.context, pattern.size())) {
     Fail("sequence: counter-data image initialisation failed");
     return false;
   }
@@ -48,29 +150,107 @@ bool SequenceSpread::Start(const SpreadLaunch& launch) {
   }
   collecting_ = true;
   context_ = launch.context;
-  anchor_ = launch.key;
+  pattern_ = std::move(pattern);
   passes_done_ = 0;
   first_.clear();
   current_.clear();
   last_done_.clear();
+  stats_.period = pattern_.size();
+  if (debug_) {
+    std::fprintf(stderr,
+                 "sightline: sequence: a step of %zu launches learned after %llu launches; "
+                 "pass 0 starts at '%.80s' (%u passes)\n",
+                 pattern_.size(),
+                 static_cast<unsigned long long>(finders_.at(launch.context).launches()),
+                 std::string(launch.name).c_str(), num_passes_);
+  }
   Add(launch);
   return true;
 }
 
-bool SequenceSpread::Restart(const SpreadLaunch& launch) {
+void SequenceSpread::Discard() {
   ++stats_.discarded;
   collecting_ = false;
   dirty_.insert(context_);
-  tried_.insert(anchor_);
-  if (++restarts_ > max_restarts_) {
-    Fail("sequence: the launches differed between passes with " + std::to_string(restarts_) +
-         " different first kernels (not a repeating launch sequence)");
+  auto f = finders_.find(context_);
+  if (f != finders_.end()) f->second.Reject(pattern_.size());
+  first_.clear();
+  current_.clear();
+  last_done_.clear();
+}
+
+void SequenceSpread::Debug(uint32_t pass, const SpreadPassResult& r, const char* verdict,
+                           const SpreadLaunch* differing) const {
+  if (!debug_) return;
+  std::fprintf(stderr,
+               "sightline: sequence pass %u: %zu of %zu launches, CUPTI %llu ranges (%llu dropped), "
+               "next pass %llu%s%s",
+               pass, current_.size(), pattern_.size(), static_cast<unsigned long long>(r.ranges),
+               static_cast<unsigned long long>(r.ranges_dropped),
+               static_cast<unsigned long long>(r.stop_pass_index),
+               r.all_submitted ? ", all submitted" : "", verdict);
+  if (differing != nullptr) {
+    const std::string expected =
+        current_.size() < first_.size() ? first_[current_.size()].name : std::string("?");
+    std::fprintf(stderr, "; launch %zu was '%.60s', pass 0 had '%.60s'", current_.size(),
+                 std::string(differing->name).c_str(), expected.c_str());
+  }
+  std::fprintf(stderr, "\n");
+}
+
+bool SequenceSpread::EndPass() {
+  SpreadPassResult r;
+  if (!target_->EndSequencePass(context_, &r)) {
+    Fail("sequence: ending pass " + std::to_string(passes_done_) + " failed");
     return false;
   }
-  // Another first kernel: a kernel launched at several places of a step (or
-  // only during warm-up) does not delimit steps; one launched once per step
-  // does. The next selected launch of a kernel not tried yet starts over.
-  (void)launch;
+  const uint32_t pass = passes_done_;
+  bool same = r.ranges_dropped == 0 && r.ranges == pattern_.size();
+  if (r.ranges_dropped == 0 && r.ranges != pattern_.size()) ++stats_.range_mismatch;
+  if (same && !r.all_submitted && r.stop_pass_index != pass + 1u && r.stop_pass_index != pass) {
+    Fail("sequence: CUPTI reported pass " + std::to_string(r.stop_pass_index) + " after pass " +
+         std::to_string(pass));
+    return false;
+  }
+  // All passes in before the schedule's last one: the counter was not at
+  // pass 0 when the sequence began (its passes are not the schedule's).
+  if (same && r.all_submitted && pass + 1u != num_passes_) same = false;
+  Debug(pass, r, same ? "" : ", DISCARDED", nullptr);
+  if (!same) {
+    Discard();
+    return true;
+  }
+  if (pass == 0) first_ = current_;
+  last_done_ = current_;
+  ++passes_done_;
+  ++stats_.passes;
+  if (r.all_submitted) {
+    for (size_t i = 0; i < first_.size(); ++i) {
+      SpreadCollection c = MakeSet(i);
+      if (!target_->EvaluateSequenceRange(context_, i, &c.values)) {
+        Fail("sequence: evaluating range " + std::to_string(i) + " failed");
+        return false;
+      }
+      completed_.push_back(std::move(c));
+      ++stats_.completed;
+    }
+    ++stats_.sequences;
+    ++sequences_in_window_;
+    collected_periods_.insert(pattern_.size());
+    for (const Position& p : first_) covered_keys_.insert(p.key);
+    collecting_ = false;
+    return true;  // one sequence per capture window: this launch runs unprofiled
+  }
+  if (passes_done_ >= num_passes_) {
+    Fail("sequence: CUPTI wants more than the " + std::to_string(num_passes_) +
+         " passes of the schedule");
+    return false;
+  }
+  if (!target_->BeginSequencePass(context_)) {
+    Fail("sequence: starting pass " + std::to_string(passes_done_) + " failed");
+    return false;
+  }
+  current_.clear();
   return true;
 }
 
@@ -88,88 +268,50 @@ SpreadCollection SequenceSpread::MakeSet(size_t i) const {
   return c;
 }
 
-void SequenceSpread::OnLaunch(const SpreadLaunch& launch, bool anchor_ok) {
+bool SequenceSpread::Learn(const SpreadLaunch& launch) {
+  confirmed_ = false;
+  if (failed_) return false;
+  auto f = finders_.find(launch.context);
+  if (f == finders_.end()) {
+    f = finders_.emplace(launch.context, PeriodFinder(max_period_, min_run_)).first;
+  }
+  confirmed_ = f->second.Add(launch.key);
+  if (confirmed_ && !collecting_ && !done_for_window() && sequences_in_window_ > 0) {
+    confirmed_ = WorthStarting(f->second);
+  }
+  return confirmed_ && !collecting_ && !done_for_window();
+}
+
+bool SequenceSpread::WorthStarting(const PeriodFinder& f) const {
+  if (collected_periods_.count(f.period()) != 0) return false;  // cheap: the usual case
+  for (uint64_t key : f.Pattern()) {
+    if (covered_keys_.count(key) == 0) return true;
+  }
+  return false;
+}
+
+void SequenceSpread::OnLaunch(const SpreadLaunch& launch, bool start_ok) {
   if (failed_) return;
   if (!collecting_) {
-    if (anchor_ok && !done_for_window() && tried_.count(launch.key) == 0) Start(launch);
+    if (confirmed_ && start_ok && !done_for_window()) {
+      Start(launch, finders_.at(launch.context).Pattern());
+    }
+    confirmed_ = false;
     return;
   }
+  confirmed_ = false;
   if (launch.context != context_) return;  // another context: another object, not in our image
-  if (launch.key != anchor_) {
-    if (current_.size() >= max_ranges_) {
-      SpreadPassResult ignored;
-      target_->EndSequencePass(context_, &ignored);
-      dirty_.insert(context_);
-      collecting_ = false;
-      if (max_ranges_ < max_ranges_limit_) {
-        // A longer step than the image holds: a 4x larger image from the
-        // next selected launch on (images cost ~0.3 ms per range to set up,
-        // so they start small).
-        max_ranges_ = std::min(max_ranges_ * 4, max_ranges_limit_);
-        ++stats_.grown;
-        return;
-      }
-      Fail("sequence: more than " + std::to_string(max_ranges_) +
-           " launches between two launches of the first kernel");
-      return;
-    }
-    Add(launch);
+  if (current_.size() == pattern_.size()) {
+    // The launch after a pass's last: the pass is over.
+    if (!EndPass() || !collecting_) return;
+  }
+  if (launch.key != pattern_[current_.size()]) {
+    SpreadPassResult ignored;
+    target_->EndSequencePass(context_, &ignored);  // best effort: the pass is not used
+    Debug(passes_done_, ignored, ", DISCARDED (the step changed)", &launch);
+    Discard();
     return;
   }
-  // The anchor again: the pass is over.
-  SpreadPassResult r;
-  if (!target_->EndSequencePass(context_, &r)) {
-    Fail("sequence: ending pass " + std::to_string(passes_done_) + " failed");
-    return;
-  }
-  const uint32_t pass = passes_done_;
-  bool same = r.ranges_dropped == 0 && r.ranges == current_.size();
-  if (same && pass > 0) {
-    same = current_.size() == first_.size();
-    for (size_t i = 0; same && i < current_.size(); ++i) same = current_[i].key == first_[i].key;
-  }
-  if (same && !r.all_submitted && r.stop_pass_index != pass + 1u && r.stop_pass_index != pass) {
-    Fail("sequence: CUPTI reported pass " + std::to_string(r.stop_pass_index) + " after pass " +
-         std::to_string(pass));
-    return;
-  }
-  // All passes in before the schedule's last one: the counter was not at
-  // pass 0 when the sequence began (its passes are not the schedule's).
-  if (same && r.all_submitted && pass + 1u != num_passes_) same = false;
-  if (!same) {
-    Restart(launch);
-    return;
-  }
-  if (pass == 0) first_ = current_;
-  last_done_ = current_;
-  ++passes_done_;
-  ++stats_.passes;
-  if (r.all_submitted) {
-    for (size_t i = 0; i < first_.size(); ++i) {
-      SpreadCollection c = MakeSet(i);
-      if (!target_->EvaluateSequenceRange(context_, i, &c.values)) {
-        Fail("sequence: evaluating range " + std::to_string(i) + " failed");
-        return;
-      }
-      completed_.push_back(std::move(c));
-      ++stats_.completed;
-    }
-    ++stats_.sequences;
-    ++sequences_in_window_;
-    restarts_ = 0;
-    collecting_ = false;
-    return;  // one sequence per capture window: this launch runs unprofiled
-  }
-  if (passes_done_ >= num_passes_) {
-    Fail("sequence: CUPTI wants more than the " + std::to_string(num_passes_) +
-         " passes of the schedule");
-    return;
-  }
-  if (!target_->BeginSequencePass(context_)) {
-    Fail("sequence: starting pass " + std::to_string(passes_done_) + " failed");
-    return;
-  }
-  current_.clear();
   Add(launch);
 }
 
@@ -181,6 +323,7 @@ std::vector<SpreadCollection> SequenceSpread::TakeCompleted() {
 
 std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
   std::vector<SpreadCollection> out;
+  if (context != nullptr) finders_.erase(context);  // going away: its launches are history
   if (context != nullptr && context != context_) {
     dirty_.erase(context);
     return out;

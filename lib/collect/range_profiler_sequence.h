@@ -14,25 +14,31 @@
 // How (application replay, auto range — each kernel in Start..Stop is a
 // range; CUPTI keeps one pass counter per range-profiler object and Stop
 // returns the next pass, see range_profiler_spread.h):
-//   * the first launch the kernel selector picks is the anchor: Start before
-//     it; every later launch on that context is a range of the pass;
-//   * the anchor's next launch closes the pass: Stop + DecodeData before it,
-//     then Start again (the next pass) and the anchor runs in it;
-//   * every pass must see the same configurations in the same order as pass
-//     0 and as many ranges as launches (a kernel we did not see — a graph, a
-//     library's own launch path — makes the counts differ); otherwise the
-//     set is discarded, the pass counter reset (SequenceTarget::
-//     ResetSequencePasses) and the next selected launch of a kernel not yet
-//     tried as the anchor starts a new set (a kernel launched at several
-//     places of a step, or only in warm-up, does not delimit steps); after
-//     `max_restarts` discards the mode gives up (failed(): the range
-//     profiler switches metrics off with a warning — replaying every kernel
-//     instead would slow the program by an order of magnitude);
+//   * learning: every launch of the context feeds a PeriodFinder (below),
+//     which finds the step as the launch sequence's period P: the smallest P
+//     for which the last launches are two copies of one P-long sequence —
+//     after warm-up steps that differed, whatever kernel the step starts
+//     with, however often a kernel repeats inside it. A layer repeated three
+//     times is such a sequence too; it is given up at the step's end (a
+//     pass differs) and the true step (repeating for longer, so it wins) is
+//     found on the same launches;
+//   * collecting: pass 0 starts at the launch that confirmed the period,
+//     with a counter-data image of exactly P ranges; each pass is the next
+//     P launches and must repeat the learned sequence launch by launch
+//     (kernel, grid, block, shared memory); CUPTI must report P ranges and
+//     none dropped. Any difference discards the passes (the pass counter is
+//     reset before the next try), the period is held to a stricter standard
+//     (twice the repetitions per discard) and learning goes on — a step that
+//     changed (an evaluation, a last smaller batch) costs a restart, never
+//     the rest of the run;
 //   * after the last pass every range is evaluated and reported as one set
-//     per launch position, tied to that position's launch in the last pass
+//     per position, tied to that position's launch in the last pass
 //     (first_correlation_id: pass 0's launch).
 // Kernels run as the application launched them (not replayed), with counters
-// on; Stop waits for the step's kernels, once per step.
+// on; Stop waits for the step's kernels, once per pass. Launches CUPTI counts
+// as ranges but the hook does not see (kernels inside a CUDA graph launch)
+// make the range count differ: such a step never completes (counted in
+// stats().range_mismatch).
 // Pure bookkeeping, no CUPTI: tests/collect/sequence_spread_test.cc.
 #ifndef SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_SEQUENCE_H_
 #define SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_SEQUENCE_H_
@@ -41,6 +47,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -64,41 +71,101 @@ class SequenceTarget {
   virtual bool ResetSequencePasses(void* context) = 0;
 };
 
+// The launch sequence's period, learned online from launch keys. Pure C++.
+//
+// Candidates are the gaps between a key's successive launches; for each, the
+// run of consecutive latest launches that equal the launch P earlier. A
+// candidate is confirmed when its run reaches P (two equal P-long sequences:
+// a wrong guess costs one discarded pass, a late one a whole step) and
+// `min_run`; among confirmed candidates the smallest one that
+// has not been outlasted by a longer one (a longer Q with a run longer than
+// P's by more than Q: the layer inside a step) is the period.
+class PeriodFinder {
+ public:
+  explicit PeriodFinder(size_t max_period = 4096, size_t min_run = 32);
+  // One launch. True when a period is confirmed at this launch: the launches
+  // from this one on should repeat Pattern().
+  bool Add(uint64_t key);
+  size_t period() const { return period_; }
+  // The confirmed step, starting with the launch just added.
+  std::vector<uint64_t> Pattern() const;
+  // The confirmed period broke while it was being used: it must repeat
+  // twice as long before it is confirmed again.
+  void Reject(size_t period);
+  uint64_t launches() const { return n_; }
+
+ private:
+  struct Candidate {
+    size_t period = 0;
+    size_t run = 0;
+  };
+  uint64_t At(uint64_t pos) const { return history_[pos % history_.size()]; }
+  size_t Required(size_t period) const;
+
+  size_t max_period_;
+  size_t min_run_;
+  std::vector<uint64_t> history_;  // ring: the last 3 * max_period + 1 keys
+  uint64_t n_ = 0;                 // launches seen
+  std::unordered_map<uint64_t, uint64_t> last_seen_;  // key -> position + 1
+  std::vector<Candidate> candidates_;
+  std::unordered_map<size_t, uint32_t> rejections_;
+  size_t period_ = 0;
+};
+
 struct SequenceStats {
   uint64_t passes = 0;      // passes completed (steps profiled)
   uint64_t completed = 0;   // sets with values (one per launch position)
   uint64_t sequences = 0;   // sequences completed
-  uint64_t discarded = 0;   // sequences restarted: the launches of a pass differed
+  uint64_t discarded = 0;   // sequences restarted: a pass differed from the learned step
   uint64_t incomplete = 0;  // sets left short of passes at capture end
-  uint64_t grown = 0;       // images enlarged: a step had more launches than the image held
+  uint64_t range_mismatch = 0;  // of the discarded: CUPTI counted other ranges than launches
+  uint64_t period = 0;      // launches per step of the last sequence started
 };
 
 class SequenceSpread {
  public:
-  // Images hold `first_ranges` launches at first (0: max_ranges), 4x more
-  // after a longer step, up to `max_ranges`.
-  SequenceSpread(SequenceTarget* target, uint32_t num_passes, size_t max_ranges = 4096,
-                 uint32_t max_restarts = 8, size_t first_ranges = 32);
+  // `max_period`: the longest step (launches) learned; `min_run`: launches a
+  // period must have repeated over before it is trusted (PeriodFinder).
+  SequenceSpread(SequenceTarget* target, uint32_t num_passes, size_t max_period = 4096,
+                 size_t min_run = 32);
 
   void set_num_passes(uint32_t n) { num_passes_ = n == 0 ? 1 : n; }
+  // SIGHTLINE_METRICS_DEBUG: one stderr line per pass (launches we saw,
+  // CUPTI's ranges, the first position that differed).
+  void set_debug(bool on) { debug_ = on; }
   // A sequence is being collected: every launch of its context belongs to it
   // (the caller asks the kernel selector only while idle).
   bool collecting() const { return collecting_; }
   void* context() const { return context_; }
-  // No new sequence in this capture window (one per window).
-  bool done_for_window() const { return sequences_in_window_ > 0; }
-  void NewWindow() { sequences_in_window_ = 0; }
+  // Sequences per capture window: one per learned step. A shorter period
+  // that completed first (a layer repeated more often than the passes) does
+  // not stop the step from being collected after it: a sequence starts when
+  // the confirmed period is not one already collected in this window and
+  // its launches include configurations no set of the window covers; at
+  // most kMaxSequencesPerWindow.
+  static constexpr uint32_t kMaxSequencesPerWindow = 4;
+  bool done_for_window() const { return sequences_in_window_ >= kMaxSequencesPerWindow; }
+  void NewWindow() {
+    sequences_in_window_ = 0;
+    collected_periods_.clear();
+    covered_keys_.clear();
+  }
 
-  // Every hooked launch in a capture window, at its enter. `anchor_ok`: the
-  // kernel selector picked it (only such a launch starts a sequence).
-  void OnLaunch(const SpreadLaunch& launch, bool anchor_ok);
+  // Every hooked launch in a capture window, at its enter, in two steps:
+  // Learn feeds the launch to the context's PeriodFinder and says whether a
+  // sequence could start at it (the step is known, none is being collected,
+  // none was completed in this window); the caller then asks the kernel
+  // selector only for such launches (its quotas count starts, not launches)
+  // and passes the answer to OnLaunch.
+  bool Learn(const SpreadLaunch& launch);
+  void OnLaunch(const SpreadLaunch& launch, bool start_ok);
   // Sets finished since the last call (one per launch position).
   std::vector<SpreadCollection> TakeCompleted();
   // Capture end (`context` null) or `context` being destroyed: the open pass
   // is stopped and, when pass 0 was complete, every position is reported
   // incomplete (passes collected so far, no values). At capture end the
   // context's pass counter is reset before its next sequence; a destroyed
-  // context is forgotten.
+  // context is forgotten (and its learned launches).
   std::vector<SpreadCollection> FinishIncomplete(void* context = nullptr);
 
   bool failed() const { return failed_; }
@@ -112,33 +179,44 @@ class SequenceSpread {
     uint32_t device_id = 0;
     uint32_t correlation_id = 0;
   };
-  bool Start(const SpreadLaunch& launch);  // a new sequence at this launch
+  bool Start(const SpreadLaunch& launch, std::vector<uint64_t> pattern);
   void Fail(const std::string& why);
   void Add(const SpreadLaunch& launch);
-  bool Restart(const SpreadLaunch& launch);  // after a discard: another anchor next
+  // The passes so far are thrown away, the period is held to a stricter
+  // standard, learning goes on.
+  void Discard();
+  // At the launch after a pass's last: Stop, check, evaluate or next pass.
+  // False when the mode failed.
+  bool EndPass();
+  void Debug(uint32_t pass, const SpreadPassResult& r, const char* verdict,
+             const SpreadLaunch* differing) const;
   SpreadCollection MakeSet(size_t i) const;
 
   SequenceTarget* target_;
   uint32_t num_passes_;
-  size_t max_ranges_;        // the next image's capacity
-  size_t max_ranges_limit_;  // largest image
-  uint32_t max_restarts_;
+  size_t max_period_;
+  size_t min_run_;
   bool collecting_ = false;
   // Contexts whose CUPTI pass counter may be mid-schedule: reset before their
   // next sequence (never while a context is being destroyed).
   std::unordered_set<void*> dirty_;
+  std::unordered_map<void*, PeriodFinder> finders_;  // per context
+  bool confirmed_ = false;  // Learn's verdict on the launch being handled
   bool failed_ = false;
+  bool debug_ = false;
   std::string error_;
   void* context_ = nullptr;
-  uint64_t anchor_ = 0;
+  std::vector<uint64_t> pattern_;    // the learned step
   uint32_t passes_done_ = 0;
-  uint32_t restarts_ = 0;
   uint32_t sequences_in_window_ = 0;
+  std::unordered_set<size_t> collected_periods_;  // this window's completed periods
+  std::unordered_set<uint64_t> covered_keys_;     // configurations with a set this window
+  // Would a sequence at the confirmed period measure something new? (mu_)
+  bool WorthStarting(const PeriodFinder& f) const;
   std::vector<Position> first_;      // pass 0's launches
   std::vector<Position> current_;    // this pass's launches
   std::vector<Position> last_done_;  // the last completed pass's launches
   std::vector<SpreadCollection> completed_;
-  std::unordered_set<uint64_t> tried_;  // anchors whose steps differed
   SequenceStats stats_;
 };
 

@@ -295,13 +295,13 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
   sl.device_id = launch.device_id;
   sl.correlation_id = launch.correlation_id;
   sl.name = name;
-  bool anchor_ok = false;
-  if (!sequence_->collecting() && !sequence_->done_for_window()) {
-    anchor_ok = selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z, launch.block_x,
+  bool start_ok = false;  // the kernel selector accepts a sequence starting here
+  if (sequence_->Learn(sl)) {
+    start_ok = selector_.Decide(name, launch.grid_x, launch.grid_y, launch.grid_z, launch.block_x,
                                  launch.block_y, launch.block_z,
                                  launch.dynamic_shared_bytes) == SelectDecision::kProfile;
   }
-  sequence_->OnLaunch(sl, anchor_ok);
+  sequence_->OnLaunch(sl, start_ok);
   CollectSpread(sequence_->TakeCompleted());
   if (sequence_->failed()) {
     sequence_final_ = sequence_->stats();
@@ -315,8 +315,8 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
     pending_.error = why;
     std::fprintf(stderr,
                  "sightline: warning: sequence metric replay stopped (%s); per-kernel metrics are "
-                 "off for the rest of the run (for a program without a repeating step use "
-                 "--metrics-replay kernel --metrics-launches K)\n",
+                 "off for the rest of the run (--metrics-replay kernel --metrics-launches K "
+                 "replays kernels instead)\n",
                  why.c_str());
     return SpreadRoute::kSkip;
   }

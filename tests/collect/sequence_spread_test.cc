@@ -1,4 +1,5 @@
-// Sequence replay bookkeeping (lib/collect/range_profiler_sequence.h) against
+// Sequence replay bookkeeping (lib/collect/range_profiler_sequence.h): the
+// step learned from the launches (PeriodFinder), and the passes against
 // a fake CUPTI target that behaves as CUPTI 13.0 did on the H200: one pass
 // counter per object, Stop returns the next pass (0 with isAllPassSubmitted
 // after the last), the image's range count is the number of launches of
@@ -80,127 +81,283 @@ SpreadLaunch L(uint64_t key, uint32_t corr) {
   l.key = key;
   l.context = &g_ctx;
   l.correlation_id = corr;
-  l.name = key == 1 ? "a" : key == 2 ? "b" : "c";
+  static const char* const kNames[] = {"?", "a", "b", "c", "d", "e"};
+  l.name = key < 6 ? kNames[key] : "k";
   return l;
 }
 
-// Runs `steps` steps of the launch sequence {1, 2, 3}; the selector picks
-// every launch (anchor_ok while idle).
-void Steps(SequenceSpread* s, FakeSequenceTarget* t, int steps, uint32_t* corr) {
+// One launch through both steps of SequenceSpread (Learn, then OnLaunch with
+// the selector's answer).
+void Feed(SequenceSpread* s, const SpreadLaunch& launch, bool start_ok) {
+  s->Learn(launch);
+  s->OnLaunch(launch, start_ok);
+}
+
+// Runs `steps` steps of `keys`; the selector accepts every launch.
+void RunSteps(SequenceSpread* s, FakeSequenceTarget* t, const std::vector<uint64_t>& keys, int steps,
+         uint32_t* corr) {
   for (int step = 0; step < steps; ++step) {
-    for (uint64_t key : {1u, 2u, 3u}) {
-      s->OnLaunch(L(key, ++*corr), !s->collecting());
+    for (uint64_t key : keys) {
+      Feed(s, L(key, ++*corr), true);
       if (s->collecting()) t->Launched();
     }
   }
 }
 
+void Steps(SequenceSpread* s, FakeSequenceTarget* t, int steps, uint32_t* corr) {
+  RunSteps(s, t, {1, 2, 3}, steps, corr);
+}
+
+int Count(const std::vector<std::string>& log, const std::string& prefix) {
+  int n = 0;
+  for (const std::string& e : log) n += e.rfind(prefix, 0) == 0;
+  return n;
+}
+
+// ---- PeriodFinder ---------------------------------------------------------------
+
+size_t PeriodOf(const std::vector<uint64_t>& step, int steps, size_t min_run = 0,
+                int* confirmed_at = nullptr) {
+  PeriodFinder f(64, min_run);
+  int launch = 0;
+  for (int i = 0; i < steps; ++i) {
+    for (uint64_t k : step) {
+      if (f.Add(k)) {
+        if (confirmed_at != nullptr) *confirmed_at = launch;
+        return f.period();
+      }
+      ++launch;
+    }
+  }
+  return 0;
+}
+
+TEST(PeriodFinder, TheStepIsConfirmedAtTheEndOfItsSecondRepetition) {
+  int at = -1;
+  EXPECT_EQ(PeriodOf({1, 2, 3}, 5, 0, &at), 3u);
+  EXPECT_EQ(at, 5);
+  // A kernel launched twice per step, the step starting anywhere.
+  EXPECT_EQ(PeriodOf({1, 2, 1, 3}, 5), 4u);
+  // A kernel three times in a row is a period of 1 only with min_run 0.
+  EXPECT_EQ(PeriodOf({2, 1, 1, 1, 3}, 5, 0), 1u);
+  EXPECT_EQ(PeriodOf({2, 1, 1, 1, 3}, 5, 8), 5u);
+  // One kernel over and over: a period of 1 once it repeated min_run times.
+  EXPECT_EQ(PeriodOf({7}, 40, 32, &at), 1u);
+  EXPECT_EQ(at, 32);
+  // One step is too few; no repetition at all never is.
+  EXPECT_EQ(PeriodOf({1, 2, 3}, 1), 0u);
+  PeriodFinder f(64, 0);
+  for (uint64_t k = 1; k < 500; ++k) EXPECT_FALSE(f.Add(k));
+  // Longer than max_period: never.
+  std::vector<uint64_t> long_step;
+  for (uint64_t k = 1; k <= 65; ++k) long_step.push_back(k);
+  EXPECT_EQ(PeriodOf(long_step, 5), 0u);
+}
+
+TEST(PeriodFinder, ThePatternStartsAtTheConfirmingLaunch) {
+  PeriodFinder f(64, 0);
+  std::vector<uint64_t> keys = {5, 1, 2, 3, 1, 2, 3, 1, 2, 3};
+  bool ok = false;
+  for (uint64_t k : keys) ok = f.Add(k);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(f.Pattern(), (std::vector<uint64_t>{3, 1, 2}));
+  ASSERT_TRUE(f.Add(1));
+  EXPECT_EQ(f.Pattern(), (std::vector<uint64_t>{1, 2, 3}));
+}
+
+TEST(PeriodFinder, WarmUpThatDiffersIsLeftBehind) {
+  PeriodFinder f(64, 0);
+  for (uint64_t k : {9, 8, 1, 2, 9, 3}) EXPECT_FALSE(f.Add(k));
+  int launches = 0;
+  bool ok = false;
+  while (!ok && launches < 30) ok = f.Add(static_cast<uint64_t>(1 + launches++ % 3));
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(f.period(), 3u);
+  EXPECT_LE(launches, 9);  // the warm-up's last launch may already match
+}
+
+// A transformer step: embedding, four equal layers, head, four equal
+// backward layers, optimizer. A layer repeats (and is confirmed) before the
+// step does; once the step has repeated for longer it is the period.
+TEST(PeriodFinder, TheStepOutlastsItsRepeatedLayers) {
+  std::vector<uint64_t> step = {10};
+  for (int l = 0; l < 4; ++l) step.insert(step.end(), {1, 2, 3});
+  step.push_back(11);
+  for (int l = 0; l < 4; ++l) step.insert(step.end(), {4, 5});
+  step.push_back(12);
+  PeriodFinder f(256, 0);
+  std::vector<size_t> confirmed;
+  for (int i = 0; i < 4; ++i) {
+    for (uint64_t k : step) {
+      if (f.Add(k) && (confirmed.empty() || confirmed.back() != f.period())) {
+        confirmed.push_back(f.period());
+      }
+    }
+  }
+  ASSERT_FALSE(confirmed.empty());
+  EXPECT_EQ(confirmed.back(), step.size());
+  // Rejected twice, a layer must repeat four times as long: four layers do not.
+  PeriodFinder g(256, 0);
+  for (int i = 0; i < 2; ++i) {
+    g.Reject(3);
+    g.Reject(2);
+  }
+  size_t first = 0;
+  for (int i = 0; i < 4 && first == 0; ++i) {
+    for (uint64_t k : step) {
+      if (g.Add(k)) {
+        first = g.period();
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(first, step.size());
+}
+
+// ---- SequenceSpread -------------------------------------------------------------
+
 TEST(SequenceSpread, OnePassPerStepEveryKernelGetsASet) {
   FakeSequenceTarget t(3);
-  SequenceSpread s(&t, 3, 16);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
   uint32_t corr = 0;
+  Steps(&s, &t, 1, &corr);
+  EXPECT_TRUE(t.log.empty());  // learning: no CUPTI call
   Steps(&s, &t, 5, &corr);
   ASSERT_FALSE(s.failed()) << s.error();
   std::vector<SpreadCollection> done = s.TakeCompleted();
   ASSERT_EQ(done.size(), 3u);
-  EXPECT_EQ(done[0].name, "a");
-  EXPECT_EQ(done[1].name, "b");
-  EXPECT_EQ(done[2].name, "c");
-  // Passes on steps 0, 1, 2; step 3's first launch closes the last one.
-  EXPECT_EQ(done[0].first_correlation_id, 1u);
-  EXPECT_EQ(done[0].last_correlation_id, 7u);
-  EXPECT_EQ(done[2].last_correlation_id, 9u);
+  // Learned at the second step's last launch: the passes start there.
+  EXPECT_EQ(done[0].name, "c");
+  EXPECT_EQ(done[1].name, "a");
+  EXPECT_EQ(done[2].name, "b");
+  EXPECT_EQ(done[0].first_correlation_id, 6u);
+  EXPECT_EQ(done[0].last_correlation_id, 12u);
+  EXPECT_EQ(done[2].last_correlation_id, 14u);
   EXPECT_EQ(done[1].values, (std::vector<double>{1}));
   EXPECT_EQ(done[0].passes_done, 3u);
   EXPECT_EQ(s.stats().passes, 3u);
   EXPECT_EQ(s.stats().sequences, 1u);
+  EXPECT_EQ(s.stats().period, 3u);
+  EXPECT_EQ(t.log[0], "init 3");  // an image of one step's ranges
   // One Start per step, not per kernel and pass.
-  int begins = 0;
-  for (const std::string& e : t.log) begins += e.rfind("begin", 0) == 0;
-  EXPECT_EQ(begins, 3);
-  // One sequence per capture window.
+  EXPECT_EQ(Count(t.log, "begin"), 3);
+  // One sequence per step and capture window; the next window starts at
+  // once (the step is still known).
   EXPECT_FALSE(s.collecting());
-  EXPECT_TRUE(s.done_for_window());
+  const size_t calls = t.log.size();
+  Steps(&s, &t, 3, &corr);
+  EXPECT_EQ(t.log.size(), calls);
+  EXPECT_EQ(s.stats().sequences, 1u);
   s.NewWindow();
   Steps(&s, &t, 4, &corr);
   EXPECT_EQ(s.TakeCompleted().size(), 3u);
 }
 
-TEST(SequenceSpread, ADifferentPassRestartsWithTheCounterReset) {
+// The kernel selector is asked only where a sequence could start: at the
+// launches after the step is known, while none is collected.
+TEST(SequenceSpread, LearnSaysWhereASequenceCouldStart) {
   FakeSequenceTarget t(2);
-  SequenceSpread s(&t, 2, 16, /*max_restarts=*/1);
+  SequenceSpread s(&t, 2, 16, /*min_run=*/0);
   uint32_t corr = 0;
-  Steps(&s, &t, 1, &corr);
-  t.extra_kernels_next_pass = 1;  // a kernel we did not see in pass 1
-  Steps(&s, &t, 1, &corr);
-  EXPECT_EQ(s.stats().discarded, 1u);
+  int could = 0;
+  for (int i = 0; i < 5; ++i) {
+    could += s.Learn(L(static_cast<uint64_t>(1 + i % 3), ++corr));
+    s.OnLaunch(L(static_cast<uint64_t>(1 + i % 3), corr), false);
+  }
+  EXPECT_EQ(could, 0);
+  EXPECT_TRUE(s.Learn(L(3, ++corr)));  // the second step's last launch
+  s.OnLaunch(L(3, corr), false);       // the selector said no: not started
+  EXPECT_FALSE(s.collecting());
+  EXPECT_TRUE(s.Learn(L(1, ++corr)));
+  s.OnLaunch(L(1, corr), true);
   EXPECT_TRUE(s.collecting());
-  Steps(&s, &t, 3, &corr);
-  ASSERT_FALSE(s.failed()) << s.error();
-  EXPECT_EQ(s.TakeCompleted().size(), 3u);
-  bool reset = false;
-  for (const std::string& e : t.log) reset = reset || e == "reset main";
-  EXPECT_TRUE(reset);
+  t.Launched();
+  EXPECT_FALSE(s.Learn(L(2, ++corr)));  // collecting: nothing to ask
+  s.OnLaunch(L(2, corr), false);
+  EXPECT_TRUE(s.collecting());
 }
 
-TEST(SequenceSpread, ChangingSequencesGiveUp) {
-  // Steps {1,2,3} and {1,3} alternate: anchored at 1 the passes differ; at 2
-  // (launched every other step) two steps form a repeating sequence.
-  FakeSequenceTarget t(2);
-  SequenceSpread s(&t, 2, 16, /*max_restarts=*/1);
-  uint32_t corr = 0;
-  for (int step = 0; step < 12; ++step) {
-    std::vector<uint64_t> keys = step % 2 == 0 ? std::vector<uint64_t>{1, 2, 3}
-                                               : std::vector<uint64_t>{1, 3};
-    for (uint64_t key : keys) {
-      s.OnLaunch(L(key, ++corr), !s.collecting());
-      if (s.collecting()) t.Launched();
-    }
+// A layer repeated inside the step is confirmed before the step. With more
+// passes than layers its passes differ at the layers' end (a restart); with
+// fewer its sequence completes — and the step, confirmed later, is collected
+// after it in the same window, since it holds kernels the layer did not.
+TEST(SequenceSpread, ALayerConfirmedBeforeTheStepDoesNotKeepTheStepFromBeingCollected) {
+  std::vector<uint64_t> step = {4};
+  for (int l = 0; l < 4; ++l) step.insert(step.end(), {1, 2, 3});
+  step.push_back(5);
+  {
+    FakeSequenceTarget t(5);
+    SequenceSpread s(&t, 5, 64, /*min_run=*/0);
+    uint32_t corr = 0;
+    RunSteps(&s, &t, step, 9, &corr);
+    ASSERT_FALSE(s.failed()) << s.error();
+    EXPECT_GE(s.stats().discarded, 1u);
+    EXPECT_EQ(s.stats().sequences, 1u);
+    EXPECT_EQ(s.stats().period, step.size());
+    EXPECT_EQ(s.TakeCompleted().size(), step.size());
+    EXPECT_GE(Count(t.log, "reset main"), 1);
   }
-  ASSERT_FALSE(s.failed()) << s.error();
+  {
+    FakeSequenceTarget t(2);
+    SequenceSpread s(&t, 2, 64, /*min_run=*/0);
+    uint32_t corr = 0;
+    RunSteps(&s, &t, step, 7, &corr);
+    ASSERT_FALSE(s.failed()) << s.error();
+    EXPECT_EQ(s.stats().sequences, 2u);
+    EXPECT_EQ(s.stats().period, step.size());
+    EXPECT_EQ(s.TakeCompleted().size(), 3 + step.size());  // the layer's, then the step's
+    // Nothing new to measure: no third sequence.
+    RunSteps(&s, &t, step, 4, &corr);
+    EXPECT_EQ(s.stats().sequences, 2u);
+  }
+}
+
+TEST(SequenceSpread, AStepThatChangesRestartsAndConverges) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  Steps(&s, &t, 4, &corr);  // learned, pass 0 done
+  ASSERT_TRUE(s.collecting());
+  RunSteps(&s, &t, {1, 4, 2, 3}, 1, &corr);  // an evaluation step: another kernel
   EXPECT_EQ(s.stats().discarded, 1u);
-  EXPECT_EQ(s.TakeCompleted().size(), 5u);  // 2, 3, 1, 3, 1
-  // No repeating sequence at all (a new kernel every step): gives up.
-  FakeSequenceTarget t2(3);
-  SequenceSpread s2(&t2, 3, 16, /*max_restarts=*/1);
-  for (uint64_t step = 0; step < 40 && !s2.failed(); ++step) {
-    for (uint64_t key : {uint64_t{1}, 100 + step, uint64_t{2}}) {
-      s2.OnLaunch(L(key, ++corr), !s2.collecting());
-      if (s2.collecting()) t2.Launched();
-    }
-  }
-  EXPECT_TRUE(s2.failed());
-  EXPECT_TRUE(s2.TakeCompleted().empty());
-}
-
-TEST(SequenceSpread, TooLongASequenceFails) {
-  FakeSequenceTarget t(2);
-  SequenceSpread s(&t, 2, /*max_ranges=*/2, 8, /*first_ranges=*/2);
-  uint32_t corr = 0;
-  Steps(&s, &t, 1, &corr);
-  EXPECT_TRUE(s.failed());
-  EXPECT_NE(s.error().find("more than 2 launches"), std::string::npos) << s.error();
-}
-
-TEST(SequenceSpread, TheImageGrowsForLongerSteps) {
-  FakeSequenceTarget t(2);
-  SequenceSpread s(&t, 2, /*max_ranges=*/64, 8, /*first_ranges=*/2);
-  uint32_t corr = 0;
-  Steps(&s, &t, 5, &corr);
+  EXPECT_FALSE(s.collecting());
+  Steps(&s, &t, 12, &corr);
   ASSERT_FALSE(s.failed()) << s.error();
-  EXPECT_EQ(s.stats().grown, 1u);
   EXPECT_EQ(s.TakeCompleted().size(), 3u);
-  EXPECT_EQ(t.log[0], "init 2");
-  bool grown = false;
-  for (const std::string& e : t.log) grown = grown || e == "init 8";
-  EXPECT_TRUE(grown);
+  EXPECT_EQ(Count(t.log, "reset main"), 1);
+}
+
+TEST(SequenceSpread, RangesCuptiCountsButWeDidNotSeeDiscardThePasses) {
+  FakeSequenceTarget t(2);
+  SequenceSpread s(&t, 2, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  Steps(&s, &t, 2, &corr);        // learned at the last launch: pass 0 open
+  t.extra_kernels_next_pass = 1;  // a kernel inside a graph launch, say
+  Steps(&s, &t, 1, &corr);
+  EXPECT_EQ(s.stats().discarded, 1u);
+  EXPECT_EQ(s.stats().range_mismatch, 1u);
+  Steps(&s, &t, 8, &corr);
+  ASSERT_FALSE(s.failed()) << s.error();
+  EXPECT_EQ(s.TakeCompleted().size(), 3u);
+}
+
+TEST(SequenceSpread, NoRepetitionNoCuptiCallsNoFailure) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  for (uint64_t step = 0; step < 40; ++step) {
+    for (uint64_t key : {uint64_t{1}, 100 + step, uint64_t{2}}) Feed(&s, L(key, ++corr), true);
+  }
+  EXPECT_FALSE(s.failed());
+  EXPECT_TRUE(t.log.empty());
+  EXPECT_TRUE(s.TakeCompleted().empty());
 }
 
 TEST(SequenceSpread, CaptureEndReportsIncompleteSetsAndResetsBeforeTheNext) {
   FakeSequenceTarget t(4);
-  SequenceSpread s(&t, 4, 16);
+  SequenceSpread s(&t, 4, 16, /*min_run=*/0);
   uint32_t corr = 0;
-  Steps(&s, &t, 2, &corr);  // pass 0 done, pass 1 open
+  Steps(&s, &t, 3, &corr);  // learned at step 2's end, pass 0 done, pass 1 open
   std::vector<SpreadCollection> left = s.FinishIncomplete();
   ASSERT_EQ(left.size(), 3u);
   EXPECT_TRUE(left[0].values.empty());
@@ -208,71 +365,61 @@ TEST(SequenceSpread, CaptureEndReportsIncompleteSetsAndResetsBeforeTheNext) {
   EXPECT_EQ(left[0].passes_needed, 4u);
   EXPECT_EQ(s.stats().incomplete, 3u);
   EXPECT_FALSE(s.collecting());
+  s.NewWindow();
   t.log.clear();
-  s.OnLaunch(L(1, ++corr), true);
+  Feed(&s, L(1, ++corr), true);
   ASSERT_GE(t.log.size(), 2u);
   EXPECT_EQ(t.log[0], "reset main");
-  EXPECT_EQ(t.log[1], "init 16");
+  EXPECT_EQ(t.log[1], "init 3");
 }
 
-TEST(SequenceSpread, OtherContextsAndUnselectedAnchorsAreIgnored) {
+TEST(SequenceSpread, OtherContextsAndUnselectedStartsAreIgnored) {
   FakeSequenceTarget t(2);
-  SequenceSpread s(&t, 2, 16);
-  s.OnLaunch(L(1, 1), /*anchor_ok=*/false);
+  SequenceSpread s(&t, 2, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  for (int i = 0; i < 3; ++i) {
+    for (uint64_t key : {1u, 2u, 3u}) Feed(&s, L(key, ++corr), /*start_ok=*/false);
+  }
   EXPECT_FALSE(s.collecting());
-  s.OnLaunch(L(2, 2), true);
+  Feed(&s, L(1, ++corr), true);  // still the step: starts here
   EXPECT_TRUE(s.collecting());
   t.Launched();
   int other = 0;
-  SpreadLaunch foreign = L(3, 3);
+  SpreadLaunch foreign = L(3, ++corr);
   foreign.context = &other;
-  s.OnLaunch(foreign, false);
-  s.OnLaunch(L(2, 4), false);  // the anchor: pass 0 holds one launch
-  EXPECT_EQ(s.stats().passes, 1u);
-}
-
-
-// A kernel launched twice per step does not delimit steps; the next kernel
-// tried as the anchor (launched once per step) does.
-TEST(SequenceSpread, AnotherAnchorIsTriedWhenStepsDiffer) {
-  FakeSequenceTarget t(2);
-  SequenceSpread s(&t, 2, 16);
-  uint32_t corr = 0;
-  for (int step = 0; step < 8; ++step) {
-    for (uint64_t key : {1u, 2u, 1u, 3u}) {
-      s.OnLaunch(L(key, ++corr), !s.collecting());
-      if (s.collecting()) t.Launched();
-    }
+  Feed(&s, foreign, false);
+  for (uint64_t key : {2u, 3u, 1u}) {
+    Feed(&s, L(key, ++corr), false);
+    if (s.collecting()) t.Launched();
   }
-  ASSERT_FALSE(s.failed()) << s.error();
-  EXPECT_EQ(s.stats().discarded, 1u);
-  std::vector<SpreadCollection> done = s.TakeCompleted();
-  ASSERT_EQ(done.size(), 4u);  // 2, 1, 3, 1: every launch of a step
-  EXPECT_EQ(done[0].name, "b");
-  EXPECT_EQ(done[1].name, "a");
-  EXPECT_EQ(done[2].name, "c");
-  EXPECT_EQ(done[3].name, "a");
+  EXPECT_EQ(s.stats().passes, 1u);
+  EXPECT_EQ(s.stats().discarded, 0u);
 }
-
 
 // The counter left mid-schedule is the restarted sequence's context's: a
 // sequence on another context does not reset (nor clear) it.
 TEST(SequenceSpread, DirtyCountersArePerContext) {
   FakeSequenceTarget t(3);
-  SequenceSpread s(&t, 3, 16, /*max_restarts=*/4);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
   uint32_t corr = 0;
-  Steps(&s, &t, 2, &corr);  // pass 0 done, pass 1 open on the main context
+  Steps(&s, &t, 4, &corr);  // pass 0 done, pass 1 open on the main context
   s.FinishIncomplete();      // capture end: main's counter is at 1
   s.NewWindow();
   t.log.clear();
-  // Next window, the first selected launch is on the other context.
-  SpreadLaunch other = L(7, ++corr);
-  other.context = &g_other;
-  s.OnLaunch(other, true);
+  // Next window, a sequence is learned on the other context first.
+  for (int i = 0; i < 3; ++i) {
+    for (uint64_t key : {1u, 2u}) {
+      SpreadLaunch other = L(key, ++corr);
+      other.context = &g_other;
+      Feed(&s, other, true);
+      if (s.collecting()) t.Launched();
+    }
+  }
+  ASSERT_TRUE(s.collecting());
   for (const std::string& e : t.log) EXPECT_NE(e.rfind("reset", 0), 0u) << e;
   s.FinishIncomplete(&g_other);  // the other context goes away
   t.log.clear();
-  s.OnLaunch(L(1, ++corr), true);  // main again: reset first
+  Feed(&s, L(1, ++corr), true);  // main again: reset first
   ASSERT_FALSE(t.log.empty());
   EXPECT_EQ(t.log[0], "reset main");
 }
@@ -282,19 +429,18 @@ TEST(SequenceSpread, DirtyCountersArePerContext) {
 // another pass's data as a complete set.
 TEST(SequenceSpread, EarlyAllSubmittedRestarts) {
   FakeSequenceTarget t(3);
-  SequenceSpread s(&t, 3, 16);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
   t.SetCounter(&g_ctx, 2);  // left at pass 2 by something else
   uint32_t corr = 0;
-  Steps(&s, &t, 2, &corr);
+  Steps(&s, &t, 5, &corr);
   EXPECT_EQ(s.stats().discarded, 1u);
   EXPECT_TRUE(s.TakeCompleted().empty());
-  Steps(&s, &t, 6, &corr);
+  Steps(&s, &t, 10, &corr);
   ASSERT_FALSE(s.failed()) << s.error();
   std::vector<SpreadCollection> done = s.TakeCompleted();
   ASSERT_EQ(done.size(), 3u);
   EXPECT_EQ(done[0].passes_done, 3u);
 }
-
 
 // Every CUPTI failure ends the mode with a message naming the step (the
 // range profiler then switches metrics off with one warning).
@@ -313,9 +459,9 @@ TEST(SequenceSpread, TargetFailuresEndTheModeWithAReason) {
   for (const Case& c : cases) {
     FakeSequenceTarget t(2);
     c.arm(&t);
-    SequenceSpread s(&t, 2, 16);
+    SequenceSpread s(&t, 2, 16, /*min_run=*/0);
     uint32_t corr = 0;
-    Steps(&s, &t, 4, &corr);
+    Steps(&s, &t, 7, &corr);
     EXPECT_TRUE(s.failed()) << c.what;
     EXPECT_NE(s.error().find(c.what), std::string::npos) << c.what << ": " << s.error();
     EXPECT_FALSE(s.collecting()) << c.what;
@@ -331,9 +477,9 @@ TEST(SequenceSpread, TargetFailuresEndTheModeWithAReason) {
 // counter is not ours to follow; the mode stops.
 TEST(SequenceSpread, UnexpectedPassIndexFails) {
   FakeSequenceTarget t(4);
-  SequenceSpread s(&t, 4, 16);
+  SequenceSpread s(&t, 4, 16, /*min_run=*/0);
   uint32_t corr = 0;
-  Steps(&s, &t, 1, &corr);
+  Steps(&s, &t, 2, &corr);  // pass 0 started at step 2's last launch
   t.SetCounter(&g_ctx, 2);  // something else advanced it during pass 0
   Steps(&s, &t, 1, &corr);
   EXPECT_TRUE(s.failed());
