@@ -235,6 +235,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         if (t_in_runtime_launch == 1 && t_hook_entered) {
           t_hook_entered = false;
           hook_->OnLaunchExit(t_launch_info);
+          AfterHookedLaunch(t_launch_info.correlation_id);
         }
         if (t_in_runtime_launch > 0) --t_in_runtime_launch;
       }
@@ -256,6 +257,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     } else if (t_hook_entered && t_in_runtime_launch == 0) {
       t_hook_entered = false;
       hook_->OnLaunchExit(t_launch_info);
+      AfterHookedLaunch(t_launch_info.correlation_id);
     }
   }
   if (config_.trace_backtrace && activities_on_) {
@@ -278,6 +280,16 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   // nested in a runtime call leaves the runtime's own exit dispatch to a
   // finalised CUPTI (Kineto tears down from RUNTIME exit callbacks only).
   if (detach_ && teardown_pending_ && !enter && t_runtime_depth == 0) MaybeTearDown();
+}
+
+void CollectorImpl::AfterHookedLaunch(uint32_t correlation_id) {
+  // CUPTI closes the activity buffer at every kernel-replay pass: the writer
+  // collects the closed ones now, not at its next period, so replays never
+  // run the pool dry (config.cc sizes it for this).
+  if (hook_->IsReplayedCorrelation(correlation_id)) {
+    flush_requested_ = true;
+    Wake();
+  }
 }
 
 void CollectorImpl::ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {

@@ -115,6 +115,8 @@ class CollectorImpl final : public Collector {
   void OnNcclNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   // Monitor mode (SIGHTLINE_MODE=monitor, lib/monitor): step ranges and
   // markers opened by the app go to the agent (collector_callbacks.cc).
+  // After the metrics hook's exit of a launch: a replayed one asks the writer to flush.
+  void AfterHookedLaunch(uint32_t correlation_id);
   void ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void StartMonitor();  // collector.cc, after the writer thread started
   void MaybeTearDown();
@@ -240,6 +242,8 @@ class CollectorImpl final : public Collector {
   uint64_t broken_buffers_ = 0;
   uint64_t metric_ranges_dropped_ = 0;
   LossReport last_loss_report_;
+  // Writer thread only: periodic cuptiActivityFlushAll calls (SIGHTLINE_METRICS_DEBUG line).
+  uint64_t flush_calls_ = 0, flush_ms_total_ = 0, flush_ms_max_ = 0;
   NcclJoinStats nccl_join_stats_;
   // Monitor mode: read once at initialisation; the agent owns its thread and
   // opens/closes capture windows through ApiStart/ApiStop/ApiFlush.

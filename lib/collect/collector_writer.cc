@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -293,7 +294,12 @@ void CollectorImpl::WriterMain() {
     if (!finishing && (signalled || flush_now || now_ms - last_flush_ms >= config_.flush_period_ms)) {
       // Never under a lock of ours (CUPTI calls back into OnBufferCompleted).
       if (CuptiCall cupti(this); cupti.ok()) {
+        const uint64_t t0 = MonotonicMs();
         cuptiActivityFlushAll(signalled ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+        const uint64_t took = MonotonicMs() - t0;
+        flush_ms_total_ += took;
+        flush_ms_max_ = std::max(flush_ms_max_, took);
+        ++flush_calls_;
       }
       last_flush_ms = now_ms;
     }
@@ -326,6 +332,20 @@ void CollectorImpl::WriterMain() {
       converter.CloseOpenRanges(Now());
       nccl_join_stats_ = converter.stats().nccl;
       BufferPoolStats ps = loss_report();
+      if (config_.metric_debug) {
+        std::fprintf(stderr,
+                     "sightline: writer: %llu periodic flushes, %llu ms in them (max %llu ms); "
+                     "buffers: %llu allocated, %llu completed (%llu bytes), %llu refused, %llu "
+                     "outstanding\n",
+                     static_cast<unsigned long long>(flush_calls_),
+                     static_cast<unsigned long long>(flush_ms_total_),
+                     static_cast<unsigned long long>(flush_ms_max_),
+                     static_cast<unsigned long long>(ps.allocated),
+                     static_cast<unsigned long long>(ps.completed),
+                     static_cast<unsigned long long>(ps.completed_bytes),
+                     static_cast<unsigned long long>(ps.dropped_requests),
+                     static_cast<unsigned long long>(ps.outstanding));
+      }
       if (ps.outstanding > 0 && !config_.quiet) {
         Warn(std::to_string(ps.outstanding) +
              " activity buffers were not returned by CUPTI: another CUPTI client (e.g. "

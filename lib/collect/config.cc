@@ -238,6 +238,20 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_BUFFERS", v, "is not a count in [2, 4096]");
     }
   }
+  // Kernel replay (the default metrics mode): CUPTI closes the activity
+  // buffer at every replay pass and asks for a new one (H200, CUDA 13.0: 67
+  // buffers of ~4.6 KB each for 75 replayed launches, and 17463 records lost
+  // once 32 were out), so the 256 MiB bound is spent on more, smaller
+  // buffers unless the user chose the sizes.
+  const bool sizes_chosen = (getenv_fn("SIGHTLINE_BUFFER_KB") != nullptr &&
+                             *getenv_fn("SIGHTLINE_BUFFER_KB") != '\0') ||
+                            (getenv_fn("SIGHTLINE_BUFFERS") != nullptr &&
+                             *getenv_fn("SIGHTLINE_BUFFERS") != '\0');
+  if (!sizes_chosen && !c.metric_set.empty() && c.metric_set != "none" &&
+      c.metric_replay == MetricsReplay::kKernel) {
+    c.buffer_bytes = CollectorConfig::kReplayBufferBytes;
+    c.max_buffers = CollectorConfig::kReplayMaxBuffers;
+  }
   if (const char* v = getenv_fn("SIGHTLINE_FLUSH_MS"); v != nullptr && *v != '\0') {
     if (trace::ParseCountValue(v, 10, 600000, &n)) {
       c.flush_period_ms = static_cast<uint32_t>(n);

@@ -166,6 +166,9 @@ struct CollectorConfig {
 
   uint32_t buffer_bytes = 8u << 20;  // CUPTI's own device buffer size; bench/overhead/README.md
   uint32_t max_buffers = 32;        // 256 MiB bound
+  // With kernel-replay metrics (config.cc): the same bound in smaller buffers.
+  static constexpr uint32_t kReplayBufferBytes = 1u << 20;
+  static constexpr uint32_t kReplayMaxBuffers = 256;
   uint32_t initial_buffers = 4;
   uint32_t flush_period_ms = 500;
   std::vector<std::string> api_skip;  // API names (e.g. "cudaGetDevice") not recorded

@@ -141,6 +141,24 @@ TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
   EXPECT_TRUE(c.trace_cuda);
 }
 
+// Kernel-replay metrics: CUPTI closes a buffer per replay pass, so the
+// 256 MiB bound is spent on more, smaller buffers — unless the user set them.
+TEST_F(ConfigTest, KernelReplayUsesMoreSmallerBuffers) {
+  env_ = {{"SIGHTLINE_METRICS", "full"}};
+  CollectorConfig c = Parse();
+  EXPECT_EQ(c.buffer_bytes, CollectorConfig::kReplayBufferBytes);
+  EXPECT_EQ(c.max_buffers, CollectorConfig::kReplayMaxBuffers);
+  EXPECT_EQ(uint64_t{c.buffer_bytes} * c.max_buffers, uint64_t{8u << 20} * 32);
+  env_["SIGHTLINE_METRICS_REPLAY"] = "sequence";  // no replay: the defaults
+  c = Parse();
+  EXPECT_EQ(c.buffer_bytes, 8u << 20);
+  EXPECT_EQ(c.max_buffers, 32u);
+  env_ = {{"SIGHTLINE_METRICS", "full"}, {"SIGHTLINE_BUFFERS", "64"}};
+  c = Parse();
+  EXPECT_EQ(c.buffer_bytes, 8u << 20);
+  EXPECT_EQ(c.max_buffers, 64u);
+}
+
 TEST_F(ConfigTest, MetricSelectionAndReplay) {
   CollectorConfig d = Parse();
   EXPECT_EQ(d.metric_launches_per_kernel, 0u);
