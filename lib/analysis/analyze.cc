@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "lib/analysis/kernel_metrics.h"
 #include "lib/analysis/memory.h"
 #include "lib/analysis/python_sites.h"
 #include "lib/analysis/report_builder.h"
@@ -106,6 +107,7 @@ void FillSummaryTables(const TimelineModel& model, const DerivedTimeline& timeli
   FillTraces(model, &report);
   FillDevices(model, timeline, &report);
   FillTables(model, &report);
+  FillKernelMetrics(model, &report);
   FillSteps(model, timeline, steps, scope, &report);
   FillNvtx(model, &report);
   if (model.activities.empty()) {
@@ -249,6 +251,13 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
   FillMemory(whole, steps, scope, &report);
   RunRules(*model, timeline, options, &report);
   AddPythonSites(*model, &report);
+  absl::StatusOr<std::vector<KernelPage>> pages = BuildKernelPages(
+      *model, report, options.kernel_pages_pattern, options.kernel_pages_limit);
+  if (pages.ok()) {
+    report.kernel_pages = *std::move(pages);
+  } else {
+    report.notes.push_back(std::string(pages.status().message()));
+  }
   return report;
 }
 

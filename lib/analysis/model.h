@@ -273,6 +273,7 @@ struct MetricSample {
   uint32_t correlation_id = 0;
   uint32_t range_name = 0;
   uint32_t kernel_name = 0;  // joined by correlation id (0 = unmatched)
+  uint32_t config = kNone;   // the joined kernel's launch configuration (launch_configs)
   std::vector<std::pair<uint32_t, double>> values;  // (metric name, value)
 };
 
@@ -284,9 +285,12 @@ struct MetricAggregate {
 
 struct LaunchConfigUse {
   LaunchConfig config;
+  uint32_t config_id = kNone;  // index into launch_configs
   uint64_t count = 0;
   uint64_t total_ns = 0;
   uint64_t replayed_count = 0;  // instances excluded from timing (kernel replay)
+  uint64_t metric_samples = 0;  // metric sets measured on this configuration
+  std::vector<MetricAggregate> metrics;  // of this configuration, sorted by name
 };
 
 // Per kernel name, over all traces: what the kernel-level rules need.
@@ -301,7 +305,8 @@ struct KernelAggregate {
   double share_pct = 0;               // of all timed kernel time in the model
   std::vector<LaunchConfigUse> configs;  // most frequent first
   std::vector<uint32_t> devices;         // indices into devices
-  std::vector<MetricAggregate> metrics;  // sorted by name
+  std::vector<MetricAggregate> metrics;  // sorted by name, over all configurations
+  uint64_t metric_samples = 0;           // metric sets joined to this kernel
   // Mean of a metric over its samples, or `fallback` when never measured.
   double Metric(std::string_view metric_name, double fallback = -1) const;
   bool HasMetric(std::string_view metric_name) const;

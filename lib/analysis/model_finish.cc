@@ -306,6 +306,19 @@ void ModelBuilder::Impl::AggregateKernels() {
     double sum_sq = 0;
     std::vector<std::pair<uint32_t, LaunchConfigUse>> configs;  // (config id, use)
     std::map<uint32_t, MetricAggregate> metrics;                // by metric name id
+    // Per configuration (config id → metric name id → aggregate).
+    std::map<uint32_t, std::map<uint32_t, MetricAggregate>> config_metrics;
+    std::map<uint32_t, uint64_t> config_samples;
+  };
+  auto accumulate = [&](MetricAggregate& agg, uint32_t metric, double value) {
+    if (agg.samples == 0) {
+      agg.name = model.strings[metric];
+      agg.min = agg.max = value;
+    }
+    agg.min = std::min(agg.min, value);
+    agg.max = std::max(agg.max, value);
+    agg.mean += (value - agg.mean) / double(agg.samples + 1);
+    agg.samples++;
   };
   std::vector<uint32_t> by_name(model.strings.size(), kNone);  // name → acc index
   std::vector<Acc> accs;
@@ -346,6 +359,7 @@ void ModelBuilder::Impl::AggregateKernels() {
     slot = {acc_index, static_cast<uint32_t>(acc.configs.size())};
     LaunchConfigUse use;
     use.config = model.launch_configs[config];
+    use.config_id = config;
     use.count = timed ? 1 : 0;
     use.replayed_count = timed ? 0 : 1;
     use.total_ns = ns;
@@ -380,9 +394,13 @@ void ModelBuilder::Impl::AggregateKernels() {
 
   // Metric join: only the correlation ids that metric samples reference.
   if (!model.metric_samples.empty()) {
-    absl::flat_hash_map<uint64_t, uint32_t> wanted;  // key → kernel name
+    struct Joined {
+      uint32_t name = 0;
+      uint32_t config = kNone;
+    };
+    absl::flat_hash_map<uint64_t, Joined> wanted;  // key → kernel name and configuration
     for (const MetricSample& m : model.metric_samples) {
-      if (m.correlation_id != 0) wanted.emplace(CorrelationKey(m.trace, m.correlation_id), 0);
+      if (m.correlation_id != 0) wanted.emplace(CorrelationKey(m.trace, m.correlation_id), Joined{});
     }
     // The earliest kernel of a correlation id is the application's: under
     // application replay (spread / sequence metrics) CUPTI launches its own
@@ -397,39 +415,37 @@ void ModelBuilder::Impl::AggregateKernels() {
       auto [f, fresh] = first_start.emplace(key, a.start_ns);
       if (fresh || a.start_ns < f->second) {
         f->second = a.start_ns;
-        it->second = a.name;
+        it->second = Joined{a.name, a.detail};
       }
     }
     for (const ReplayedKernel& r : replayed) {
       const uint64_t key = CorrelationKey(r.trace, r.correlation_id);
       auto it = wanted.find(key);
       if (it == wanted.end()) continue;
-      it->second = r.name;
+      it->second = Joined{r.name, r.config};
       first_start.erase(key);  // replayed: not a timed kernel
     }
     for (MetricSample& m : model.metric_samples) {
       const uint64_t key = CorrelationKey(m.trace, m.correlation_id);
       auto it = wanted.find(key);
-      if (it == wanted.end() || it->second == 0) continue;
+      if (it == wanted.end() || it->second.name == 0) continue;
       // Values of a kernel that ran once, as launched (spread / sequence
       // replay): the profiler's passes started and stopped inside launch
       // calls of this trace.
       if (first_start.count(key) != 0 && m.trace < model.traces.size()) {
         model.traces[m.trace].metric_sets_without_replay++;
       }
-      m.kernel_name = it->second;
+      m.kernel_name = it->second.name;
+      m.config = it->second.config < model.launch_configs.size() ? it->second.config : kNone;
       if (by_name[m.kernel_name] == kNone) continue;
       Acc& acc = accs[by_name[m.kernel_name]];
+      if (!m.values.empty()) {  // incomplete sets (no values) are not measurements
+        acc.agg.metric_samples++;
+        if (m.config != kNone) acc.config_samples[m.config]++;
+      }
       for (const auto& [metric, value] : m.values) {
-        MetricAggregate& agg = acc.metrics[metric];
-        if (agg.samples == 0) {
-          agg.name = model.strings[metric];
-          agg.min = agg.max = value;
-        }
-        agg.min = std::min(agg.min, value);
-        agg.max = std::max(agg.max, value);
-        agg.mean += (value - agg.mean) / double(agg.samples + 1);
-        agg.samples++;
+        accumulate(acc.metrics[metric], metric, value);
+        if (m.config != kNone) accumulate(acc.config_metrics[m.config][metric], metric, value);
       }
     }
   }
@@ -448,7 +464,16 @@ void ModelBuilder::Impl::AggregateKernels() {
       if (a.second.count != b.second.count) return a.second.count > b.second.count;
       return a.second.total_ns > b.second.total_ns;
     });
-    for (auto& [id, use] : acc.configs) k.configs.push_back(use);
+    for (auto& [id, use] : acc.configs) {
+      auto cm = acc.config_metrics.find(id);
+      if (cm != acc.config_metrics.end()) {
+        for (auto& [metric, agg] : cm->second) use.metrics.push_back(std::move(agg));
+        std::sort(use.metrics.begin(), use.metrics.end(),
+                  [](const MetricAggregate& a, const MetricAggregate& b) { return a.name < b.name; });
+        use.metric_samples = acc.config_samples[id];
+      }
+      k.configs.push_back(std::move(use));
+    }
     for (auto& [id, m] : acc.metrics) k.metrics.push_back(std::move(m));
     std::sort(k.metrics.begin(), k.metrics.end(),
               [](const MetricAggregate& a, const MetricAggregate& b) { return a.name < b.name; });

@@ -185,6 +185,24 @@ struct Summary {
   uint64_t gpu_activities = 0, api_calls = 0, nvtx_ranges = 0;
 };
 
+// One hardware metric of a kernel: the mean over its profiled launches.
+struct KernelMetricValue {
+  std::string name;  // ncu's name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+  double value = 0;
+  uint64_t samples = 0;
+};
+
+// A kernel's metrics for one launch configuration (kernels measured with
+// several configurations: a GEMM on two shapes).
+struct KernelConfigMetrics {
+  std::array<uint32_t, 3> grid{}, block{};
+  uint64_t shared_bytes = 0;
+  uint32_t registers_per_thread = 0;
+  uint64_t count = 0;    // timed launches of this configuration in the window
+  uint64_t samples = 0;  // metric sets measured on it
+  std::vector<KernelMetricValue> metrics;
+};
+
 struct KernelRow {
   std::string name;
   std::string klass;  // "compute", "communication"
@@ -204,6 +222,47 @@ struct KernelRow {
   // PyTorch op (innermost aten op range, --pytorch) with the most; "" = none.
   std::string python_site;
   std::string op;
+  // Hardware metrics (--metrics): means over the kernel's measured launches,
+  // by name; per configuration when more than one configuration was measured.
+  uint64_t metric_samples = 0;
+  std::vector<KernelMetricValue> metrics;
+  std::vector<KernelConfigMetrics> metrics_by_config;
+};
+
+// How much of the analysed kernel time has hardware metrics (kernel_metrics.h).
+struct MetricsCoverage {
+  bool present = false;       // the trace(s) hold metric sets
+  double kernel_time_pct = 0; // of kernel time in the window, by kernel name + configuration
+  uint64_t configs_with = 0, configs_without = 0;  // distinct (kernel, configuration) in the window
+  uint64_t covered_ns = 0, kernel_ns = 0;
+  struct Missing {
+    std::string name;
+    std::array<uint32_t, 3> grid{}, block{};
+    uint64_t count = 0, total_ns = 0;
+    double share_pct = 0;  // of kernel time in the window
+    std::string reason;
+  };
+  std::vector<Missing> missing;  // heaviest first, at most 10
+};
+
+// An ncu-style details page of one kernel (kernel_metrics.h).
+struct KernelPageRow {
+  std::string label;
+  std::string value;  // formatted, "n/a" when not collected
+  std::string note;   // what it means or what to do; may be ""
+};
+
+struct KernelPageSection {
+  std::string title;
+  std::vector<KernelPageRow> rows;
+};
+
+struct KernelPage {
+  std::string name;          // as traced (possibly mangled)
+  std::string display_name;  // demangled
+  std::string bound;         // "memory", "compute", "latency", "" (no speed-of-light metrics)
+  std::vector<KernelPageSection> sections;
+  std::vector<std::string> findings;  // "rule: title (saving)" of findings naming the kernel
 };
 
 // GPU and host-blocked time by the user's Python line (python_sites.h).
@@ -372,6 +431,9 @@ struct Report {
   std::vector<NcclRow> nccl;
   std::vector<NcclOpRow> nccl_ops;  // by (trace, op)
   MemorySummary memory;
+  MetricsCoverage metrics_coverage;
+  // Details pages: the heaviest kernels' (AnalysisOptions::kernel_pages*).
+  std::vector<KernelPage> kernel_pages;
   std::vector<Finding> findings;    // ranked by est_saving_ns descending
   std::vector<std::string> notes;   // warnings: losses, invalid timestamps, skew
   // Python call sites and ops (empty without --python-backtrace / --pytorch).

@@ -4,9 +4,11 @@
 //
 // Sets (ncu metric names, see shared/ANCHORS.md):
 //   occupancy  achieved occupancy, SM activity spread (imbalance / tail)
-//   memory     DRAM / memory-pipe speed of light, global load/store sectors
-//              per request, shared-memory bank conflicts and wavefronts
-//   compute    SM speed of light, issue activity, divergence, tensor pipe
+//   memory     DRAM / memory-pipe / L1 / L2 speed of light, DRAM bytes, global
+//              load/store sectors per request, shared-memory bank conflicts
+//              and wavefronts
+//   compute    SM speed of light, issue activity, instructions and elapsed
+//              cycles (IPC), divergence, tensor pipe
 //   full       the union
 // Every set also carries gpu__time_duration.sum (the replayed duration, so a
 // range's values can be weighed without the distorted timeline duration).

@@ -140,6 +140,42 @@ void MemorySection(std::string* out, const Report& r) {
   absl::StrAppend(out, "</section>\n");
 }
 
+// Hardware metrics: the coverage line and an ncu-style details page per
+// heaviest kernel (Report::kernel_pages, kernel_metrics.h), collapsed.
+void KernelDetailsSection(std::string* out, const Report& r) {
+  if (r.kernel_pages.empty()) return;
+  absl::StrAppend(out, "<section id=\"kernel-details\"><h2>Kernel details</h2>");
+  const analysis::MetricsCoverage& c = r.metrics_coverage;
+  if (c.present) {
+    absl::StrAppend(out, "<div class=\"hint\">hardware metrics for ",
+                    HtmlEscape(FormatPct(c.kernel_time_pct)), " of kernel time (", c.configs_with,
+                    " kernel configurations measured, ", c.configs_without, " not)</div>");
+  } else {
+    absl::StrAppend(out, "<div class=\"hint\">no hardware metrics in this trace: profile with "
+                         "<code>--metrics full --metrics-replay sequence</code> for the speed-of-light, "
+                         "memory and compute sections</div>");
+  }
+  for (const analysis::KernelPage& p : r.kernel_pages) {
+    absl::StrAppend(out, "<details class=\"kernel-page\"><summary>",
+                    HtmlEscape(DisplayKernelName(p.name, 100)),
+                    p.bound.empty() ? "" : absl::StrCat(" — ", HtmlEscape(p.bound), "-bound"),
+                    "</summary><div class=\"ev\">", HtmlEscape(p.display_name), "</div>");
+    for (const analysis::KernelPageSection& sec : p.sections) {
+      absl::StrAppend(out, "<h3>", HtmlEscape(sec.title), "</h3><table>");
+      for (const analysis::KernelPageRow& row : sec.rows) {
+        absl::StrAppend(out, "<tr><td>", HtmlEscape(row.label), "</td><td class=\"n\">",
+                        HtmlEscape(row.value), "</td><td>", HtmlEscape(row.note), "</td></tr>");
+      }
+      absl::StrAppend(out, "</table>");
+    }
+    absl::StrAppend(out, "<h3>Findings on this kernel</h3><ul>");
+    if (p.findings.empty()) absl::StrAppend(out, "<li>none</li>");
+    for (const std::string& f : p.findings) absl::StrAppend(out, "<li>", HtmlEscape(f), "</li>");
+    absl::StrAppend(out, "</ul></details>");
+  }
+  absl::StrAppend(out, "</section>\n");
+}
+
 void Comparison(std::string* out, const Report& before, const Report& after) {
   DiffResult d = DiffReports(before, after, DiffOptions{});
   absl::StrAppend(out, "<section id=\"comparison\"><h2>Before / after</h2><table><tr><th>quantity</th>"
@@ -205,6 +241,7 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOpt
                         "</svg></div><div><h2>Step time distribution</h2><svg id=\"steps\"></svg></div>"
                         "</section>\n");
   MemorySection(&out, r);
+  KernelDetailsSection(&out, r);
   if (!r.notes.empty()) {
     absl::StrAppend(&out, "<section><h2>Notes</h2><ul>");
     for (const std::string& n : r.notes) absl::StrAppend(&out, "<li>", HtmlEscape(n), "</li>");

@@ -189,6 +189,16 @@ void WriteSteps(JsonWriter& w, const analysis::StepSummary& s) {
   w.EndObject();
 }
 
+// {"metric name": mean, ...} (JSON object, names as ncu spells them).
+void WriteMetricValues(JsonWriter& w, const char* key,
+                       const std::vector<analysis::KernelMetricValue>& values) {
+  w.Key(key).BeginObject();
+  for (const analysis::KernelMetricValue& m : values) {
+    w.Key(m.name).Double(m.value);
+  }
+  w.EndObject();
+}
+
 void WriteKernels(JsonWriter& w, const Report& r) {
   w.Key("kernels").BeginArray();
   for (const analysis::KernelRow& k : r.kernels) {
@@ -215,9 +225,49 @@ void WriteKernels(JsonWriter& w, const Report& r) {
     w.Key("occupancy_limiter").String(k.occupancy_limiter);
     w.Key("python_site").String(k.python_site);
     w.Key("op").String(k.op);
+    w.Key("metric_samples").Uint(k.metric_samples);
+    WriteMetricValues(w, "metrics", k.metrics);
+    w.Key("metrics_by_config").BeginArray();
+    for (const analysis::KernelConfigMetrics& c : k.metrics_by_config) {
+      w.BeginObject();
+      w.Key("grid").BeginArray().Uint(c.grid[0]).Uint(c.grid[1]).Uint(c.grid[2]).EndArray();
+      w.Key("block").BeginArray().Uint(c.block[0]).Uint(c.block[1]).Uint(c.block[2]).EndArray();
+      w.Key("shared_bytes").Uint(c.shared_bytes);
+      w.Key("registers_per_thread").Uint(c.registers_per_thread);
+      w.Key("count").Uint(c.count);
+      w.Key("metric_samples").Uint(c.samples);
+      WriteMetricValues(w, "metrics", c.metrics);
+      w.EndObject();
+    }
+    w.EndArray();
     w.EndObject();
   }
   w.EndArray();
+}
+
+void WriteMetricsCoverage(JsonWriter& w, const analysis::MetricsCoverage& c) {
+  w.Key("metrics_coverage").BeginObject();
+  w.Key("recorded").Bool(c.present);
+  w.Key("kernel_time_pct").Double(c.kernel_time_pct);
+  w.Key("covered_ns").Uint(c.covered_ns);
+  w.Key("kernel_ns").Uint(c.kernel_ns);
+  w.Key("configurations_with").Uint(c.configs_with);
+  w.Key("configurations_without").Uint(c.configs_without);
+  w.Key("missing").BeginArray();
+  for (const analysis::MetricsCoverage::Missing& m : c.missing) {
+    w.BeginObject();
+    w.Key("name").String(m.name);
+    w.Key("short_name").String(DisplayKernelName(m.name));
+    w.Key("grid").BeginArray().Uint(m.grid[0]).Uint(m.grid[1]).Uint(m.grid[2]).EndArray();
+    w.Key("block").BeginArray().Uint(m.block[0]).Uint(m.block[1]).Uint(m.block[2]).EndArray();
+    w.Key("count").Uint(m.count);
+    w.Key("total_ns").Uint(m.total_ns);
+    w.Key("share_pct").Double(m.share_pct);
+    w.Key("reason").String(m.reason);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
 }
 
 void WriteTables(JsonWriter& w, const Report& r) {
@@ -447,8 +497,15 @@ std::string RenderReportJson(const Report& r) {
   for (const analysis::DeviceSummary& d : r.summary.devices) WriteDevice(w, d);
   w.EndArray();
   WriteSteps(w, r.summary.steps);
+  w.Key("metrics_coverage_pct");
+  if (r.metrics_coverage.present) {
+    w.Double(r.metrics_coverage.kernel_time_pct);
+  } else {
+    w.Null();
+  }
   w.EndObject();
   WriteKernels(w, r);
+  WriteMetricsCoverage(w, r.metrics_coverage);
   WriteTables(w, r);
   WriteMemory(w, r.memory);
   WriteFindings(w, r);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "lib/analysis/kernel_metrics.h"
 #include "lib/analysis/report.h"
 #include "lib/analysis/rule_util.h"
 
@@ -32,6 +33,10 @@ std::string RenderReportText(const analysis::Report& report, const TextOptions& 
 // each kernel's op and call site). report_group_by.cc.
 std::string RenderGroupByText(const analysis::Report& report, const std::string& group_by,
                               int width = 100);
+
+// `analyze --kernel REGEX`: ncu-style details pages (kernel_metrics.h), one
+// per kernel, sections as rows of label, value and note.
+std::string RenderKernelPagesText(const std::vector<analysis::KernelPage>& pages, int width = 100);
 
 // Pretty-printed JSON (2-space indent), newline-terminated.
 std::string RenderReportJson(const analysis::Report& report);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
+#include "lib/analysis/kernel_metrics.h"
 #include "lib/analysis/rule_util.h"
 #include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
@@ -313,6 +314,26 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     }
   }
 
+  if (r.metrics_coverage.present) {
+    const analysis::MetricsCoverage& c = r.metrics_coverage;
+    out += '\n';
+    Wrap(&out,
+         absl::StrCat("Hardware metrics for ", Keep(FormatPct(c.kernel_time_pct)),
+                      " of kernel time (", c.configs_with, " kernel configurations measured, ",
+                      c.configs_without, " not); per kernel: --format json kernels[].metrics, "
+                      "details page: --kernel REGEX"),
+         width, "", "  ");
+    if (!c.missing.empty()) {
+      TextTable t({"  Without metrics", "count", "total", "share", "why"});
+      for (const analysis::MetricsCoverage::Missing& m : c.missing) {
+        t.Add({absl::StrCat("  ", DisplayKernelName(m.name, width > 86 ? width - 56 : 30)),
+               absl::StrCat(m.count), FormatDuration(m.total_ns), FormatPct(m.share_pct),
+               m.reason.substr(0, m.reason.find(':'))});
+      }
+      t.Render(&out, width, "");
+    }
+  }
+
   if (!r.nccl_ops.empty()) {
     out += '\n';
     // algbw as NCCL-tests define it: message size / time of the op on the GPU.
@@ -400,6 +421,42 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
   // Kernel, NVTX and host names come from the trace: no control sequence
   // reaches the terminal (lib/trace/terminal_text.h); the layout's own
   // newlines stay.
+  return trace::EscapeTerminalText(TrimLineEnds(out), trace::KeepLayout::kNewlinesAndTabs);
+}
+
+std::string RenderKernelPagesText(const std::vector<analysis::KernelPage>& pages, int width_in) {
+  const size_t width = static_cast<size_t>(std::max(60, width_in));
+  std::string out;
+  if (pages.empty()) return "no kernel matches\n";
+  for (const analysis::KernelPage& p : pages) {
+    if (!out.empty()) out += '\n';
+    absl::StrAppend(&out, std::string(std::min<size_t>(width, 100), '='), "\n");
+    Wrap(&out, absl::StrCat("Kernel ", p.display_name), width, "", "  ");
+    if (p.display_name != p.name) Wrap(&out, absl::StrCat("(", p.name, ")"), width, "  ", "  ");
+    for (const analysis::KernelPageSection& s : p.sections) {
+      absl::StrAppend(&out, "\n", s.title, "\n");
+      size_t label_w = 0, value_w = 0;
+      for (const analysis::KernelPageRow& row : s.rows) {
+        label_w = std::max(label_w, row.label.size());
+        value_w = std::max(value_w, row.value.size());
+      }
+      for (const analysis::KernelPageRow& row : s.rows) {
+        std::string line = absl::StrFormat("  %-*s  %*s", static_cast<int>(label_w), row.label,
+                                           static_cast<int>(value_w), row.value);
+        if (row.note.empty()) {
+          absl::StrAppend(&out, line, "\n");
+        } else {
+          // The padded label and value must not be broken or squeezed.
+          std::replace(line.begin(), line.end(), ' ', kKeep);
+          Wrap(&out, absl::StrCat(line, std::string(2, kKeep), row.note), width, "",
+               std::string(label_w + value_w + 6, ' '));
+        }
+      }
+    }
+    absl::StrAppend(&out, "\nFindings on this kernel\n");
+    if (p.findings.empty()) absl::StrAppend(&out, "  none\n");
+    for (const std::string& f : p.findings) Wrap(&out, absl::StrCat("- ", f), width, "  ", "    ");
+  }
   return trace::EscapeTerminalText(TrimLineEnds(out), trace::KeepLayout::kNewlinesAndTabs);
 }
 

@@ -81,6 +81,17 @@ check "1M: zoom redraw < 250 ms" python3 -c "import sys; sys.exit(0 if float('$r
 rects "$WORK/big.dom" > "$WORK/big.rects"
 check "1M: charts not blank" python3 "$SRC/tests/cli/png_regions.py" "$WORK/big.png" "$WORK/big.rects" timeline util kernels steps
 
+# Hardware metrics from a real PyTorch step (sequence replay on the H200):
+# the kernel details pages of the heaviest kernels render.
+M="$SRC/tests/data/metrics/cnn_fixed_sequence_h200.sltrace"
+expect_exit 0 "report metrics" "$SL" report "$M" -o "$WORK/metrics.html"
+check "metrics: kernel details section" grep -q 'id="kernel-details"' "$WORK/metrics.html"
+check "metrics: five kernel pages" test "$(grep -o 'class="kernel-page"' "$WORK/metrics.html" | wc -l)" = 5
+check "metrics: coverage line" grep -qF 'hardware metrics for 100.0% of kernel time' "$WORK/metrics.html"
+chrome "$WORK/metrics" "$WORK/metrics.html"
+check "metrics: rendered" test "$(attr "$WORK/metrics.dom" rendered)" = ok
+check "metrics: no console errors" no_console_errors "$WORK/metrics.log"
+
 for t in $(real_traces); do
   b=$(basename "$t" .sltrace)
   expect_exit 0 "report $b" "$SL" report "$t" -o "$WORK/$b.html" || continue

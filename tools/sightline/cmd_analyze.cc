@@ -1,12 +1,14 @@
 // sightline analyze TRACE... [--format text|json] [-o FILE] [--group-by python|op|kernel]
-//                  [--set KEY=VALUE]... [--step-range NAME] [--rules A,B]
+//                  [--kernel REGEX] [--set KEY=VALUE]... [--step-range NAME] [--rules A,B]
 //                  [--fail-on high|medium|low]
 //
 // Reads one or more traces (several ranks or processes of one run are merged
 // on the wall clock; a directory or a quoted glob names a set, see
 // trace_inputs.h), runs every rule and prints the findings ranked by estimated
 // saving: a one-screen text report or JSON ("schema": "sightline.report.v1").
-// Progress goes to stderr when reading takes more than a second.
+// `--kernel REGEX` prints an ncu-style details page per matching kernel
+// instead (kernel_metrics.h). Progress goes to stderr when reading takes more
+// than a second.
 // Exit: 0 ok; 1 when --fail-on is given and a finding at that severity or
 // worse exists; 2 usage or input error.
 #include <cstdio>
@@ -15,6 +17,7 @@
 
 #include "absl/strings/str_split.h"
 #include "lib/analysis/analyze.h"
+#include "lib/analysis/kernel_metrics.h"
 #include "lib/analysis/steps.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/terminal_text.h"
@@ -35,11 +38,17 @@ int SeverityRank(const std::string& s) {
 }
 
 int RunAnalyze(const std::vector<std::string>& args) {
-  std::string fail_on, group_by;
+  std::string fail_on, group_by, kernel_pattern;
+  bool kernel_pages = false;
   analysis::AnalysisOptions options;
   auto own = [&](ArgScanner* scan, std::string* problem) {
     std::string value;
     bool missing = false;
+    if (scan->Value("--kernel", &kernel_pattern, &missing)) {
+      kernel_pages = true;
+      if (missing) *problem = "analyze: --kernel needs a regular expression (e.g. 'gemm|nvjet')";
+      return true;
+    }
     if (scan->Value("--fail-on", &fail_on, &missing) ||
         scan->Value("--group-by", &group_by, &missing)) {
       if (missing) *problem = "analyze: " + scan->last_option() + " needs a non-empty value (see --help)";
@@ -80,6 +89,17 @@ int RunAnalyze(const std::vector<std::string>& args) {
   if (!fail_on.empty() && SeverityRank(fail_on) < 0) {
     return UsageError("analyze: --fail-on expects high, medium, low or info (got '" + fail_on + "')");
   }
+  if (kernel_pages) {
+    if (!group_by.empty() || format != "text") {
+      return UsageError("analyze: --kernel prints text pages; it does not combine with --group-by "
+                        "or --format json (the JSON report has kernels[].metrics)");
+    }
+    if (absl::Status k = analysis::CheckKernelPattern(kernel_pattern); !k.ok()) {
+      return UsageError("analyze: " + std::string(k.message()));
+    }
+    options.kernel_pages_pattern = kernel_pattern;
+    options.kernel_pages_limit = 0;
+  }
   if (absl::StatusOr<analysis::WindowSpec> w = analysis::ParseWindowSpec(options.window); !w.ok()) {
     return UsageError("analyze: " + std::string(w.status().message()));
   }
@@ -98,7 +118,8 @@ int RunAnalyze(const std::vector<std::string>& args) {
   progress.Finish();
   if (!report.ok()) return UsageError(std::string(report.status().message()));
   std::string text =
-      format == "json"     ? exporter::RenderReportJson(*report)
+      kernel_pages         ? exporter::RenderKernelPagesText(report->kernel_pages, TextWidth())
+      : format == "json"   ? exporter::RenderReportJson(*report)
       : !group_by.empty() ? exporter::RenderGroupByText(*report, group_by, TextWidth())
                           : exporter::RenderReportText(*report, {TextWidth()});
   absl::Status written = WriteTextOutput(output, text);
@@ -121,7 +142,7 @@ int RunAnalyze(const std::vector<std::string>& args) {
 SIGHTLINE_COMMAND("analyze",
                   "analyze TRACE... [--format text|json] [-o FILE] [--set KEY=VALUE]... "
                   "[--step-range NAME] [--window steady|all|steps:A-B|T0..T1] [--rules A,B] "
-                  "[--fail-on high|medium|low] [--group-by python|op|kernel]",
+                  "[--fail-on high|medium|low] [--group-by python|op|kernel] [--kernel REGEX]",
                   "Find bottlenecks: summary, top kernels and findings ranked by saving",
                   RunAnalyze);
 

@@ -1,0 +1,160 @@
+// lib/analysis/kernel_metrics.h on synthetic traces: per-kernel and
+// per-configuration metric values, the coverage of kernel time and why the
+// uncovered configurations have no metrics, and the details pages.
+#include "lib/analysis/kernel_metrics.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "lib/export/report_render.h"
+#include "tests/analysis/synthetic.h"
+
+namespace sightline::analysis {
+namespace {
+
+using testing::ms;
+using testing::TraceBuilder;
+using testing::us;
+
+constexpr char kSm[] = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+constexpr char kMem[] = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
+constexpr char kDram[] = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+
+KernelEvent Config(uint32_t grid) {
+  KernelEvent k;
+  k.grid_x = grid;
+  k.block_x = 256;
+  k.registers_per_thread = 32;
+  return k;
+}
+
+const KernelRow* Row(const Report& r, const std::string& name) {
+  for (const KernelRow& k : r.kernels) {
+    if (k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+double Value(const std::vector<KernelMetricValue>& v, const std::string& name) {
+  for (const KernelMetricValue& m : v) {
+    if (m.name == name) return m.value;
+  }
+  return -1;
+}
+
+// One metric set (one range, all its values) for the launch `correlation_id`.
+void Set(TraceBuilder* b, uint32_t correlation_id,
+         const std::vector<std::pair<std::string, double>>& values) {
+  MetricRangeEvent m;
+  m.correlation_id = correlation_id;
+  for (const auto& [name, value] : values) m.values.push_back({b->trace().Intern(name), value});
+  m.num_passes = 1;
+  b->trace().metric_ranges.push_back(m);
+}
+
+// gemm on grids 10 and 20 (both measured, different values) and 30 (not
+// measured); "copy" never measured; an NCCL kernel; a kernel of a graph launch.
+std::vector<SyntheticTrace> Trace() {
+  TraceBuilder b;
+  b.trace().header.devices.push_back(testing::H200());
+  uint64_t t = ms(1);
+  for (int i = 0; i < 4; ++i) {
+    uint32_t a = b.KernelWithConfig("gemm", t, t + us(100), Config(10));
+    t += us(110);
+    uint32_t c = b.KernelWithConfig("gemm", t, t + us(100), Config(20));
+    t += us(110);
+    b.KernelWithConfig("gemm", t, t + us(50), Config(30));
+    t += us(60);
+    b.Kernel("copy", t, t + us(20));
+    t += us(30);
+    b.NcclKernel(t, t + us(20));
+    t += us(30);
+    uint32_t g = b.Kernel("graph_node_kernel", t, t + us(10));
+    for (ApiEvent& api : b.trace().apis) {
+      if (api.correlation_id == g) api.name_id = b.trace().Intern("cudaGraphLaunch_v10000");
+    }
+    t += us(20);
+    if (i == 0) {
+      Set(&b, a, {{kSm, 80}, {kMem, 20}, {kDram, 10}});
+      Set(&b, c, {{kSm, 30}, {kMem, 40}, {kDram, 35}});
+    }
+  }
+  return {b.trace()};
+}
+
+TEST(KernelMetrics, PerKernelAndPerConfigurationValues) {
+  Report r = testing::AnalyzeTraces(Trace(), testing::BuildPath::kWireFormat);
+  const KernelRow* gemm = Row(r, "gemm");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->metric_samples, 2u);
+  EXPECT_DOUBLE_EQ(Value(gemm->metrics, kSm), 55);  // mean of the two sets
+  ASSERT_EQ(gemm->metrics_by_config.size(), 2u);
+  for (const KernelConfigMetrics& c : gemm->metrics_by_config) {
+    EXPECT_EQ(c.samples, 1u);
+    EXPECT_EQ(c.count, 4u);
+    EXPECT_DOUBLE_EQ(Value(c.metrics, kSm), c.grid[0] == 10 ? 80 : 30);
+  }
+  const KernelRow* copy = Row(r, "copy");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_TRUE(copy->metrics.empty());
+  EXPECT_TRUE(copy->metrics_by_config.empty());
+}
+
+TEST(KernelMetrics, CoverageSaysWhichKernelTimeHasMetricsAndWhyTheRestHasNot) {
+  Report r = testing::AnalyzeTraces(Trace(), testing::BuildPath::kDirect);
+  const MetricsCoverage& c = r.metrics_coverage;
+  ASSERT_TRUE(c.present);
+  // Per step: 200 us measured of 100+100+50+20+20+10 = 300 us.
+  EXPECT_EQ(c.covered_ns, 4 * us(200));
+  EXPECT_EQ(c.kernel_ns, 4 * us(300));
+  EXPECT_NEAR(c.kernel_time_pct, 66.67, 0.01);
+  EXPECT_EQ(c.configs_with, 2u);
+  EXPECT_EQ(c.configs_without, 4u);
+  ASSERT_EQ(c.missing.size(), 4u);
+  EXPECT_EQ(c.missing[0].name, "gemm");  // heaviest first
+  EXPECT_EQ(c.missing[0].grid[0], 30u);
+  EXPECT_NE(c.missing[0].reason.find("another configuration of the kernel was"), std::string::npos);
+  for (const MetricsCoverage::Missing& m : c.missing) {
+    if (m.name == "copy") EXPECT_NE(m.reason.find("not among the measured launches"), std::string::npos);
+    if (m.name == "graph_node_kernel") EXPECT_NE(m.reason.find("CUDA graph"), std::string::npos);
+    if (m.name.find("nccl") != std::string::npos) EXPECT_NE(m.reason.find("NCCL"), std::string::npos);
+  }
+  // No metrics in the trace: no coverage claimed.
+  TraceBuilder plain;
+  plain.Kernel("k", ms(1), ms(2));
+  Report none = testing::AnalyzeTraces({plain.trace()}, testing::BuildPath::kDirect);
+  EXPECT_FALSE(none.metrics_coverage.present);
+  EXPECT_NE(exporter::RenderReportJson(none).find("\"metrics_coverage_pct\": null"), std::string::npos);
+}
+
+TEST(KernelMetrics, DetailsPagesNameTheBoundAndSayWhatWasNotCollected) {
+  std::vector<SyntheticTrace> traces = Trace();
+  TimelineModel model = *testing::Build(traces, testing::BuildPath::kDirect);
+  Report r = AnalyzeModel(model, AnalysisOptions{});
+  absl::StatusOr<std::vector<KernelPage>> pages = BuildKernelPages(model, r, "^gem", 0);
+  ASSERT_TRUE(pages.ok());
+  ASSERT_EQ(pages->size(), 1u);
+  const KernelPage& p = (*pages)[0];
+  EXPECT_EQ(p.name, "gemm");
+  EXPECT_EQ(p.bound, "latency");  // SM 55 %, memory 30 %: neither at the 60 % knee
+  std::string text = exporter::RenderKernelPagesText(*pages, 100);
+  for (const char* s : {"GPU speed of light", "Memory workload", "Compute workload", "Occupancy",
+                        "Launch statistics", "In this run", "Findings on this kernel",
+                        "not collected (--metrics compute or full)"}) {
+    EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
+  }
+  // Every kernel, the heaviest first; a bad pattern is an error.
+  pages = BuildKernelPages(model, r, "", 0);
+  ASSERT_TRUE(pages.ok());
+  EXPECT_EQ((*pages)[0].name, "gemm");
+  EXPECT_FALSE(BuildKernelPages(model, r, "(", 0).ok());
+  EXPECT_FALSE(CheckKernelPattern("[").ok());
+  EXPECT_TRUE(CheckKernelPattern("nvjet|gemm").ok());
+  // The report keeps pages of its heaviest kernels (the HTML report's).
+  EXPECT_FALSE(r.kernel_pages.empty());
+}
+
+}  // namespace
+}  // namespace sightline::analysis

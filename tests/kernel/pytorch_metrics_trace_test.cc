@@ -1,0 +1,96 @@
+// tests/kernel/pytorch_metrics_trace_test.cc — golden test on real PyTorch
+// training steps profiled on the H200 with `--metrics full --metrics-replay
+// sequence` (tests/data/metrics/README.md): the transformer LM (eager) and
+// the bf16 channels-last CNN of examples/pytorch. Sequence replay learned the
+// step and measured every kernel of it: the steady-state window's kernel time
+// is fully covered, every compute kernel has its metrics in the report (per
+// configuration where it ran with several), and the details pages say what
+// bounds each kernel (cuDNN's implicit-GEMM convolution: compute, tensor
+// cores busy; the LM's tiny kernels: latency).
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "lib/analysis/analyze.h"
+#include "lib/analysis/kernel_metrics.h"
+#include "lib/export/report_render.h"
+
+namespace sightline::analysis {
+namespace {
+
+std::string DataPath(const std::string& name) {
+  const char* root = std::getenv("SIGHTLINE_SOURCE_DIR");
+  return std::string(root != nullptr ? root : ".") + "/tests/data/metrics/" + name;
+}
+
+Report Load(const std::string& name, const std::string& kernel_pattern = "") {
+  AnalysisOptions options;
+  options.kernel_pages_pattern = kernel_pattern;
+  options.kernel_pages_limit = kernel_pattern.empty() ? 5 : 0;
+  absl::StatusOr<Report> r = Analyze({DataPath(name)}, options);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return r.ok() ? *std::move(r) : Report{};
+}
+
+const KernelPageRow* Find(const KernelPage& p, const std::string& label) {
+  for (const KernelPageSection& s : p.sections) {
+    for (const KernelPageRow& row : s.rows) {
+      if (row.label == label) return &row;
+    }
+  }
+  return nullptr;
+}
+
+class PytorchMetricsTrace : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(PytorchMetricsTrace, EveryKernelOfTheStepHasItsMetrics) {
+  Report r = Load(GetParam());
+  EXPECT_EQ(r.summary.scope, "steady_state");
+  ASSERT_TRUE(r.metrics_coverage.present);
+  EXPECT_GE(r.metrics_coverage.kernel_time_pct, 95.0);
+  EXPECT_EQ(r.metrics_coverage.configs_without, 0u);
+  EXPECT_GT(r.metrics_coverage.configs_with, 50u);
+  size_t compute = 0, with = 0, by_config = 0;
+  for (const KernelRow& k : r.kernels) {
+    if (k.klass != "compute") continue;
+    ++compute;
+    with += !k.metrics.empty();
+    by_config += !k.metrics_by_config.empty();
+  }
+  EXPECT_EQ(with, compute);
+  EXPECT_GT(by_config, 0u);
+  // JSON: the values per kernel and the coverage.
+  const std::string json = exporter::RenderReportJson(r);
+  EXPECT_NE(json.find("\"metrics_coverage_pct\": 100"), std::string::npos);
+  EXPECT_NE(json.find("\"sm__throughput.avg.pct_of_peak_sustained_elapsed\": "), std::string::npos);
+  // The report's own pages: its heaviest kernels, each with a verdict.
+  ASSERT_EQ(r.kernel_pages.size(), 5u);
+  for (const KernelPage& p : r.kernel_pages) EXPECT_FALSE(p.bound.empty()) << p.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, PytorchMetricsTrace,
+                         ::testing::Values("lm_eager_sequence_h200.sltrace",
+                                           "cnn_fixed_sequence_h200.sltrace"));
+
+TEST(PytorchMetricsTrace, TheConvolutionIsComputeBoundOnTensorCores) {
+  Report r = Load("cnn_fixed_sequence_h200.sltrace", "fprop_implicit_gemm");
+  ASSERT_FALSE(r.kernel_pages.empty());
+  const KernelPage& p = r.kernel_pages[0];
+  EXPECT_EQ(p.bound, "compute");
+  const KernelPageRow* tensor = Find(p, "Tensor pipe (HMMA) active");
+  ASSERT_NE(tensor, nullptr);
+  EXPECT_GT(std::atof(tensor->value.c_str()), 50.0) << tensor->value;
+  const KernelPageRow* waves = Find(p, "Waves per SM");
+  ASSERT_NE(waves, nullptr);
+  const std::string text = exporter::RenderKernelPagesText(r.kernel_pages, 100);
+  EXPECT_NE(text.find("Findings on this kernel"), std::string::npos);
+}
+
+TEST(PytorchMetricsTrace, TheLanguageModelsSmallKernelsAreLatencyBound) {
+  Report r = Load("lm_eager_sequence_h200.sltrace", "reduce_kernel");
+  ASSERT_FALSE(r.kernel_pages.empty());
+  for (const KernelPage& p : r.kernel_pages) EXPECT_EQ(p.bound, "latency") << p.name;
+}
+
+}  // namespace
+}  // namespace sightline::analysis
