@@ -54,25 +54,37 @@ def _sightline_enable_memory_samples():
     # Optional: no warning when this torch lacks the API (op ranges are the
     # hook's job; these samples are extra).
     try:
+        import importlib
+
         import torch
 
-        optimizer = getattr(getattr(torch, "optim", None), "optimizer", None)
+        # torch's own import does not load torch.optim (it is imported by
+        # the program later, or lazily): load it here, once torch is ready.
+        try:
+            optimizer = importlib.import_module("torch.optim.optimizer")
+        except Exception:
+            return  # not a full torch (no torch.optim): nothing to sample
         register = getattr(optimizer, "register_optimizer_step_post_hook", None)
         cuda = getattr(torch, "cuda", None)
-        if register is None or cuda is None:
+        if register is None or cuda is None or getattr(cuda, "nvtx", None) is None:
+            _sightline_warn("this torch has no optimizer step hooks or torch.cuda.nvtx; "
+                            "no PyTorch allocator samples")
             return
+        failed = []
 
         def _sample(opt, args, kwargs):
             try:
-                if not cuda.is_initialized():
+                if failed or not cuda.is_initialized():
                     return
                 d = cuda.current_device()
                 cuda.nvtx.mark("sightline.torch_memory device=%d allocated=%d max_allocated=%d "
                                "reserved=%d" % (d, cuda.memory_allocated(d),
                                                 cuda.max_memory_allocated(d),
                                                 cuda.memory_reserved(d)))
-            except Exception:
-                pass
+            except Exception as e:
+                if not failed:
+                    failed.append(e)
+                    _sightline_warn("PyTorch allocator sample failed (%r); no more tried" % (e,))
 
         _sightline_state["memory_hook"] = register(_sample)
     except Exception:
