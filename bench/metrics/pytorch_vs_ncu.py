@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Hardware metrics on a real PyTorch step: sightline's sequence replay vs ncu.
+
+usage: pytorch_vs_ncu.py SIGHTLINE SCRIPT VARIANT --out DIR [--steps 30 --warmup 10]
+                         [--top 5] [--ncu-skip N] [--ncu-count N] [--ncu PATH]
+
+1. `sightline profile --metrics full --metrics-replay sequence` runs the
+   example (examples/pytorch/SCRIPT --variant VARIANT), timed; `sightline
+   analyze --format json` gives kernels[].metrics and the coverage
+   (summary.metrics_coverage_pct).
+2. The TOP heaviest kernels (by steady-state kernel time) that have metrics
+   are profiled by `ncu --clock-control none --cache-control none` with the
+   same metric list, `--launch-skip` past the warm-up, `--launch-count`
+   launches of those kernels, kernel names mangled as ours.
+3. Per kernel name and launch configuration (grid and block sizes), the mean
+   of each metric is compared: within 2 % of ncu, or 0.5 points for
+   percentages both under 5 %; gpu__time_duration.sum is listed, not judged
+   (clocks are not locked). Prints one line per value, the counts, the
+   coverage and both wall times. Writes DIR/compare.json.
+Exit 0 when every judged value agrees, 1 otherwise, 77 without ncu.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "gpu_metrics"))
+from compare_ncu import agrees  # noqa: E402
+
+UNJUDGED = {"gpu__time_duration.sum"}
+
+
+def timed(cmd, cwd=None):
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
+    return time.monotonic() - t0, p
+
+
+def parse_ncu_raw(text):
+    """ncu --csv --page raw: a header row of columns, a units row, one row per
+    profiled launch. Returns [(kernel name, grid size, block size, {metric:
+    value}, {metric: unit})]."""
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    rows = list(csv.reader(io.StringIO(text[start:])))
+    header, units = rows[0], rows[1] if len(rows) > 1 else []
+    out = []
+    col = {h: i for i, h in enumerate(header)}
+    for row in rows[1:]:
+        if len(row) != len(header) or not row[col["ID"]].strip():
+            continue
+        metrics = {}
+        for i, h in enumerate(header):
+            if "__" not in h:
+                continue
+            t = row[i].replace(",", "").strip()
+            try:
+                metrics[h] = float(t)
+            except ValueError:
+                pass
+        dims = lambda s: prod(int(x) for x in re.findall(r"\d+", s)) if s else 0
+        out.append((row[col["Kernel Name"]], dims(row[col.get("Grid Size", 0)]),
+                    dims(row[col.get("Block Size", 0)]), metrics,
+                    {h: units[i] for i, h in enumerate(header) if i < len(units)}))
+    return out
+
+
+def prod(v):
+    n = 1
+    for x in v:
+        n *= int(x)
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sightline")
+    ap.add_argument("script")
+    ap.add_argument("variant")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--top", type=int, default=5)
+    ap.add_argument("--ncu-steps", type=int, default=1,
+                    help="steady-state steps ncu profiles (launches of the top kernels in that many "
+                         "steps, after warm-up + 2 steps): the same launches ours are means over")
+    ap.add_argument("--ncu-replay", default="kernel", choices=["kernel", "application"],
+                    help="ncu --replay-mode: 'application' measures kernels in place, as our "
+                         "sequence replay does (the app runs once per pass)")
+    ap.add_argument("--ncu", default="/usr/local/cuda/bin/ncu")
+    ap.add_argument("--tolerance-pct", type=float, default=2.0)
+    ap.add_argument("--near-zero", type=float, default=0.5)
+    ap.add_argument("--compare-only", action="store_true",
+                    help="compare DIR/ours.json and DIR/ncu.csv of an earlier run, run nothing")
+    args = ap.parse_args()
+    if args.compare_only:
+        report = json.load(open(os.path.join(args.out, "ours.json")))
+        text = open(os.path.join(args.out, "ncu.csv")).read()
+        prev = {}
+        if os.path.exists(os.path.join(args.out, "compare.json")):
+            prev = json.load(open(os.path.join(args.out, "compare.json"))).get("summary", {})
+        return compare(args, report, text, prev.get("ours_wall_s", 0), prev.get("ncu_wall_s", 0), [])
+    if not shutil.which(args.ncu) and not os.path.exists(args.ncu):
+        print("SKIPPED: ncu not found at", args.ncu)
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                            "pytorch")
+    app = ["python3", args.script, "--variant", args.variant, "--steps", str(args.steps),
+           "--warmup", str(args.warmup)]
+    trace = os.path.join(args.out, "ours.sltrace")
+    env_debug = dict(os.environ, SIGHTLINE_METRICS_DEBUG="1")
+    t0 = time.monotonic()
+    p = subprocess.run([args.sightline, "profile", "--metrics", "full", "--metrics-replay",
+                        "sequence", "-o", trace, "--"] + app, capture_output=True, text=True,
+                       cwd=examples, env=env_debug)
+    ours_s = time.monotonic() - t0
+    open(os.path.join(args.out, "ours.stderr"), "w").write(p.stderr)
+    open(os.path.join(args.out, "ours.stdout"), "w").write(p.stdout)
+    if p.returncode != 0:
+        print("FAIL: sightline profile exited", p.returncode, p.stderr[-3000:])
+        return 1
+    steps_line = [l for l in p.stdout.splitlines() if l.startswith("SIGHTLINE_STEPS")]
+    _, a = timed([args.sightline, "analyze", trace, "--format", "json", "-o",
+                  os.path.join(args.out, "ours.json")])
+    if a.returncode != 0:
+        print("FAIL: analyze", a.stderr[-2000:])
+        return 1
+    report = json.load(open(os.path.join(args.out, "ours.json")))
+    coverage = report["summary"].get("metrics_coverage_pct")
+    kernels = [k for k in report["kernels"] if k.get("metrics") and k["class"] == "compute"]
+    kernels.sort(key=lambda k: -k["total_ns"])
+    top = kernels[:args.top]
+    if not top:
+        print("FAIL: no kernel has metrics; coverage", coverage)
+        print(p.stderr[-3000:])
+        return 1
+    metric_names = sorted(top[0]["metrics"].keys())
+    names = [k["name"] for k in top]
+    # Launches of these kernels per steady-state step (the analysed window).
+    steps = max(1, int(report["summary"]["steps"].get("count") or 1))
+    per_step = max(1, round(sum(k["count"] for k in top) / steps))
+    skip = per_step * (args.warmup + 2)
+    regex = "regex:^(" + "|".join(re.escape(n) for n in names) + ")$"
+    ncu_cmd = [args.ncu, "--clock-control", "none", "--cache-control", "none",
+               "--replay-mode", args.ncu_replay, "--metrics", ",".join(metric_names),
+               "--kernel-name-base", "mangled", "--print-kernel-base", "mangled", "-k", regex,
+               "--launch-skip", str(skip), "--launch-count", str(per_step * args.ncu_steps),
+               "--csv", "--page", "raw"] + app
+    print(f"ncu: {per_step} launches of the top {len(names)} kernels per step, skipping {skip}, "
+          f"--replay-mode {args.ncu_replay}", flush=True)
+    ncu_s, n = timed(ncu_cmd, cwd=examples)
+    open(os.path.join(args.out, "ncu.csv"), "w").write(n.stdout)
+    open(os.path.join(args.out, "ncu.stderr"), "w").write(n.stderr)
+    if n.returncode != 0:
+        print("FAIL: ncu exited", n.returncode, n.stderr[-2000:])
+        return 1
+    return compare(args, report, n.stdout, ours_s, ncu_s, steps_line)
+
+
+def compare(args, report, ncu_text, ours_s, ncu_s, steps_line):
+    coverage = report["summary"].get("metrics_coverage_pct")
+    kernels = [k for k in report["kernels"] if k.get("metrics") and k["class"] == "compute"]
+    kernels.sort(key=lambda k: -k["total_ns"])
+    top = kernels[:args.top]
+    metric_names = sorted(top[0]["metrics"].keys())
+    names = [k["name"] for k in top]
+    launches = parse_ncu_raw(ncu_text)
+    # ncu: mean per (name, grid size, block size).
+    theirs = {}
+    for name, grid, block, m, units in launches:
+        acc = theirs.setdefault((name, grid, block), {"n": 0, "sum": {}, "units": units})
+        acc["n"] += 1
+        for k, v in m.items():
+            acc["sum"][k] = acc["sum"].get(k, 0.0) + v
+    failures = judged = 0
+    rows = []
+    for k in top:
+        ours_by_key = {}
+        if k.get("metrics_by_config"):
+            for c in k["metrics_by_config"]:
+                ours_by_key[(prod(c["grid"]), prod(c["block"]))] = c["metrics"]
+        for (name, grid, block), acc in sorted(theirs.items()):
+            if name != k["name"]:
+                continue
+            ours_m = ours_by_key.get((grid, block), k["metrics"] if not ours_by_key else None)
+            if ours_m is None:
+                print(f"n/a  {k['short_name'][:40]} grid {grid} block {block}: no metrics of ours for "
+                      f"this configuration")
+                continue
+            for metric in metric_names:
+                if metric not in acc["sum"] or ours_m.get(metric) is None:
+                    continue
+                ncu_v = acc["sum"][metric] / acc["n"]
+                ok, rel = agrees(metric, ours_m[metric], ncu_v, acc["units"].get(metric, ""),
+                                 args.tolerance_pct, args.near_zero)
+                judge = metric not in UNJUDGED
+                judged += judge
+                failures += judge and not ok
+                rows.append({"kernel": name, "grid": grid, "block": block, "ncu_launches": acc["n"],
+                             "metric": metric, "ours": ours_m[metric], "ncu": ncu_v, "rel_pct": rel,
+                             "ok": ok, "judged": judge})
+                flag = "ok " if ok else ("BAD" if judge else "n/j")
+                print(f"{flag} {k['short_name'][:36]:36} g{grid:<6} b{block:<5} {metric[:62]:62} "
+                      f"ours={ours_m[metric]:14.4f} ncu={ncu_v:14.4f} rel={rel:7.3f}%")
+    summary = {"coverage_pct": coverage, "ours_wall_s": ours_s, "ncu_wall_s": ncu_s,
+               "ncu_launches": len(launches), "kernels": names, "metrics": len(metric_names),
+               "judged": judged, "failures": failures, "steps_line": steps_line}
+    json.dump({"summary": summary, "values": rows}, open(os.path.join(args.out, "compare.json"), "w"),
+              indent=1)
+    print(f"coverage {coverage}% of steady-state kernel time; judged {judged} values, {failures} "
+          f"outside tolerance")
+    print(f"wall: sightline (every kernel of the step, {len(metric_names)} metrics) {ours_s:.1f} s; "
+          f"ncu ({len(launches)} launches of the top {len(names)} kernels) {ncu_s:.1f} s")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
