@@ -1,11 +1,12 @@
 // lib/analysis/kernel_metrics.cc — see kernel_metrics.h.
 #include "lib/analysis/kernel_metrics.h"
 
+#include <regex.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <set>
 #include <utility>
 
@@ -404,36 +405,57 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
 
 }  // namespace
 
-absl::Status CheckKernelPattern(std::string_view pattern) {
-  try {
-    std::regex re(std::string(pattern), std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    return absl::InvalidArgumentError("invalid --kernel pattern '" + std::string(pattern) +
-                                      "': " + e.what());
+namespace {
+
+// POSIX extended regex, as the collector's kernel filter
+// (SIGHTLINE_METRICS_KERNELS): one dialect for kernel names everywhere.
+class KernelPattern {
+ public:
+  ~KernelPattern() {
+    if (compiled_) regfree(&re_);
   }
-  return absl::OkStatus();
+  absl::Status Compile(std::string_view pattern) {
+    const std::string p(pattern);
+    const int rc = regcomp(&re_, p.c_str(), REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+      char buf[256];
+      regerror(rc, &re_, buf, sizeof(buf));
+      return absl::InvalidArgumentError("invalid --kernel pattern '" + p + "': " + buf);
+    }
+    compiled_ = true;
+    return absl::OkStatus();
+  }
+  bool Matches(const std::string& s) const {
+    return compiled_ && regexec(&re_, s.c_str(), 0, nullptr, 0) == 0;
+  }
+
+ private:
+  regex_t re_{};
+  bool compiled_ = false;
+};
+
+}  // namespace
+
+absl::Status CheckKernelPattern(std::string_view pattern) {
+  KernelPattern p;
+  return p.Compile(pattern);
 }
 
 absl::StatusOr<std::vector<KernelPage>> BuildKernelPages(const TimelineModel& model,
                                                          const Report& report,
                                                          std::string_view pattern, size_t limit) {
-  std::regex re;
+  KernelPattern re;
   const bool any = pattern.empty();
   if (!any) {
-    try {
-      re = std::regex(std::string(pattern), std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return absl::InvalidArgumentError("invalid --kernel pattern '" + std::string(pattern) +
-                                        "': " + e.what());
-    }
+    if (absl::Status s = re.Compile(pattern); !s.ok()) return s;
   }
   std::vector<KernelPage> pages;
   for (const KernelView& v : KernelViews(model)) {
     if (limit > 0 && pages.size() >= limit) break;
     if (!any) {
       const std::string& raw = v.name();
-      if (!std::regex_search(raw, re) && !std::regex_search(DemangledKernelName(raw), re) &&
-          !std::regex_search(ShortKernelName(raw), re)) {
+      if (!re.Matches(raw) && !re.Matches(DemangledKernelName(raw)) &&
+          !re.Matches(ShortKernelName(raw))) {
         continue;
       }
     }

@@ -38,8 +38,8 @@ namespace sightline::analysis {
 void FillKernelMetrics(const TimelineModel& model, Report* report);
 
 // Pages (report.h KernelPage) of the kernels whose traced, demangled or
-// short name matches `pattern` (ECMAScript regex, searched; "" = every
-// kernel), heaviest first, at most `limit` (0 = no limit). An invalid pattern
+// short name matches `pattern` (POSIX extended regex, searched, as
+// SIGHTLINE_METRICS_KERNELS; "" = every kernel), heaviest first, at most `limit` (0 = no limit). An invalid pattern
 // is an error (CheckKernelPattern says so before a trace is read).
 absl::Status CheckKernelPattern(std::string_view pattern);
 absl::StatusOr<std::vector<KernelPage>> BuildKernelPages(const TimelineModel& model,

@@ -117,7 +117,7 @@ struct AnalysisOptions {
   std::vector<std::string> disabled_rules;
   // Progress of slow reads (Analyze over paths); may be null.
   ProgressCallback progress;
-  // Report::kernel_pages: kernels matching this ECMAScript regex ("" = the
+  // Report::kernel_pages: kernels matching this POSIX extended regex ("" = the
   // heaviest), at most kernel_pages_limit (0 = every match).
   std::string kernel_pages_pattern;
   size_t kernel_pages_limit = 5;

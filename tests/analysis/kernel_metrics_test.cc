@@ -117,9 +117,15 @@ TEST(KernelMetrics, CoverageSaysWhichKernelTimeHasMetricsAndWhyTheRestHasNot) {
   EXPECT_EQ(c.missing[0].grid[0], 30u);
   EXPECT_NE(c.missing[0].reason.find("another configuration of the kernel was"), std::string::npos);
   for (const MetricsCoverage::Missing& m : c.missing) {
-    if (m.name == "copy") EXPECT_NE(m.reason.find("not among the measured launches"), std::string::npos);
-    if (m.name == "graph_node_kernel") EXPECT_NE(m.reason.find("CUDA graph"), std::string::npos);
-    if (m.name.find("nccl") != std::string::npos) EXPECT_NE(m.reason.find("NCCL"), std::string::npos);
+    if (m.name == "copy") {
+      EXPECT_NE(m.reason.find("not among the measured launches"), std::string::npos);
+    }
+    if (m.name == "graph_node_kernel") {
+      EXPECT_NE(m.reason.find("CUDA graph"), std::string::npos);
+    }
+    if (m.name.find("nccl") != std::string::npos) {
+      EXPECT_NE(m.reason.find("NCCL"), std::string::npos);
+    }
   }
   // No metrics in the trace: no coverage claimed.
   TraceBuilder plain;

@@ -234,7 +234,9 @@ TEST_P(PytorchCorpusTest, FirstFindingIsTheDefectTheFixRemoves) {
   EXPECT_EQ(s->summary.first_action.rule, p.rule);
   EXPECT_EQ(s->findings.front().severity, Severity::kHigh) << p.slow;
   for (const Finding& x : f->findings) {
-    if (x.rule == p.rule) EXPECT_NE(x.severity, Severity::kHigh) << p.fixed << ": " << x.title;
+    if (x.rule == p.rule) {
+      EXPECT_NE(x.severity, Severity::kHigh) << p.fixed << ": " << x.title;
+    }
   }
 }
 
