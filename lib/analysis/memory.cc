@@ -202,6 +202,11 @@ void FillMemory(const TimelineModel& whole, const StepDetection& steps, const Sc
     md.capacity_bytes = info.info.global_memory_bytes;
     DeviceReplay replay;
     std::vector<MemoryPoint> points;
+    struct PoolAcc {
+      MemoryPoolSummary summary;
+      std::vector<MemoryPoint> points;
+    };
+    std::map<uint64_t, PoolAcc> pools;  // by pool address
     size_t peak_pos = 0;
     bool scope_seen = false;
     absl::flat_hash_map<uint32_t, bool> churn_calls;  // api index → counted
@@ -234,6 +239,33 @@ void FillMemory(const TimelineModel& whole, const StepDetection& steps, const Sc
       }
       uint64_t before = replay.device_bytes();
       replay.Apply(op, ops[k], &md.unmatched_releases);
+      // Per stream-ordered pool: what it holds now (allocations name their
+      // pool; pool records carry their own address).
+      const uint64_t pool_id = op.pool_address != 0 ? op.pool_address
+                               : (op.op == MemoryOperation::kPoolCreated ||
+                                  op.op == MemoryOperation::kPoolTrimmed ||
+                                  op.op == MemoryOperation::kPoolDestroyed)
+                                   ? op.address
+                                   : 0;
+      if (pool_id != 0) {
+        PoolAcc& pa = pools[pool_id];
+        pa.summary.address = pool_id;
+        if (op.op == MemoryOperation::kAllocation) ++pa.summary.allocations;
+        auto it = replay.pools().find(pool_id);
+        const uint64_t held = it != replay.pools().end() ? MemoryTracker::Footprint(it->second) : 0;
+        const uint64_t used = it != replay.pools().end() ? it->second.live_sum : 0;
+        pa.summary.destroyed = op.op == MemoryOperation::kPoolDestroyed;
+        pa.summary.peak_bytes = std::max(pa.summary.peak_bytes, held);
+        pa.summary.peak_used_bytes = std::max(pa.summary.peak_used_bytes, used);
+        pa.summary.end_bytes = held;
+        if (pa.points.empty() || pa.points.back().bytes != held) {
+          if (!pa.points.empty() && pa.points.back().t_ns == op.timestamp_ns) {
+            pa.points.back().bytes = held;
+          } else {
+            pa.points.push_back({op.timestamp_ns, held});
+          }
+        }
+      }
       if (op.op == MemoryOperation::kAllocation) ++md.allocations;
       if (op.op == MemoryOperation::kRelease) ++md.releases;
       if (src_delta != 0) {
@@ -340,6 +372,16 @@ void FillMemory(const TimelineModel& whole, const StepDetection& steps, const Sc
       md.allocations_per_step = double(md.scope_allocations + md.scope_releases) / double(nsteps);
     }
     md.timeline = Downsample(points, 1000);
+    for (auto& [id, pa] : pools) {
+      pa.summary.timeline = Downsample(pa.points, 150);
+      md.pools.push_back(std::move(pa.summary));
+    }
+    std::sort(md.pools.begin(), md.pools.end(),
+              [](const MemoryPoolSummary& a, const MemoryPoolSummary& b) {
+                if (a.peak_bytes != b.peak_bytes) return a.peak_bytes > b.peak_bytes;
+                return a.address < b.address;
+              });
+    if (md.pools.size() > 16) md.pools.resize(16);
     out.devices.push_back(std::move(md));
   }
   // PyTorch's samples (--pytorch hook), per device.

@@ -12,6 +12,10 @@
 // Call site of an allocation: the Python line of its API call (--python-
 // backtrace), else its native stack's innermost frames, else the API name.
 //
+// Stream-ordered pools (cudaMallocAsync, cudaMemPool*): per pool, what it
+// held on the device over time (its reported size, else its live
+// allocations), its peak, the peak of its allocations and their count.
+//
 // With the --pytorch hook, PyTorch's own samples after each optimizer step
 // (TorchMemorySample: memory_allocated, max_memory_allocated,
 // memory_reserved) give the tensors' bytes next to the reserved ones.

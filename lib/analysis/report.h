@@ -368,6 +368,19 @@ struct MemoryPoint {       // device memory in use from t_ns on
   uint64_t bytes = 0;
 };
 
+// A stream-ordered memory pool (cudaMallocAsync / cudaMemPool*): what it held
+// on the device (its reported reserved size, else its live allocations) and
+// what its allocations used.
+struct MemoryPoolSummary {
+  uint64_t address = 0;           // the pool's base address as CUPTI reports it
+  uint64_t peak_bytes = 0;        // most the pool held on the device
+  uint64_t peak_used_bytes = 0;   // most bytes of its live allocations
+  uint64_t end_bytes = 0;         // held when the trace ends (0 when destroyed)
+  uint64_t allocations = 0;       // stream-ordered allocations from it
+  bool destroyed = false;
+  std::vector<MemoryPoint> timeline;  // what it held over time, at most ~300 points
+};
+
 struct MemoryDevice {
   uint32_t device_index = 0;  // model device index (summary.devices[].index)
   uint32_t id = 0;            // CUDA ordinal
@@ -412,6 +425,7 @@ struct MemoryDevice {
   uint64_t torch_allocated_end_bytes = 0;   // the last sample's memory_allocated()
   uint64_t torch_reserved_end_bytes = 0;
   std::vector<MemoryPoint> timeline;    // step function, at most ~2000 points (peaks kept)
+  std::vector<MemoryPoolSummary> pools;  // stream-ordered pools, by peak_bytes (at most 16)
 };
 
 struct MemorySummary {

@@ -154,6 +154,26 @@ void WriteMemory(JsonWriter& w, const analysis::MemorySummary& m) {
       w.EndArray();
     }
     w.EndArray();
+    w.Key("pools").BeginArray();
+    for (const analysis::MemoryPoolSummary& pool : d.pools) {
+      w.BeginObject();
+      w.Key("address").Uint(pool.address);
+      w.Key("peak_bytes").Uint(pool.peak_bytes);
+      w.Key("peak_used_bytes").Uint(pool.peak_used_bytes);
+      w.Key("end_bytes").Uint(pool.end_bytes);
+      w.Key("allocations").Uint(pool.allocations);
+      w.Key("destroyed").Bool(pool.destroyed);
+      w.Key("timeline").BeginArray();
+      for (const analysis::MemoryPoint& p : pool.timeline) {
+        w.BeginArray();
+        w.Uint(p.t_ns);
+        w.Uint(p.bytes);
+        w.EndArray();
+      }
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray();
     w.EndObject();
   }
   w.EndArray();

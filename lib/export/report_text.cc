@@ -264,6 +264,15 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
         }
         absl::StrAppend(&line, ". Peak by requesting library: ", absl::StrJoin(parts, ", "));
       }
+      if (!m.pools.empty()) {
+        uint64_t allocations = 0;
+        for (const analysis::MemoryPoolSummary& pool : m.pools) allocations += pool.allocations;
+        const analysis::MemoryPoolSummary& top = m.pools.front();
+        absl::StrAppend(&line, ". Stream-ordered pools: ", m.pools.size(), " (", allocations,
+                        " allocations); the largest held ", FormatBytes(double(top.peak_bytes)),
+                        " at its peak for ", FormatBytes(double(top.peak_used_bytes)),
+                        " of allocations");
+      }
       if (m.torch_samples > 0) {
         absl::StrAppend(&line, ". PyTorch (", m.torch_samples,
                         " optimizer steps): tensors peak ", FormatBytes(double(m.torch_allocated_peak_bytes)),

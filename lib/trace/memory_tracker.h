@@ -103,12 +103,16 @@ class MemoryTracker {
   uint64_t managed_bytes() const { return by_category_[kManaged]; }
   const std::unordered_map<uint64_t, Live>& live() const { return live_; }
 
- private:
   struct Pool {
     uint64_t size = 0;      // reserved size reported by the records (0 unknown)
     uint64_t live_sum = 0;  // bytes of its live allocations
   };
+  // What a pool holds on the device: its reported size, else its live bytes.
   static uint64_t Footprint(const Pool& p) { return p.size > 0 ? p.size : p.live_sum; }
+  // Stream-ordered pools by base address (destroyed ones removed).
+  const std::map<uint64_t, Pool>& pools() const { return pools_; }
+
+ private:
 
   void Add(const Live& l) {
     if (l.pool != 0) {

@@ -151,6 +151,30 @@ TEST_P(MemoryTest, StreamOrderedPoolsCountTheirReservedSize) {
   EXPECT_EQ(m.pool_bytes, 512 * kMiB);
   EXPECT_EQ(m.end_bytes, (1024 + 200) * kMiB);
   EXPECT_EQ(m.scope_allocations, 1u);  // the weights; stream-ordered ones are not churn
+  // Per pool: what it held over time, its peak, its allocations' peak.
+  ASSERT_EQ(m.pools.size(), 1u);
+  const MemoryPoolSummary& pool = m.pools[0];
+  EXPECT_EQ(pool.address, kBase + (4ull << 30));
+  EXPECT_EQ(pool.peak_bytes, 512 * kMiB);
+  EXPECT_EQ(pool.peak_used_bytes, 200 * kMiB);
+  EXPECT_EQ(pool.end_bytes, 200 * kMiB);
+  EXPECT_EQ(pool.allocations, 2u);
+  EXPECT_FALSE(pool.destroyed);
+  ASSERT_EQ(pool.timeline.size(), 2u);  // 512 MiB from the first allocation, 200 MiB after the trim
+  EXPECT_EQ(pool.timeline[0].t_ns, ms(20));
+  EXPECT_EQ(pool.timeline[0].bytes, 512 * kMiB);
+  EXPECT_EQ(pool.timeline[1].t_ns, ms(30));
+  EXPECT_EQ(pool.timeline[1].bytes, 200 * kMiB);
+  // Destroyed: nothing held at the end.
+  MemoryEvent destroy;
+  destroy.timestamp_ns = ms(40);
+  destroy.operation = MemoryOperation::kPoolDestroyed;
+  destroy.address = kBase + (4ull << 30);
+  b.trace().memory.push_back(destroy);
+  r = AnalyzeTraces({b.trace()}, GetParam(), o);
+  ASSERT_EQ(r.memory.devices.at(0).pools.size(), 1u);
+  EXPECT_TRUE(r.memory.devices[0].pools[0].destroyed);
+  EXPECT_EQ(r.memory.devices[0].pools[0].end_bytes, 0u);
 }
 
 TEST_P(MemoryTest, PeakNearCapacity) {
