@@ -26,6 +26,7 @@
 #ifndef SIGHTLINE_LIB_ANALYSIS_MODEL_H_
 #define SIGHTLINE_LIB_ANALYSIS_MODEL_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -338,6 +339,17 @@ struct TimelineModel {
   std::vector<CaptureWindow> capture_windows;  // sorted by start
   std::vector<OverheadSpan> overheads;       // sorted by start
   std::vector<MetricSample> metric_samples;
+  // Kernels replayed for hardware metrics (CUPTI reports them without
+  // timestamps) are placed at their launch call's start for the duration
+  // the replay measured (gpu__time_duration.sum): on the timeline and in
+  // utilization, not in the kernel table's timing. Their (trace << 32 |
+  // correlation id), sorted; IsReplayed() asks.
+  std::vector<uint64_t> replayed_activities;
+  bool IsReplayed(const GpuActivity& a) const {
+    return !replayed_activities.empty() &&
+           std::binary_search(replayed_activities.begin(), replayed_activities.end(),
+                              (uint64_t{a.trace} << 32) | a.correlation_id);
+  }
   std::vector<KernelAggregate> kernels;      // by total_ns descending
   // Call stacks per trace (id → stack), with frames' function/module ids
   // remapped to model strings.

@@ -233,7 +233,7 @@ void ModelBuilder::Impl::OnKernel(const KernelEvent& e) {
                                              : ActivityClass::kCompute;
   if (e.replayed) {
     source->replayed_kernels++;
-    replayed.push_back({a.trace, a.correlation_id, a.name, a.detail});
+    replayed.push_back({a.trace, a.correlation_id, a.name, a.detail, Stream(device, e.stream_id)});
     return;
   }
   // CUPTI's own one-thread kernel after each range of an application-replay

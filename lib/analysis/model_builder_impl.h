@@ -42,6 +42,7 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
     uint32_t correlation_id;
     uint32_t name;
     uint32_t config;
+    uint32_t stream = 0;  // index into model.streams
   };
 
   TimelineModel model;
@@ -108,6 +109,9 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
   void MergeActivities();
   void MergeApiCalls();
   void SortAndIndex();
+  // Replayed kernels (zero timestamps) on the timeline at their launch call's
+  // start for the duration the replay measured (GpuActivity::replayed).
+  void PlaceReplayedKernels();
   void LinkCorrelations();
   void NestNvtx();
   void AggregateKernels();

@@ -372,7 +372,7 @@ void ModelBuilder::Impl::AggregateKernels() {
   };
   uint64_t all_kernel_ns = 0;
   for (const GpuActivity& a : model.activities) {
-    if (a.kind != ActivityKind::kKernel) continue;
+    if (a.kind != ActivityKind::kKernel || model.IsReplayed(a)) continue;  // replayed: counted below
     Acc& acc = acc_for(a.name, a.klass);
     uint64_t d = a.duration();
     KernelAggregate& k = acc.agg;
@@ -408,7 +408,7 @@ void ModelBuilder::Impl::AggregateKernels() {
     // and with the same correlation id (seen on the H200, CUDA 13.0).
     absl::flat_hash_map<uint64_t, uint64_t> first_start;
     for (const GpuActivity& a : model.activities) {
-      if (a.kind != ActivityKind::kKernel) continue;
+      if (a.kind != ActivityKind::kKernel || model.IsReplayed(a)) continue;
       const uint64_t key = CorrelationKey(a.trace, a.correlation_id);
       auto it = wanted.find(key);
       if (it == wanted.end()) continue;
@@ -500,9 +500,55 @@ void ModelBuilder::Impl::ComputeBounds() {
   model.last_ns = last;
 }
 
+void ModelBuilder::Impl::PlaceReplayedKernels() {
+  if (replayed.empty()) return;
+  // Wanted: (trace, correlation id) of the replayed kernels.
+  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> launch;  // key → API start, end
+  absl::flat_hash_map<uint64_t, double> measured;                      // key → duration (ns)
+  for (const ReplayedKernel& r : replayed) launch.emplace(CorrelationKey(r.trace, r.correlation_id), std::make_pair(0, 0));
+  for (auto& calls : thread_calls) {
+    for (const ApiCall& c : calls) {
+      if (c.correlation_id == 0) continue;
+      auto it = launch.find(CorrelationKey(c.trace, c.correlation_id));
+      if (it == launch.end()) continue;
+      // The outermost (earliest) call of the id: the runtime call around the driver's.
+      if (it->second.second == 0 || c.start_ns < it->second.first) it->second = {c.start_ns, c.end_ns};
+    }
+  }
+  for (const MetricSample& m : model.metric_samples) {
+    for (const auto& [metric, value] : m.values) {
+      if (metric < model.strings.size() && model.strings[metric] == "gpu__time_duration.sum" &&
+          value > 0) {
+        measured[CorrelationKey(m.trace, m.correlation_id)] = value;
+      }
+    }
+  }
+  for (const ReplayedKernel& r : replayed) {
+    const uint64_t key = CorrelationKey(r.trace, r.correlation_id);
+    const auto& api = launch.at(key);
+    auto d = measured.find(key);
+    if (api.second == 0 || d == measured.end()) continue;  // listed, not placed
+    GpuActivity a;
+    a.start_ns = api.first;
+    a.end_ns = api.first + static_cast<uint64_t>(d->second);
+    a.stream = r.stream;
+    a.correlation_id = r.correlation_id;
+    a.name = r.name;
+    a.detail = r.config;
+    a.kind = ActivityKind::kKernel;
+    a.trace = r.trace;
+    a.klass = (NameFlags(a.name) & kFlagComm) ? ActivityClass::kCommunication
+                                               : ActivityClass::kCompute;
+    stream_activities[a.stream].push_back(a);
+    model.replayed_activities.push_back(key);
+  }
+  std::sort(model.replayed_activities.begin(), model.replayed_activities.end());
+}
+
 TimelineModel ModelBuilder::Finish() {
   Impl& m = *impl_;
   m.AddNcclGpuActivities();
+  m.PlaceReplayedKernels();
   m.SortAndIndex();
   m.LinkCorrelations();
   m.NestNvtx();

@@ -545,6 +545,7 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
     m.memory_ops.push_back(o);
   }
   m.metric_samples = in.metric_samples;
+  m.replayed_activities = in.replayed_activities;
   // Kernel aggregates: timing from the kept launches; configurations and
   // metrics describe the kernel and stay.
   struct Acc {
@@ -554,7 +555,7 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
   absl::flat_hash_map<uint32_t, Acc> acc;
   uint64_t all = 0;
   for (const GpuActivity& a : m.activities) {
-    if (a.kind != ActivityKind::kKernel) continue;
+    if (a.kind != ActivityKind::kKernel || in.IsReplayed(a)) continue;  // not timed
     Acc& x = acc[a.name];
     uint64_t d = a.duration();
     x.min = x.count == 0 ? d : std::min(x.min, d);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/export/demangle.h"
 #include "lib/export/flow_matcher.h"
+#include "lib/export/replay_placement.h"
 #include "lib/export/json_text.h"
 #include "lib/export/timeline_tracks.h"
 #include "lib/trace/memory_tracker.h"
@@ -106,8 +107,20 @@ class ChromeEmitter : public trace::EventVisitor {
   const TrackRegistry& tracks() const { return tracks_; }
 
   // ---- EventVisitor ----------------------------------------------------
+  // Kernels replayed for metrics (no timestamps): at their launch, at the end.
+  void EmitReplayedKernels() {
+    for (const ReplayPlacement::Placed& p : replay_.Take()) EmitKernel(p.kernel, true);
+    stats_.events_skipped += replay_.unplaced();
+    EmitPendingFlows();
+  }
+
   void OnKernel(const KernelEvent& e) override {
     ++stats_.events_read;
+    if (replay_.OnKernel(e)) return;
+    EmitKernel(e, false);
+  }
+
+  void EmitKernel(const KernelEvent& e, bool replayed) {
     uint64_t tid = Track({TrackType::kStream, e.device_id, e.stream_id});
     std::string_view raw = reader_.strings().Get(e.name_id);
     const std::string& name = KernelName(e.name_id, raw);
@@ -141,6 +154,11 @@ class ChromeEmitter : public trace::EventVisitor {
     if (e.graph_id) {
       out_.Append(",\"graph\":");
       AppendUint(out_, e.graph_id);
+    }
+    if (replayed) {
+      // Replayed for hardware metrics: at its launch call's start, for the
+      // duration the replay measured (gpu__time_duration.sum).
+      out_.Append(",\"replayed\":true");
     }
     out_.Append("}}");
     GpuFlow(e.correlation_id, tid, e.start_ns);
@@ -221,6 +239,7 @@ class ChromeEmitter : public trace::EventVisitor {
 
   void OnApi(const ApiEvent& e) override {
     ++stats_.events_read;
+    if (replay_on_) replay_.OnApi(e);
     uint64_t tid = Track({TrackType::kThread, 0, e.thread_id});
     std::string_view name = reader_.strings().Get(e.name_id);
     Slice(tid, e.domain == ApiDomain::kDriver ? "cuda_driver" : "cuda_runtime",
@@ -317,6 +336,11 @@ class ChromeEmitter : public trace::EventVisitor {
 
   void OnMetricRange(const MetricRangeEvent& e) override {
     ++stats_.events_read;
+    for (const MetricValue& v : e.values) {
+      if (reader_.strings().Get(v.name_id) == "gpu__time_duration.sum") {
+        replay_.OnMeasuredDuration(e.correlation_id, v.value);
+      }
+    }
     if (e.start_ns == 0 || e.end_ns < e.start_ns) {
       ++stats_.events_skipped;  // replayed ranges without timestamps
       return;
@@ -518,6 +542,9 @@ class ChromeEmitter : public trace::EventVisitor {
   std::unordered_map<uint32_t, std::string> kernel_names_;
   std::map<uint32_t, trace::MemoryTracker> memory_;  // by device id
   std::set<uint32_t> memory_emitted_;
+  // Replayed kernels (metrics traces only track launches for them).
+  bool replay_on_ = !header_.metric_set.empty();
+  ReplayPlacement replay_{1u << 16};
   ExportStats stats_;
 };
 
@@ -534,6 +561,7 @@ absl::StatusOr<ExportStats> ExportChromeTrace(trace::TraceReader& reader, Output
     if (options.on_chunk) options.on_chunk(reader.position());
     if (!*more) break;
   }
+  emitter.EmitReplayedKernels();
   ExportStats& stats = emitter.stats();
   stats.flows_unmatched = emitter.flows().unmatched();
   stats.tracks = emitter.tracks().size();

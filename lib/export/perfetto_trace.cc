@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/export/demangle.h"
 #include "lib/export/perfetto/proto_encoder.h"
+#include "lib/export/replay_placement.h"
 #include "lib/export/timeline_tracks.h"
 #include "lib/trace/memory_tracker.h"
 
@@ -85,13 +86,13 @@ enum ArgName : uint32_t {
   kArgCorrelation = 1, kArgDevice, kArgStream, kArgGrid, kArgBlock, kArgRegisters,
   kArgStaticShared, kArgDynamicShared, kArgBytes, kArgGbps, kArgAsync, kArgValue, kArgDomain,
   kArgPayload, kArgCount, kArgRank, kArgNranks, kArgComm, kArgIndex, kArgKind, kArgStep,
-  kArgReturn, kArgGraph, kArgNameCount
+  kArgReturn, kArgGraph, kArgReplayed, kArgNameCount
 };
 const char* const kArgNames[] = {
     "", "correlation", "device", "stream", "grid", "block", "registers per thread",
     "shared memory (static)", "shared memory (dynamic)", "bytes", "GB/s", "async", "value",
     "domain", "payload", "count", "rank", "nranks", "comm", "index", "kind", "step",
-    "return", "graph"};
+    "return", "graph", "replayed"};
 
 class PerfettoEmitter : public trace::EventVisitor {
  public:
@@ -117,8 +118,20 @@ class PerfettoEmitter : public trace::EventVisitor {
   ExportStats& stats() { return stats_; }
   size_t track_count() const { return tracks_.size(); }
 
+  // Kernels replayed for metrics (no timestamps): at their launch call's
+  // start for the duration the replay measured (replay_placement.h).
+  void EmitReplayedKernels() {
+    for (const ReplayPlacement::Placed& p : replay_.Take()) EmitKernel(p.kernel, true);
+    stats_.events_skipped += replay_.unplaced();
+  }
+
   void OnKernel(const KernelEvent& e) override {
     ++stats_.events_read;
+    if (replay_.OnKernel(e)) return;
+    EmitKernel(e, false);
+  }
+
+  void EmitKernel(const KernelEvent& e, bool replayed) {
     uint64_t track = Track({TrackType::kStream, e.device_id, e.stream_id});
     SliceBegin(track, e.start_ns, kCatKernel, NameIid(e.name_id, NameStyle::kKernel));
     Ann(kArgDevice, uint64_t{e.device_id});
@@ -130,6 +143,7 @@ class PerfettoEmitter : public trace::EventVisitor {
     Ann(kArgStaticShared, uint64_t{e.static_shared_bytes});
     Ann(kArgDynamicShared, uint64_t{e.dynamic_shared_bytes});
     if (e.graph_id) Ann(kArgGraph, e.graph_id);
+    if (replayed) AnnBool(kArgReplayed, true);
     TerminatingFlow(e.correlation_id);
     FinishSliceBegin();
     SliceEnd(track, e.end_ns);
@@ -175,6 +189,7 @@ class PerfettoEmitter : public trace::EventVisitor {
 
   void OnApi(const ApiEvent& e) override {
     ++stats_.events_read;
+    if (replay_on_) replay_.OnApi(e);
     uint64_t track = Track({TrackType::kThread, 0, e.thread_id});
     SliceBegin(track, e.start_ns, e.domain == ApiDomain::kDriver ? kCatDriver : kCatRuntime,
                NameIid(e.name_id, NameStyle::kApi));
@@ -226,6 +241,11 @@ class PerfettoEmitter : public trace::EventVisitor {
 
   void OnMetricRange(const MetricRangeEvent& e) override {
     ++stats_.events_read;
+    for (const MetricValue& v : e.values) {
+      if (reader_.strings().Get(v.name_id) == "gpu__time_duration.sum") {
+        replay_.OnMeasuredDuration(e.correlation_id, v.value);
+      }
+    }
     if (e.start_ns == 0 || e.end_ns < e.start_ns) {
       ++stats_.events_skipped;
       return;
@@ -572,6 +592,8 @@ class PerfettoEmitter : public trace::EventVisitor {
   bool loss_track_emitted_ = false;
   std::map<uint32_t, trace::MemoryTracker> memory_;  // by device id
   ExportStats stats_;
+  bool replay_on_ = !header_.metric_set.empty();  // track launches for replayed kernels
+  ReplayPlacement replay_{1u << 16};
 };
 
 }  // namespace
@@ -586,6 +608,7 @@ absl::StatusOr<ExportStats> ExportPerfettoTrace(trace::TraceReader& reader, Outp
     if (options.on_chunk) options.on_chunk(reader.position());
     if (!*more) break;
   }
+  emitter.EmitReplayedKernels();
   ExportStats& stats = emitter.stats();
   stats.tracks = emitter.track_count();
   stats.bytes_written = out.bytes_written();

@@ -162,5 +162,41 @@ TEST(KernelMetrics, DetailsPagesNameTheBoundAndSayWhatWasNotCollected) {
   EXPECT_FALSE(r.kernel_pages.empty());
 }
 
+// Kernel replay: CUPTI reports a replayed kernel without timestamps. The
+// model places it at its launch call's start for the duration its metric
+// range measured: on the timeline and in the device's kernel count, not in
+// the kernel table's timing (listed as replayed).
+TEST(KernelMetrics, ReplayedKernelsAreOnTheTimelineAtTheirLaunch) {
+  TraceBuilder b;
+  b.trace().header.metric_set = "full";
+  uint32_t corr = b.Kernel("replayed_gemm", ms(1), ms(2), 7, ms(1), ms(200));
+  KernelEvent& k = b.trace().kernels.back();
+  k.start_ns = k.end_ns = 0;
+  k.replayed = true;
+  Set(&b, corr, {{"gpu__time_duration.sum", 12345}, {kSm, 50}});
+  uint32_t other = b.Kernel("replayed_gemm", ms(300), ms(301), 7, ms(300), ms(200));
+  b.trace().kernels.back().start_ns = 0;
+  b.trace().kernels.back().end_ns = 0;
+  b.trace().kernels.back().replayed = true;  // no measured duration: listed only
+  (void)other;
+  for (testing::BuildPath path : {testing::BuildPath::kDirect, testing::BuildPath::kWireFormat}) {
+    TimelineModel model = *testing::Build({b.trace()}, path);
+    ASSERT_EQ(model.activities.size(), 1u);
+    const GpuActivity& a = model.activities[0];
+    EXPECT_EQ(a.start_ns, ms(1));
+    EXPECT_EQ(a.duration(), 12345u);
+    EXPECT_TRUE(model.IsReplayed(a));
+    ASSERT_EQ(model.kernels.size(), 1u);
+    EXPECT_EQ(model.kernels[0].count, 0u);  // not timed
+    EXPECT_EQ(model.kernels[0].replayed_count, 2u);
+    AnalysisOptions o;
+    o.window = "all";
+    Report r = AnalyzeModel(model, o);
+    ASSERT_EQ(r.summary.devices.size(), 1u);
+    EXPECT_EQ(r.summary.devices[0].kernels, 1u);
+    EXPECT_GT(r.summary.window_ns, 0u);
+  }
+}
+
 }  // namespace
 }  // namespace sightline::analysis

@@ -187,6 +187,35 @@ TEST(ChromeTraceTest, MemoryRecordsBecomeACounterTrack) {
   unlink(out_path.c_str());
 }
 
+// Kernel replay (--metrics): CUPTI reports a replayed kernel without
+// timestamps. It is drawn at its launch call's start for the duration its
+// metric range measured, marked replayed — whatever the order of the launch,
+// the kernel and the range in the trace; without a measured duration it is
+// left out (counted), never drawn at time zero.
+TEST(ChromeTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
+  std::string trace_path = TempPath("chrome-replay.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WriteReplayTraceTo(trace_path, &error)) << error;
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("chrome-replay.json");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  absl::StatusOr<ExportStats> stats = ExportChromeTrace(**reader, **out);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_TRUE((*out)->Close().ok());
+  std::string json = ReadFile(out_path);
+  EXPECT_EQ(Count(json, "\"replayed\":true"), 2u) << json;
+  EXPECT_EQ(Count(json, "\"cat\":\"kernel\""), 2u) << json;
+  // Times are relative to the first event (the first launch, 5 ms).
+  EXPECT_NE(json.find("\"ts\":0.000,\"dur\":12.345"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"ts\":4000.000,\"dur\":2.000"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"ts\":-"), std::string::npos) << json;
+  EXPECT_GE(stats->events_skipped, 1u);
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
 TEST(FlowMatcherTest, PairsInEitherOrderAndKeepsLaunchForGraphs) {
   FlowMatcher m(16);
   std::vector<std::pair<FlowEndpoint, FlowEndpoint>> flows;

@@ -4,6 +4,7 @@
 // it, balanced slices per track, event counts and flows.
 #include "lib/export/perfetto_trace.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -99,6 +100,45 @@ void Decode(const std::string& bytes, Decoded* d) {
     }
   }
   for (const auto& [track, open] : open_slices) EXPECT_EQ(open, 0) << "track " << track;
+}
+
+// Kernel replay: replayed kernels (no timestamps) are slices at their launch
+// call's start for the measured duration, annotated "replayed"; one without
+// a measured duration is left out (counted).
+TEST(PerfettoTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
+  std::string trace_path = TempPath("replay.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WriteReplayTraceTo(trace_path, &error)) << error;
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("replay.pftrace");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto stats = ExportPerfettoTrace(**reader, **out);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_TRUE((*out)->Close().ok());
+  EXPECT_GE(stats->events_skipped, 1u);
+  Decoded d;
+  Decode(ReadFile(out_path), &d);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(d.begins_by_category["kernel"], 2);
+  std::vector<uint64_t> starts, ends;
+  uint64_t replayed_iid = 0;
+  for (const auto& [iid, name] : d.arg_names) {
+    if (name == "replayed") replayed_iid = iid;
+  }
+  ASSERT_NE(replayed_iid, 0u);
+  for (const pp::TracePacket& p : d.trace.packet()) {
+    if (!p.has_track_event()) continue;
+    const pp::TrackEvent& e = p.track_event();
+    bool replayed = false;
+    for (const auto& a : e.debug_annotations()) replayed |= a.name_iid() == replayed_iid;
+    if (replayed) starts.push_back(p.timestamp());
+  }
+  std::sort(starts.begin(), starts.end());
+  EXPECT_EQ(starts, (std::vector<uint64_t>{5000000, 9000000}));
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
 }
 
 TEST(PerfettoTraceTest, SyntheticTraceDecodesWithOurSchema) {

@@ -179,4 +179,52 @@ bool WriteSyntheticTraceTo(const std::string& spec, const SyntheticOptions& opti
   return WriteSyntheticTrace(std::move(sink), options, error);
 }
 
+bool WriteReplayTraceTo(const std::string& path, std::string* error) {
+  trace::FileSinkOptions so;
+  so.overwrite = true;
+  auto sink = trace::OpenFileSink(path, so, error);
+  if (!sink) return false;
+  trace::TraceWriter w(std::move(sink));
+  TraceHeaderData h;
+  h.tool_version = "test";
+  h.metric_set = "full";
+  if (!w.Begin(h)) return false;
+  auto kernel = [&](uint32_t corr) {
+    KernelEvent k;
+    k.correlation_id = corr;
+    k.stream_id = kStream;
+    k.name_id = w.Intern("replayed_gemm");
+    k.replayed = true;  // start = end = 0, as CUPTI reports it
+    w.Add(k);
+  };
+  auto launch = [&](uint32_t corr, uint64_t start) {
+    ApiEvent a;
+    a.start_ns = start;
+    a.end_ns = start + 200000000;
+    a.correlation_id = corr;
+    a.thread_id = kMainThread;
+    a.name_id = w.Intern("cudaLaunchKernel_v7000");
+    w.Add(a);
+  };
+  auto range = [&](uint32_t corr, double ns) {
+    MetricRangeEvent m;
+    m.correlation_id = corr;
+    m.values.push_back({w.Intern("gpu__time_duration.sum"), ns});
+    w.Add(m);
+  };
+  kernel(1);  // the kernel first, then its launch and range
+  launch(1, 5000000);
+  range(1, 12345);
+  launch(2, 9000000);  // the launch first
+  range(2, 2000);
+  kernel(2);
+  kernel(3);  // no range: not drawn
+  launch(3, 12000000);
+  if (!w.Finish("exit")) {
+    *error = "trace write failed";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace sightline::testing

@@ -72,6 +72,12 @@ bool WriteSyntheticTrace(std::unique_ptr<trace::Sink> sink, const SyntheticOptio
 bool WriteSyntheticTraceTo(const std::string& spec, const SyntheticOptions& options,
                            std::string* error);
 
+// A kernel-replay metrics trace (header metric_set "full"): replayed kernels
+// without timestamps, their launches (5 ms and 9 ms, 200 ms long: the
+// passes run inside the call) and metric ranges measuring 12345 ns and
+// 2000 ns, in either order; a third replayed kernel has no range.
+bool WriteReplayTraceTo(const std::string& path, std::string* error);
+
 }  // namespace sightline::testing
 
 #endif  // SIGHTLINE_TESTS_EXPORT_SYNTHETIC_TRACE_H_

@@ -64,7 +64,8 @@ IdleByConfig ChargeIdleSms(const TimelineModel& model) {
     uint64_t now = 0;
     for (uint32_t i = info.activity_begin; i < info.activity_end; ++i) {
       const GpuActivity& a = model.activities[i];
-      if (a.kind != ActivityKind::kKernel || a.end_ns <= a.start_ns) continue;
+      // Replayed kernels are weighed by their measured duration in Run.
+      if (a.kind != ActivityKind::kKernel || a.end_ns <= a.start_ns || model.IsReplayed(a)) continue;
       retire_until(a.start_ns, &now);
       if (!running.empty()) charge_until(now, a.start_ns);
       now = a.start_ns;
