@@ -32,15 +32,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
                                 "gpu_metrics"))
-from compare_ncu import agrees  # noqa: E402
+from compare_ncu import agrees, run_timed  # noqa: E402
 
 UNJUDGED = {"gpu__time_duration.sum"}
-
-
-def timed(cmd, cwd=None):
-    t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
-    return time.monotonic() - t0, p
 
 
 def parse_ncu_raw(text):
@@ -129,7 +123,7 @@ def main():
         print("FAIL: sightline profile exited", p.returncode, p.stderr[-3000:])
         return 1
     steps_line = [l for l in p.stdout.splitlines() if l.startswith("SIGHTLINE_STEPS")]
-    _, a = timed([args.sightline, "analyze", trace, "--format", "json", "-o",
+    _, a = run_timed([args.sightline, "analyze", trace, "--format", "json", "-o",
                   os.path.join(args.out, "ours.json")])
     if a.returncode != 0:
         print("FAIL: analyze", a.stderr[-2000:])
@@ -157,7 +151,7 @@ def main():
                "--csv", "--page", "raw"] + app
     print(f"ncu: {per_step} launches of the top {len(names)} kernels per step, skipping {skip}, "
           f"--replay-mode {args.ncu_replay}", flush=True)
-    ncu_s, n = timed(ncu_cmd, cwd=examples)
+    ncu_s, n = run_timed(ncu_cmd, cwd=examples)
     open(os.path.join(args.out, "ncu.csv"), "w").write(n.stdout)
     open(os.path.join(args.out, "ncu.stderr"), "w").write(n.stderr)
     if n.returncode != 0:

@@ -93,6 +93,18 @@ void WriteMemorySites(JsonWriter& w, const char* key, const std::vector<analysis
   w.EndArray();
 }
 
+// "timeline": [t_ns, bytes] pairs, a step function.
+void WriteMemoryTimeline(JsonWriter& w, const std::vector<analysis::MemoryPoint>& points) {
+  w.Key("timeline").BeginArray();
+  for (const analysis::MemoryPoint& p : points) {
+    w.BeginArray();
+    w.Uint(p.t_ns);
+    w.Uint(p.bytes);
+    w.EndArray();
+  }
+  w.EndArray();
+}
+
 void WriteMemory(JsonWriter& w, const analysis::MemorySummary& m) {
   w.Key("memory").BeginObject();
   w.Key("recorded").Bool(m.recorded);
@@ -146,14 +158,7 @@ void WriteMemory(JsonWriter& w, const analysis::MemorySummary& m) {
       w.EndObject();
     }
     w.EndArray();
-    w.Key("timeline").BeginArray();  // [t_ns, bytes] pairs, a step function
-    for (const analysis::MemoryPoint& p : d.timeline) {
-      w.BeginArray();
-      w.Uint(p.t_ns);
-      w.Uint(p.bytes);
-      w.EndArray();
-    }
-    w.EndArray();
+    WriteMemoryTimeline(w, d.timeline);
     w.Key("pools").BeginArray();
     for (const analysis::MemoryPoolSummary& pool : d.pools) {
       w.BeginObject();
@@ -163,14 +168,7 @@ void WriteMemory(JsonWriter& w, const analysis::MemorySummary& m) {
       w.Key("end_bytes").Uint(pool.end_bytes);
       w.Key("allocations").Uint(pool.allocations);
       w.Key("destroyed").Bool(pool.destroyed);
-      w.Key("timeline").BeginArray();
-      for (const analysis::MemoryPoint& p : pool.timeline) {
-        w.BeginArray();
-        w.Uint(p.t_ns);
-        w.Uint(p.bytes);
-        w.EndArray();
-      }
-      w.EndArray();
+      WriteMemoryTimeline(w, pool.timeline);
       w.EndObject();
     }
     w.EndArray();

@@ -43,18 +43,6 @@ PY
 expect_exit 1 "--fail-on info" "$SL" analyze "$WORK/slow.sltrace" --fail-on info -o "$WORK/x.txt"
 expect_exit 2 "--fail-on bogus" "$SL" analyze "$WORK/slow.sltrace" --fail-on bogus
 
-# Real PyTorch traces from the H200 (memory records, hardware metrics from
-# sequence replay): the same contract.
-for t in "$SRC"/tests/data/pytorch/lm_eager.sltrace "$SRC"/tests/data/pytorch/mem_leak.sltrace \
-         "$SRC"/tests/data/metrics/lm_eager_sequence_h200.sltrace \
-         "$SRC"/tests/data/metrics/cnn_fixed_sequence_h200.sltrace; do
-  b=$(basename "$t" .sltrace)
-  expect_exit 0 "analyze $b" "$SL" analyze "$t" -o "$WORK/$b.txt" &&
-    check "$b text fits 100 columns" awk 'length > 100 { bad = 1 } END { exit bad }' "$WORK/$b.txt"
-  expect_exit 0 "analyze $b json" "$SL" analyze "$t" --format json -o "$WORK/$b.json" &&
-    check "$b json schema" python3 "$SRC/tests/cli/validate_report.py" "$SRC/docs/report-schema.md" "$WORK/$b.json"
-done
-
 # --kernel REGEX: ncu-style details pages; a bad pattern or an output that
 # cannot hold pages is a usage error.
 M="$SRC/tests/data/metrics/cnn_fixed_sequence_h200.sltrace"
@@ -64,14 +52,20 @@ for section in "GPU speed of light" "Memory workload" "Compute workload" "Occupa
   check "pages have '$section'" grep -qF -- "$section" "$WORK/pages.txt"
 done
 check "pages fit 100 columns" awk 'length > 100 { print; bad = 1 } END { exit bad }' "$WORK/pages.txt"
-check "metrics coverage line" grep -qF "Hardware metrics for 100.0% of kernel time" "$WORK/cnn_fixed_sequence_h200.txt"
+expect_exit 0 "analyze metrics trace" "$SL" analyze "$M" -o "$WORK/cnn_metrics.txt"
+check "metrics coverage line" grep -qF "Hardware metrics for 100.0% of kernel time" "$WORK/cnn_metrics.txt"
 expect_exit 0 "--kernel no match" "$SL" analyze "$M" --kernel 'no_such_kernel_xyz'
 check "no match said" grep -qF "no kernel matches" "$WORK/last.out"
 expect_exit 2 "--kernel bad regex" "$SL" analyze "$M" --kernel '('
 check "bad regex named" grep -qF "invalid --kernel pattern" "$WORK/last.err"
 expect_exit 2 "--kernel with json" "$SL" analyze "$M" --kernel gemm --format json
 
-for t in $(real_traces); do
+# The recorded traces, and real PyTorch ones from the H200 (memory records,
+# hardware metrics from sequence replay).
+for t in $(real_traces) "$SRC"/tests/data/pytorch/lm_eager.sltrace \
+         "$SRC"/tests/data/pytorch/mem_leak.sltrace \
+         "$SRC"/tests/data/metrics/lm_eager_sequence_h200.sltrace \
+         "$SRC"/tests/data/metrics/cnn_fixed_sequence_h200.sltrace; do
   b=$(basename "$t" .sltrace)
   expect_exit 0 "analyze $b" "$SL" analyze "$t" -o "$WORK/$b.txt" &&
     check "$b text fits 100 columns" awk 'length > 100 { bad = 1 } END { exit bad }' "$WORK/$b.txt"

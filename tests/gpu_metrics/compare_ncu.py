@@ -30,9 +30,9 @@ import time
 UNJUDGED = {"gpu__time_duration.sum"}
 
 
-def run_timed(cmd, env=None):
+def run_timed(cmd, env=None, cwd=None):
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     return time.monotonic() - t0, proc
 
 
