@@ -216,25 +216,7 @@ class ChromeEmitter : public trace::EventVisitor {
   const std::string& StackArg(uint32_t id) {
     auto it = stack_args_.find(id);
     if (it != stack_args_.end()) return it->second;
-    std::string text;
-    if (const CallStack* s = reader_.stack(id)) {
-      for (size_t i = 0; i < s->frames.size() && i < 64; ++i) {
-        const StackFrame& f = s->frames[i];
-        if (i > 0) text += " <- ";
-        text += reader_.strings().Get(f.function_id);
-        text += " (";
-        text += reader_.strings().Get(f.module_id);
-        if (s->kind == StackKind::kPython) {
-          text += ":" + std::to_string(f.line);
-        } else {
-          char buf[32];
-          std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(f.offset));
-          text += buf;
-        }
-        text += ")";
-      }
-    }
-    return stack_args_.emplace(id, std::move(text)).first->second;
+    return stack_args_.emplace(id, StackLine(reader_, id)).first->second;
   }
 
   void OnApi(const ApiEvent& e) override {

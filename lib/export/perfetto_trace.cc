@@ -44,10 +44,13 @@ constexpr uint32_t kAnnUint = 3;
 constexpr uint32_t kAnnInt = 4;
 constexpr uint32_t kAnnDouble = 5;
 constexpr uint32_t kAnnString = 6;
+constexpr uint32_t kAnnStringIid = 17;  // DebugAnnotation.string_value_iid
 // InternedData
 constexpr uint32_t kEventCategories = 1;
 constexpr uint32_t kEventNames = 2;
 constexpr uint32_t kDebugAnnotationNames = 3;
+constexpr uint32_t kDebugAnnotationStringValues = 29;  // InternedString {iid = 1, str = 2}
+constexpr uint32_t kInternedStr = 2;
 constexpr uint32_t kIid = 1;       // EventName / EventCategory / DebugAnnotationName
 constexpr uint32_t kIidName = 2;
 // TrackDescriptor
@@ -86,13 +89,13 @@ enum ArgName : uint32_t {
   kArgCorrelation = 1, kArgDevice, kArgStream, kArgGrid, kArgBlock, kArgRegisters,
   kArgStaticShared, kArgDynamicShared, kArgBytes, kArgGbps, kArgAsync, kArgValue, kArgDomain,
   kArgPayload, kArgCount, kArgRank, kArgNranks, kArgComm, kArgIndex, kArgKind, kArgStep,
-  kArgReturn, kArgGraph, kArgReplayed, kArgNameCount
+  kArgReturn, kArgGraph, kArgReplayed, kArgPythonStack, kArgStack, kArgNameCount
 };
 const char* const kArgNames[] = {
     "", "correlation", "device", "stream", "grid", "block", "registers per thread",
     "shared memory (static)", "shared memory (dynamic)", "bytes", "GB/s", "async", "value",
     "domain", "payload", "count", "rank", "nranks", "comm", "index", "kind", "step",
-    "return", "graph", "replayed"};
+    "return", "graph", "replayed", "python_stack", "stack"};
 
 class PerfettoEmitter : public trace::EventVisitor {
  public:
@@ -195,6 +198,9 @@ class PerfettoEmitter : public trace::EventVisitor {
                NameIid(e.name_id, NameStyle::kApi));
     Ann(kArgCorrelation, uint64_t{e.correlation_id});
     if (e.return_value) Ann(kArgReturn, uint64_t{e.return_value});
+    // Call stacks, innermost frame first, interned once per stack.
+    if (e.python_stack_id != 0) AnnStack(kArgPythonStack, e.python_stack_id);
+    if (e.stack_id != 0) AnnStack(kArgStack, e.stack_id);
     if (e.correlation_id && IsGpuWorkApi(reader_.strings().Get(e.name_id))) {
       enc_.Fixed64(f::kFlowIds, FlowId(e.correlation_id));
     }
@@ -383,7 +389,8 @@ class PerfettoEmitter : public trace::EventVisitor {
   // Closes the TrackEvent, appends the interned data it introduced, writes.
   void FinishSliceBegin() {
     enc_.EndNested(track_event_token_);
-    if (!new_names_.empty() || !new_categories_.empty() || !new_arg_names_.empty()) {
+    if (!new_names_.empty() || !new_categories_.empty() || !new_arg_names_.empty() ||
+        !new_stack_strings_.empty()) {
       size_t id = enc_.BeginNested(f::kInternedData);
       for (uint64_t iid : new_categories_) {
         size_t m = enc_.BeginNested(f::kEventCategories);
@@ -403,10 +410,17 @@ class PerfettoEmitter : public trace::EventVisitor {
         enc_.Bytes(f::kIidName, name);
         enc_.EndNested(m);
       }
+      for (const auto& [iid, text] : new_stack_strings_) {
+        size_t m = enc_.BeginNested(f::kDebugAnnotationStringValues);
+        enc_.Varint(f::kIid, iid);
+        enc_.Bytes(f::kInternedStr, text);
+        enc_.EndNested(m);
+      }
       enc_.EndNested(id);
       new_names_.clear();
       new_categories_.clear();
       new_arg_names_.clear();
+      new_stack_strings_.clear();
     }
     FinishPacket();
     ++stats_.events_written;
@@ -454,6 +468,22 @@ class PerfettoEmitter : public trace::EventVisitor {
     size_t a = enc_.BeginNested(f::kDebugAnnotations);
     enc_.Varint(f::kAnnNameIid, ArgIid(name));
     enc_.Bytes(f::kAnnString, v);
+    enc_.EndNested(a);
+  }
+  // A call stack as an interned string value (the same stack on thousands of
+  // calls is written once); nothing when the trace lacks it.
+  void AnnStack(ArgName name, uint32_t stack_id) {
+    auto it = stack_iids_.find(stack_id);
+    if (it == stack_iids_.end()) {
+      std::string text = StackLine(reader_, stack_id);
+      const uint64_t iid = text.empty() ? 0 : stack_iids_.size() + 1;
+      it = stack_iids_.emplace(stack_id, iid).first;
+      if (iid != 0) new_stack_strings_.emplace_back(iid, std::move(text));
+    }
+    if (it->second == 0) return;
+    size_t a = enc_.BeginNested(f::kDebugAnnotations);
+    enc_.Varint(f::kAnnNameIid, ArgIid(name));
+    enc_.Varint(f::kAnnStringIid, it->second);
     enc_.EndNested(a);
   }
   void NvtxAnns(uint32_t domain_id, PayloadKind kind, int64_t pint, double pdouble) {
@@ -591,6 +621,8 @@ class PerfettoEmitter : public trace::EventVisitor {
   LaneAllocator nvtx_lanes_;
   bool loss_track_emitted_ = false;
   std::map<uint32_t, trace::MemoryTracker> memory_;  // by device id
+  std::unordered_map<uint32_t, uint64_t> stack_iids_;  // stack id → interned string iid (0 = none)
+  std::vector<std::pair<uint64_t, std::string>> new_stack_strings_;
   ExportStats stats_;
   bool replay_on_ = !header_.metric_set.empty();  // track launches for replayed kernels
   ReplayPlacement replay_{1u << 16};

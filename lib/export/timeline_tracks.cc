@@ -2,6 +2,7 @@
 #include "lib/export/timeline_tracks.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -170,6 +171,28 @@ uint32_t LaneAllocator::Assign(uint64_t start_ns, uint64_t end_ns) {
   auto it = std::min_element(lane_end_.begin(), lane_end_.end());
   *it = std::max(*it, end_ns);
   return static_cast<uint32_t>(it - lane_end_.begin());
+}
+
+std::string StackLine(const trace::TraceReader& reader, uint32_t stack_id) {
+  std::string text;
+  const CallStack* s = reader.stack(stack_id);
+  if (s == nullptr) return text;
+  for (size_t i = 0; i < s->frames.size() && i < 64; ++i) {
+    const StackFrame& f = s->frames[i];
+    if (i > 0) text += " <- ";
+    text += reader.strings().Get(f.function_id);
+    text += " (";
+    text += reader.strings().Get(f.module_id);
+    if (s->kind == StackKind::kPython) {
+      text += ":" + std::to_string(f.line);
+    } else {
+      char buf[32];
+      std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(f.offset));
+      text += buf;
+    }
+    text += ")";
+  }
+  return text;
 }
 
 }  // namespace sightline::exporter

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "lib/trace/events.h"
+#include "lib/trace/reader.h"
 #include "lib/trace/trace_header.h"
 
 namespace sightline::exporter {
@@ -75,6 +76,12 @@ class TrackRegistry {
 
 // "python train.py --x (pid 1234, host a, rank 0)".
 std::string ProcessLabel(const TraceHeaderData& header);
+
+// A recorded call stack as one line, innermost frame first, at most 64
+// frames: "step (train.py:42) <- main (train.py:60)" for Python stacks,
+// "f (libx.so+0x12) <- g (libx.so+0x40)" for native ones; "" when the
+// trace has no such stack. The strings are the trace's (the caller escapes).
+std::string StackLine(const trace::TraceReader& reader, uint32_t stack_id);
 
 std::string MemcpyName(const MemcpyEvent& e);   // "Memcpy HtoD (Pageable -> Device)"
 std::string MemsetName(const MemsetEvent& e);   // "Memset (Device)"

@@ -83,43 +83,8 @@ TEST(ChromeTraceTest, CountsAndFlowsOfSyntheticTrace) {
 
 TEST(ChromeTraceTest, ApiEventsCarryPythonAndNativeStacks) {
   std::string trace_path = TempPath("chrome-stacks.sltrace");
-  {
-    trace::FileSinkOptions so;
-    std::string error;
-    auto sink = trace::OpenFileSink(trace_path, so, &error);
-    ASSERT_NE(sink, nullptr) << error;
-    trace::TraceWriter w(std::move(sink));
-    TraceHeaderData h;
-    h.tool_version = "test";
-    ASSERT_TRUE(w.Begin(h));
-    CallStack py;
-    py.kind = StackKind::kPython;
-    StackFrame leaf;
-    leaf.function_id = w.Intern("Model.\"forward\"");  // escaped in the JSON
-    leaf.module_id = w.Intern("/work/train.py");
-    leaf.line = 42;
-    StackFrame outer;
-    outer.function_id = w.Intern("<module>");
-    outer.module_id = leaf.module_id;
-    outer.line = 7;
-    py.frames = {leaf, outer};
-    CallStack native;
-    StackFrame nf;
-    nf.function_id = w.Intern("main");
-    nf.module_id = w.Intern("/usr/bin/app");
-    nf.offset = 0x40;
-    native.frames = {nf};
-    ApiEvent api;
-    api.start_ns = 1000;
-    api.end_ns = 2000;
-    api.domain = ApiDomain::kRuntime;
-    api.name_id = w.Intern("cudaStreamSynchronize");
-    api.thread_id = 5;
-    api.python_stack_id = w.InternStack(py);
-    api.stack_id = w.InternStack(native);
-    w.Add(api);
-    ASSERT_TRUE(w.Finish("exit"));
-  }
+  std::string error;
+  ASSERT_TRUE(testing::WriteStacksTraceTo(trace_path, &error)) << error;
   auto reader = trace::TraceReader::Open(trace_path);
   ASSERT_TRUE(reader.ok()) << reader.status();
   std::string out_path = TempPath("chrome-stacks.json");

@@ -141,6 +141,51 @@ TEST(PerfettoTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   unlink(out_path.c_str());
 }
 
+// API slices carry their Python and native call stacks as interned string
+// annotations: each distinct stack written once, referenced by iid.
+TEST(PerfettoTraceTest, ApiSlicesCarryInternedCallStacks) {
+  std::string trace_path = TempPath("stacks.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WriteStacksTraceTo(trace_path, &error)) << error;
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("stacks.pftrace");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(ExportPerfettoTrace(**reader, **out).ok());
+  ASSERT_TRUE((*out)->Close().ok());
+  Decoded d;
+  Decode(ReadFile(out_path), &d);
+  if (HasFatalFailure()) return;
+  std::map<uint64_t, std::string> strings;  // interned annotation values
+  int definitions = 0;
+  for (const pp::TracePacket& p : d.trace.packet()) {
+    if (!p.has_interned_data()) continue;
+    for (const auto& v : p.interned_data().debug_annotation_string_values()) {
+      strings[v.iid()] = v.str();
+      ++definitions;
+    }
+  }
+  EXPECT_EQ(definitions, 2);  // two stacks, each once
+  std::map<std::string, std::vector<std::string>> by_arg;
+  for (const pp::TracePacket& p : d.trace.packet()) {
+    if (!p.has_track_event()) continue;
+    for (const auto& a : p.track_event().debug_annotations()) {
+      if (a.has_string_value_iid()) {
+        ASSERT_TRUE(strings.count(a.string_value_iid())) << "undefined string iid";
+        by_arg[d.arg_names[a.name_iid()]].push_back(strings[a.string_value_iid()]);
+      }
+    }
+  }
+  ASSERT_EQ(by_arg["python_stack"].size(), 2u);
+  EXPECT_EQ(by_arg["python_stack"][0],
+            "Model.\"forward\" (/work/train.py:42) <- <module> (/work/train.py:7)");
+  ASSERT_EQ(by_arg["stack"].size(), 2u);
+  EXPECT_EQ(by_arg["stack"][1], "main (/usr/bin/app+0x40)");
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
 TEST(PerfettoTraceTest, SyntheticTraceDecodesWithOurSchema) {
   testing::SyntheticOptions o;
   o.steps = 12;

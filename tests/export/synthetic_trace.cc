@@ -227,4 +227,48 @@ bool WriteReplayTraceTo(const std::string& path, std::string* error) {
   return true;
 }
 
+bool WriteStacksTraceTo(const std::string& path, std::string* error) {
+  trace::FileSinkOptions so;
+  so.overwrite = true;
+  auto sink = trace::OpenFileSink(path, so, error);
+  if (!sink) return false;
+  trace::TraceWriter w(std::move(sink));
+  TraceHeaderData h;
+  h.tool_version = "test";
+  if (!w.Begin(h)) return false;
+  CallStack py;
+  py.kind = StackKind::kPython;
+  StackFrame leaf;
+  leaf.function_id = w.Intern("Model.\"forward\"");  // escaped in the JSON
+  leaf.module_id = w.Intern("/work/train.py");
+  leaf.line = 42;
+  StackFrame outer;
+  outer.function_id = w.Intern("<module>");
+  outer.module_id = leaf.module_id;
+  outer.line = 7;
+  py.frames = {leaf, outer};
+  CallStack native;
+  StackFrame nf;
+  nf.function_id = w.Intern("main");
+  nf.module_id = w.Intern("/usr/bin/app");
+  nf.offset = 0x40;
+  native.frames = {nf};
+  for (uint64_t start : {1000, 3000}) {
+    ApiEvent api;
+    api.start_ns = start;
+    api.end_ns = start + 1000;
+    api.domain = ApiDomain::kRuntime;
+    api.name_id = w.Intern("cudaStreamSynchronize");
+    api.thread_id = 5;
+    api.python_stack_id = w.InternStack(py);
+    api.stack_id = w.InternStack(native);
+    w.Add(api);
+  }
+  if (!w.Finish("exit")) {
+    *error = "trace write failed";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace sightline::testing

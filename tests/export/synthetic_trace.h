@@ -78,6 +78,11 @@ bool WriteSyntheticTraceTo(const std::string& spec, const SyntheticOptions& opti
 // 2000 ns, in either order; a third replayed kernel has no range.
 bool WriteReplayTraceTo(const std::string& path, std::string* error);
 
+// Two cudaStreamSynchronize calls (thread 5, 1000-2000 ns and 3000-4000 ns)
+// with the same Python stack ("Model.\"forward\"" at /work/train.py:42 <-
+// "<module>" at line 7) and native stack ("main" in /usr/bin/app+0x40).
+bool WriteStacksTraceTo(const std::string& path, std::string* error);
+
 }  // namespace sightline::testing
 
 #endif  // SIGHTLINE_TESTS_EXPORT_SYNTHETIC_TRACE_H_
