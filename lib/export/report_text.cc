@@ -444,14 +444,21 @@ std::string RenderKernelPagesText(const std::vector<analysis::KernelPage>& pages
     if (p.display_name != p.name) Wrap(&out, absl::StrCat("(", p.name, ")"), width, "  ", "  ");
     for (const analysis::KernelPageSection& s : p.sections) {
       absl::StrAppend(&out, "\n", s.title, "\n");
+      // Values right-aligned in a column as wide as the short ones; a long
+      // value (a call site, an op) follows its label without setting the
+      // column's width.
+      constexpr size_t kShortValue = 24;
       size_t label_w = 0, value_w = 0;
       for (const analysis::KernelPageRow& row : s.rows) {
         label_w = std::max(label_w, row.label.size());
-        value_w = std::max(value_w, row.value.size());
+        if (row.value.size() <= kShortValue) value_w = std::max(value_w, row.value.size());
       }
       for (const analysis::KernelPageRow& row : s.rows) {
-        std::string line = absl::StrFormat("  %-*s  %*s", static_cast<int>(label_w), row.label,
-                                           static_cast<int>(value_w), row.value);
+        std::string line =
+            row.value.size() <= kShortValue
+                ? absl::StrFormat("  %-*s  %*s", static_cast<int>(label_w), row.label,
+                                  static_cast<int>(value_w), row.value)
+                : absl::StrFormat("  %-*s  %s", static_cast<int>(label_w), row.label, row.value);
         if (row.note.empty()) {
           absl::StrAppend(&out, line, "\n");
         } else {
