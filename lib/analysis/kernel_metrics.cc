@@ -172,7 +172,7 @@ std::string Num(double v, const char* fmt = "%.1f") {
   return buf;
 }
 
-std::string PctOrNa(double v) { return v < 0 ? "n/a" : FormatPct(v); }
+std::string PctOrNa(double v) { return v < 0 || std::isnan(v) ? "n/a" : FormatPct(v); }
 
 std::string CountText(double v) {
   if (v < 0) return "n/a";
@@ -199,14 +199,46 @@ const char* SetFor(std::string_view metric) {
     return "compute";
   }
   if (metric == kAchievedOccupancy) return "occupancy";
-  if (metric == kDuration) return "any set";
   return "memory";
 }
 
+// The metric values a page shows: its configuration's when that
+// configuration was measured (a GEMM on two shapes has two sets of values),
+// else the kernel's means over every measured launch.
+struct PageValues {
+  const std::vector<MetricAggregate>* list = nullptr;
+  uint64_t samples = 0;
+  bool per_config = false;
+  explicit PageValues(const KernelView& v) {
+    if (v.config != nullptr && v.config->metric_samples > 0) {
+      list = &v.config->metrics;
+      samples = v.config->metric_samples;
+      per_config = true;
+    } else {
+      list = &v.kernel->metrics;
+      samples = v.kernel->metric_samples;
+    }
+  }
+  const MetricAggregate* Find(std::string_view name) const {
+    for (const MetricAggregate& m : *list) {
+      if (m.name == name && m.samples > 0) return &m;
+    }
+    return nullptr;
+  }
+  bool Has(std::string_view name) const { return Find(name) != nullptr; }
+  double Metric(std::string_view name) const {
+    const MetricAggregate* m = Find(name);
+    return m != nullptr ? m->mean : -1;
+  }
+};
+
 // A row for a metric value; a "not collected" note names the set with it.
-KernelPageRow MetricRow(const KernelView& v, std::string label, std::string_view metric,
+KernelPageRow MetricRow(const PageValues& v, std::string label, std::string_view metric,
                         std::string value, std::string note) {
   if (!v.Has(metric)) {
+    if (metric == kDuration) {
+      return KernelPageRow{std::move(label), "n/a", "not collected (every --metrics set has it)"};
+    }
     return KernelPageRow{std::move(label), "n/a",
                          std::string("not collected (--metrics ") + SetFor(metric) + " or full)"};
   }
@@ -219,24 +251,32 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
   page.display_name = DemangledKernelName(v.name());
   const KernelAggregate& k = *v.kernel;
   const LaunchConfig& c = v.config->config;
+  const PageValues pv(v);
 
   // Speed of light.
   KernelPageSection sol{"GPU speed of light", {}};
-  const double dur = v.Metric(kDuration);
-  sol.rows.push_back(MetricRow(v, "Duration (measured)", kDuration, FormatNs(dur),
+  const double dur = pv.Metric(kDuration);
+  sol.rows.push_back(MetricRow(pv, "Duration (measured)", kDuration, FormatNs(dur),
                                "gpu__time_duration.sum, mean over " +
-                                   std::to_string(k.metric_samples) + " measured launches"));
-  const double sm = v.Metric(kSmThroughput);
-  const double mem = MemorySol(v);
-  sol.rows.push_back(MetricRow(v, "Compute (SM) throughput", kSmThroughput, PctOrNa(sm),
+                                   std::to_string(pv.samples) + " measured launches" +
+                                   (pv.per_config ? " of this configuration" : "")));
+  const double sm = pv.Metric(kSmThroughput);
+  const double mem = std::max(pv.Metric(kMemoryThroughput), pv.Metric(kDramThroughput));
+  sol.rows.push_back(MetricRow(pv, "Compute (SM) throughput", kSmThroughput, PctOrNa(sm),
                                "of peak, the busiest SM unit"));
-  sol.rows.push_back(MetricRow(v, "Memory throughput", kMemoryThroughput,
-                               PctOrNa(v.Metric(kMemoryThroughput)),
+  sol.rows.push_back(MetricRow(pv, "Memory throughput", kMemoryThroughput,
+                               PctOrNa(pv.Metric(kMemoryThroughput)),
                                "of peak, the busiest of L1, L2 and DRAM"));
-  sol.rows.push_back(MetricRow(v, "DRAM throughput", kDramThroughput, PctOrNa(v.Metric(kDramThroughput)), ""));
-  sol.rows.push_back(MetricRow(v, "L1/TEX throughput", kL1Throughput, PctOrNa(v.Metric(kL1Throughput)), ""));
-  sol.rows.push_back(MetricRow(v, "L2 throughput", kL2Throughput, PctOrNa(v.Metric(kL2Throughput)), ""));
-  switch (ClassifySol(v, 60.0)) {
+  sol.rows.push_back(MetricRow(pv, "DRAM throughput", kDramThroughput, PctOrNa(pv.Metric(kDramThroughput)), ""));
+  sol.rows.push_back(MetricRow(pv, "L1/TEX throughput", kL1Throughput, PctOrNa(pv.Metric(kL1Throughput)), ""));
+  sol.rows.push_back(MetricRow(pv, "L2 throughput", kL2Throughput, PctOrNa(pv.Metric(kL2Throughput)), ""));
+  // The speed-of-light rules' classification (kernel_rule_util.h ClassifySol),
+  // on this page's values.
+  const SolClass sol_class = sm < 0 || mem < 0     ? SolClass::kUnknown
+                             : std::max(sm, mem) < 60 ? SolClass::kLatency
+                             : mem >= sm              ? SolClass::kMemory
+                                                      : SolClass::kCompute;
+  switch (sol_class) {
     case SolClass::kMemory:
       page.bound = "memory";
       sol.rows.push_back({"Bound", "memory", "memory at " + FormatPct(mem) +
@@ -262,8 +302,8 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
 
   // Memory workload.
   KernelPageSection memw{"Memory workload", {}};
-  const double dram_bytes = v.Metric(kDramBytes);
-  memw.rows.push_back(MetricRow(v, "DRAM bytes", kDramBytes, FormatBytes(dram_bytes), ""));
+  const double dram_bytes = pv.Metric(kDramBytes);
+  memw.rows.push_back(MetricRow(pv, "DRAM bytes", kDramBytes, FormatBytes(dram_bytes), ""));
   if (dram_bytes >= 0 && dur > 0) {
     const double gbps = dram_bytes / dur;  // bytes per ns = GB/s
     std::string note;
@@ -277,21 +317,21 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
   // said as such, not as a missing metric.
   auto per_request = [&](const char* label, const char* sectors, const char* requests,
                          const char* ideal) {
-    const double r = v.Metric(requests);
-    if (v.Has(sectors) && v.Has(requests) && r == 0) {
+    const double r = pv.Metric(requests);
+    if (pv.Has(sectors) && pv.Has(requests) && r == 0) {
       memw.rows.push_back({label, "-", "no LSU requests (TMA or no global access)"});
       return;
     }
     memw.rows.push_back(
-        MetricRow(v, label, sectors, Num(Ratio(v.Metric(sectors), r), "%.2f"), ideal));
+        MetricRow(pv, label, sectors, Num(Ratio(pv.Metric(sectors), r), "%.2f"), ideal));
   };
   per_request("Global load sectors per request", kLoadSectors, kLoadRequests,
               "4 for 32 consecutive 4-byte loads; up to 32 when uncoalesced");
   per_request("Global store sectors per request", kStoreSectors, kStoreRequests,
               "4 for 32 consecutive 4-byte stores");
-  const double conflicts = v.Metric(kBankConflicts);
-  const double wavefronts = v.Metric(kSharedWavefronts);
-  memw.rows.push_back(MetricRow(v, "Shared-memory bank conflicts", kBankConflicts, CountText(conflicts),
+  const double conflicts = pv.Metric(kBankConflicts);
+  const double wavefronts = pv.Metric(kSharedWavefronts);
+  memw.rows.push_back(MetricRow(pv, "Shared-memory bank conflicts", kBankConflicts, CountText(conflicts),
                                 wavefronts > 0 ? FormatPct(100.0 * Ratio(conflicts, wavefronts)) +
                                                      " of shared-memory wavefronts"
                                                : ""));
@@ -299,27 +339,27 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
 
   // Compute workload.
   KernelPageSection comp{"Compute workload", {}};
-  comp.rows.push_back(MetricRow(v, "Issue slots busy", kIssueActive, PctOrNa(v.Metric(kIssueActive)),
+  comp.rows.push_back(MetricRow(pv, "Issue slots busy", kIssueActive, PctOrNa(pv.Metric(kIssueActive)),
                                 "cycles a scheduler issued an instruction"));
-  const double inst = v.Metric(kInstExecuted);
-  const double cycles = v.Metric(kCyclesElapsed);
+  const double inst = pv.Metric(kInstExecuted);
+  const double cycles = pv.Metric(kCyclesElapsed);
   const uint32_t sms = v.device != nullptr ? v.device->sm_count : 0;
-  comp.rows.push_back(MetricRow(v, "Warp instructions executed", kInstExecuted, CountText(inst), ""));
+  comp.rows.push_back(MetricRow(pv, "Warp instructions executed", kInstExecuted, CountText(inst), ""));
   if (inst >= 0 && cycles > 0 && sms > 0) {
     comp.rows.push_back({"Executed IPC (elapsed)", Num(inst / (cycles * sms), "%.2f"),
                          "warp instructions per cycle per SM (4 at most)"});
   }
-  const double tpi = v.Metric(kThreadsPerInst);
-  comp.rows.push_back(MetricRow(v, "Threads per instruction", kThreadsPerInst, Num(tpi, "%.1f"),
+  const double tpi = pv.Metric(kThreadsPerInst);
+  comp.rows.push_back(MetricRow(pv, "Threads per instruction", kThreadsPerInst, Num(tpi, "%.1f"),
                                 tpi >= 0 && tpi < 24 ? "of 32: divergent branches or partial warps"
                                                      : "of 32"));
-  comp.rows.push_back(MetricRow(v, "Tensor pipe (HMMA) active", kTensorActive,
-                                PctOrNa(v.Metric(kTensorActive)), ""));
-  if (v.Has(kAnyTensorActive)) {
-    comp.rows.push_back({"Any tensor pipe active", PctOrNa(v.Metric(kAnyTensorActive)), ""});
+  comp.rows.push_back(MetricRow(pv, "Tensor pipe (HMMA) active", kTensorActive,
+                                PctOrNa(pv.Metric(kTensorActive)), ""));
+  if (pv.Has(kAnyTensorActive)) {
+    comp.rows.push_back({"Any tensor pipe active", PctOrNa(pv.Metric(kAnyTensorActive)), ""});
   }
-  if (v.Has(kGmmaInst)) {
-    comp.rows.push_back({"Warpgroup MMA instructions", CountText(v.Metric(kGmmaInst)), "Hopper wgmma"});
+  if (pv.Has(kGmmaInst)) {
+    comp.rows.push_back({"Warpgroup MMA instructions", CountText(pv.Metric(kGmmaInst)), "Hopper wgmma"});
   }
   page.sections.push_back(std::move(comp));
 
@@ -336,13 +376,13 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
   } else {
     occ.rows.push_back({"Theoretical occupancy", "n/a", "the trace lacks the device's limits"});
   }
-  const double achieved = v.Metric(kAchievedOccupancy);
+  const double achieved = pv.Metric(kAchievedOccupancy);
   std::string achieved_note;
   if (achieved >= 0 && v.has_occupancy && v.occupancy.theoretical_occupancy_pct > 0) {
     achieved_note = FormatPct(100.0 * achieved / v.occupancy.theoretical_occupancy_pct) +
                     " of theoretical";
   }
-  occ.rows.push_back(MetricRow(v, "Achieved occupancy", kAchievedOccupancy, PctOrNa(achieved),
+  occ.rows.push_back(MetricRow(pv, "Achieved occupancy", kAchievedOccupancy, PctOrNa(achieved),
                                achieved_note));
   page.sections.push_back(std::move(occ));
 
@@ -366,7 +406,9 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
   }
   if (k.configs.size() > 1) {
     launch.rows.push_back({"Configurations", std::to_string(k.configs.size()),
-                           "this page shows the most frequent one"});
+                           pv.per_config ? "this page shows the most frequent one, its metrics too"
+                                         : "this page shows the most frequent one; metrics are "
+                                           "means over all measured configurations"});
   }
   page.sections.push_back(std::move(launch));
 

@@ -254,7 +254,11 @@ void FillMemory(const TimelineModel& whole, const StepDetection& steps, const Sc
         auto it = replay.pools().find(pool_id);
         const uint64_t held = it != replay.pools().end() ? MemoryTracker::Footprint(it->second) : 0;
         const uint64_t used = it != replay.pools().end() ? it->second.live_sum : 0;
-        pa.summary.destroyed = op.op == MemoryOperation::kPoolDestroyed;
+        // Destroyed stays set through frees that come after the destroy
+        // (allowed while allocations are live); a new pool at the address
+        // clears it.
+        if (op.op == MemoryOperation::kPoolDestroyed) pa.summary.destroyed = true;
+        if (op.op == MemoryOperation::kPoolCreated) pa.summary.destroyed = false;
         pa.summary.peak_bytes = std::max(pa.summary.peak_bytes, held);
         pa.summary.peak_used_bytes = std::max(pa.summary.peak_used_bytes, used);
         pa.summary.end_bytes = held;

@@ -545,7 +545,10 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
   for (auto it = contexts_.begin(); it != contexts_.end(); ++it) {
     if ((*it)->context != context) continue;
     if (spread_ != nullptr) CollectSpread(spread_->FinishIncomplete(it->get()));
-    if (sequence_ != nullptr) CollectSpread(sequence_->FinishIncomplete(it->get()));
+    if (sequence_ != nullptr) {
+      CollectSpread(sequence_->FinishIncomplete(it->get()));
+      CollectSpread(sequence_->TakeCompleted());  // a last pass that ended with the context
+    }
     Flush(it->get());
     if ((*it)->object != nullptr) {
       auto p = MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
@@ -591,6 +594,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   if (sequence_ != nullptr || (!sequence_failed_.empty() && !sequence_failure_reported_)) {
     if (sequence_ != nullptr) {
       CollectSpread(sequence_->FinishIncomplete());
+      CollectSpread(sequence_->TakeCompleted());  // a last pass that ended with the window
       sequence_->NewWindow();
     } else {
       sequence_failure_reported_ = true;  // said once, in the window it stopped

@@ -198,7 +198,7 @@ void SequenceSpread::Debug(uint32_t pass, const SpreadPassResult& r, const char*
   std::fprintf(stderr, "\n");
 }
 
-bool SequenceSpread::EndPass() {
+bool SequenceSpread::EndPass(bool begin_next) {
   SpreadPassResult r;
   if (!target_->EndSequencePass(context_, &r)) {
     Fail("sequence: ending pass " + std::to_string(passes_done_) + " failed");
@@ -245,6 +245,10 @@ bool SequenceSpread::EndPass() {
     Fail("sequence: CUPTI wants more than the " + std::to_string(num_passes_) +
          " passes of the schedule");
     return false;
+  }
+  if (!begin_next) {
+    current_.clear();
+    return true;  // the caller stops here (capture end); the pass is counted
   }
   if (!target_->BeginSequencePass(context_)) {
     Fail("sequence: starting pass " + std::to_string(passes_done_) + " failed");
@@ -332,8 +336,19 @@ std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
     if (context != nullptr) dirty_.erase(context);
     return out;
   }
-  SpreadPassResult ignored;
-  target_->EndSequencePass(context_, &ignored);  // best effort: the pass is not used
+  if (!current_.empty() && current_.size() == pattern_.size()) {
+    // The window closed right after a pass's last launch: that pass is
+    // whole (and may be the schedule's last); end it as the next launch
+    // would have, without starting another.
+    if (!EndPass(/*begin_next=*/false)) return out;
+    if (!collecting_) {  // completed (TakeCompleted has the sets) or discarded
+      if (context != nullptr) dirty_.erase(context);
+      return out;
+    }
+  } else {
+    SpreadPassResult ignored;
+    target_->EndSequencePass(context_, &ignored);  // best effort: the pass is not used
+  }
   collecting_ = false;
   current_.clear();
   if (context == nullptr) {

@@ -185,9 +185,9 @@ class SequenceSpread {
   // The passes so far are thrown away, the period is held to a stricter
   // standard, learning goes on.
   void Discard();
-  // At the launch after a pass's last: Stop, check, evaluate or next pass.
-  // False when the mode failed.
-  bool EndPass();
+  // At the launch after a pass's last: Stop, check, evaluate or (when
+  // `begin_next`) start the next pass. False when the mode failed.
+  bool EndPass(bool begin_next = true);
   void Debug(uint32_t pass, const SpreadPassResult& r, const char* verdict,
              const SpreadLaunch* differing) const;
   SpreadCollection MakeSet(size_t i) const;

@@ -107,10 +107,15 @@ class ChromeEmitter : public trace::EventVisitor {
   const TrackRegistry& tracks() const { return tracks_; }
 
   // ---- EventVisitor ----------------------------------------------------
-  // Kernels replayed for metrics (no timestamps): at their launch, at the end.
-  void EmitReplayedKernels() {
-    for (const ReplayPlacement::Placed& p : replay_.Take()) EmitKernel(p.kernel, true);
-    stats_.events_skipped += replay_.unplaced();
+  // Kernels replayed for metrics (no timestamps): at their launch, once its
+  // launch and measured duration are known (after each chunk); at the end
+  // the ones still waiting are counted as skipped.
+  void EmitReplayedKernels(bool final) {
+    for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
+    if (final) {
+      replay_.Finish();
+      stats_.events_skipped += replay_.unplaced();
+    }
     EmitPendingFlows();
   }
 
@@ -539,11 +544,12 @@ absl::StatusOr<ExportStats> ExportChromeTrace(trace::TraceReader& reader, Output
   while (true) {
     absl::StatusOr<bool> more = reader.NextChunk(emitter);
     if (!more.ok()) return more.status();
+    emitter.EmitReplayedKernels(/*final=*/false);
     emitter.EmitPendingFlows();
     if (options.on_chunk) options.on_chunk(reader.position());
     if (!*more) break;
   }
-  emitter.EmitReplayedKernels();
+  emitter.EmitReplayedKernels(/*final=*/true);
   ExportStats& stats = emitter.stats();
   stats.flows_unmatched = emitter.flows().unmatched();
   stats.tracks = emitter.tracks().size();

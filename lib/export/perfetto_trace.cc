@@ -122,10 +122,14 @@ class PerfettoEmitter : public trace::EventVisitor {
   size_t track_count() const { return tracks_.size(); }
 
   // Kernels replayed for metrics (no timestamps): at their launch call's
-  // start for the duration the replay measured (replay_placement.h).
-  void EmitReplayedKernels() {
-    for (const ReplayPlacement::Placed& p : replay_.Take()) EmitKernel(p.kernel, true);
-    stats_.events_skipped += replay_.unplaced();
+  // start for the duration the replay measured (replay_placement.h), after
+  // each chunk; at the end the ones still waiting are counted as skipped.
+  void EmitReplayedKernels(bool final) {
+    for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
+    if (final) {
+      replay_.Finish();
+      stats_.events_skipped += replay_.unplaced();
+    }
   }
 
   void OnKernel(const KernelEvent& e) override {
@@ -637,10 +641,11 @@ absl::StatusOr<ExportStats> ExportPerfettoTrace(trace::TraceReader& reader, Outp
   while (true) {
     absl::StatusOr<bool> more = reader.NextChunk(emitter);
     if (!more.ok()) return more.status();
+    emitter.EmitReplayedKernels(/*final=*/false);
     if (options.on_chunk) options.on_chunk(reader.position());
     if (!*more) break;
   }
-  emitter.EmitReplayedKernels();
+  emitter.EmitReplayedKernels(/*final=*/true);
   ExportStats& stats = emitter.stats();
   stats.tracks = emitter.track_count();
   stats.bytes_written = out.bytes_written();

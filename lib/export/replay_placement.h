@@ -5,15 +5,19 @@
 // (KernelEvent::replayed, start = end = 0). The exporters place it as the
 // analyzer does (analysis::TimelineModel::replayed_activities): at its launch
 // call's start, for the duration the replay measured (the
-// gpu__time_duration.sum of its metric range), marked as replayed. A
-// launch, its kernel and its metric range may come in any order and in
-// different chunks: the kernels are kept until the end (at most `capacity`;
-// the rest is counted), launch times and measured durations in FIFO-bounded
-// maps keyed by correlation id. Kernels whose launch or duration never came
-// are counted (unplaced()), not drawn at time zero.
+// gpu__time_duration.sum of its metric range), marked as replayed. A launch,
+// its kernel and its metric range may come in any order and in different
+// chunks, so they are matched as they arrive: a replayed kernel waits (at
+// most `capacity` of them) with whatever of its launch and duration has come;
+// launches and durations that come before their kernel are kept in
+// FIFO-bounded maps (every API call passes through them) and never evicted
+// once their kernel waits. TakeReady() hands out the kernels complete so far
+// (the caller emits them per chunk); Finish() counts the ones still waiting
+// (unplaced()), which are not drawn at time zero.
 #ifndef SIGHTLINE_LIB_EXPORT_REPLAY_PLACEMENT_H_
 #define SIGHTLINE_LIB_EXPORT_REPLAY_PLACEMENT_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -29,13 +33,24 @@ class ReplayPlacement {
  public:
   explicit ReplayPlacement(size_t capacity) : capacity_(capacity ? capacity : 1) {}
 
-  // True (and kept for the end) when `e` is a replayed kernel.
+  // True (and kept until placed) when `e` is a replayed kernel.
   bool OnKernel(const KernelEvent& e) {
     if (!e.replayed) return false;
-    if (kernels_.size() < capacity_) {
-      kernels_.push_back(e);
-    } else {
+    if (waiting_.size() >= capacity_ && waiting_.count(e.correlation_id) == 0) {
       ++unplaced_;
+      return true;
+    }
+    Waiting& w = waiting_[e.correlation_id];
+    w.kernel = e;
+    w.have_kernel = true;
+    // What came before it.
+    if (auto l = early_launch_.find(e.correlation_id); l != early_launch_.end()) {
+      Launch(&w, l->second);
+      early_launch_.erase(l);
+    }
+    if (auto d = early_duration_.find(e.correlation_id); d != early_duration_.end()) {
+      w.duration_ns = d->second;
+      early_duration_.erase(d);
     }
     return true;
   }
@@ -43,59 +58,83 @@ class ReplayPlacement {
   // launch (a runtime call around its driver call).
   void OnApi(const ApiEvent& e) {
     if (e.correlation_id == 0) return;
-    auto [it, fresh] = launches_.try_emplace(e.correlation_id, e.start_ns);
-    if (!fresh) {
-      it->second = std::min(it->second, e.start_ns);
+    if (auto w = waiting_.find(e.correlation_id); w != waiting_.end()) {
+      Launch(&w->second, e.start_ns);
       return;
     }
-    launch_order_.push_back(e.correlation_id);
-    if (launch_order_.size() > capacity_) {
-      launches_.erase(launch_order_.front());
-      launch_order_.pop_front();
-    }
+    Remember(&early_launch_, &launch_order_, e.correlation_id, e.start_ns, /*min=*/true);
   }
   // A metric range's measured duration (its gpu__time_duration.sum), ns.
   void OnMeasuredDuration(uint32_t correlation_id, double duration_ns) {
     if (correlation_id == 0 || !(duration_ns > 0)) return;
-    if (durations_.emplace(correlation_id, static_cast<uint64_t>(duration_ns)).second) {
-      duration_order_.push_back(correlation_id);
-      if (duration_order_.size() > capacity_) {
-        durations_.erase(duration_order_.front());
-        duration_order_.pop_front();
-      }
+    const uint64_t ns = static_cast<uint64_t>(duration_ns);
+    if (auto w = waiting_.find(correlation_id); w != waiting_.end()) {
+      w->second.duration_ns = ns;
+      return;
     }
+    Remember(&early_duration_, &duration_order_, correlation_id, ns, /*min=*/false);
   }
 
-  struct Placed {
-    KernelEvent kernel;  // start_ns / end_ns set
-  };
-  // At the end: the kept kernels whose launch and duration are known.
-  std::vector<Placed> Take() {
-    std::vector<Placed> out;
-    for (const KernelEvent& k : kernels_) {
-      auto l = launches_.find(k.correlation_id);
-      auto d = durations_.find(k.correlation_id);
-      if (l == launches_.end() || d == durations_.end()) {
-        ++unplaced_;
-        continue;
+  // The waiting kernels whose launch and duration are both known, placed
+  // (start_ns / end_ns set). Call after each chunk (a runtime call and its
+  // driver call of one chunk both count toward the earliest start).
+  std::vector<KernelEvent> TakeReady() {
+    std::vector<KernelEvent> out;
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const Waiting& w = it->second;
+      if (w.have_kernel && w.have_launch && w.duration_ns > 0) {
+        KernelEvent k = w.kernel;
+        k.start_ns = w.launch_ns;
+        k.end_ns = w.launch_ns + w.duration_ns;
+        out.push_back(k);
+        it = waiting_.erase(it);
+      } else {
+        ++it;
       }
-      Placed p;
-      p.kernel = k;
-      p.kernel.start_ns = l->second;
-      p.kernel.end_ns = l->second + d->second;
-      out.push_back(p);
     }
-    kernels_.clear();
+    std::sort(out.begin(), out.end(), [](const KernelEvent& a, const KernelEvent& b) {
+      return a.start_ns < b.start_ns;
+    });
     return out;
+  }
+  // At the end: the kernels still waiting are counted, not drawn.
+  void Finish() {
+    unplaced_ += waiting_.size();
+    waiting_.clear();
   }
   uint64_t unplaced() const { return unplaced_; }
 
  private:
+  struct Waiting {
+    KernelEvent kernel;
+    bool have_kernel = false;
+    bool have_launch = false;
+    uint64_t launch_ns = 0;
+    uint64_t duration_ns = 0;
+  };
+  static void Launch(Waiting* w, uint64_t start_ns) {
+    w->launch_ns = w->have_launch ? std::min(w->launch_ns, start_ns) : start_ns;
+    w->have_launch = true;
+  }
+  void Remember(std::unordered_map<uint32_t, uint64_t>* map, std::deque<uint32_t>* order,
+                uint32_t id, uint64_t value, bool min) {
+    auto [it, fresh] = map->try_emplace(id, value);
+    if (!fresh) {
+      if (min) it->second = std::min(it->second, value);
+      return;
+    }
+    order->push_back(id);
+    while (order->size() > capacity_) {
+      map->erase(order->front());
+      order->pop_front();
+    }
+  }
+
   size_t capacity_;
-  std::vector<KernelEvent> kernels_;
-  std::unordered_map<uint32_t, uint64_t> launches_;  // correlation id → launch start
+  std::unordered_map<uint32_t, Waiting> waiting_;              // by correlation id
+  std::unordered_map<uint32_t, uint64_t> early_launch_;        // launch start, kernel not seen yet
   std::deque<uint32_t> launch_order_;
-  std::unordered_map<uint32_t, uint64_t> durations_;  // correlation id → measured ns
+  std::unordered_map<uint32_t, uint64_t> early_duration_;      // measured ns, kernel not seen yet
   std::deque<uint32_t> duration_order_;
   uint64_t unplaced_ = 0;
 };

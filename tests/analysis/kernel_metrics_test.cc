@@ -144,11 +144,15 @@ TEST(KernelMetrics, DetailsPagesNameTheBoundAndSayWhatWasNotCollected) {
   ASSERT_EQ(pages->size(), 1u);
   const KernelPage& p = (*pages)[0];
   EXPECT_EQ(p.name, "gemm");
-  EXPECT_EQ(p.bound, "latency");  // SM 55 %, memory 30 %: neither at the 60 % knee
+  // The page shows its configuration's values (grid 10: SM 80 %, memory
+  // 20 %), not the kernel's means over both shapes (SM 55 %, memory 30 %:
+  // neither at the 60 % knee).
+  EXPECT_EQ(p.bound, "compute");
   std::string text = exporter::RenderKernelPagesText(*pages, 100);
   for (const char* s : {"GPU speed of light", "Memory workload", "Compute workload", "Occupancy",
                         "Launch statistics", "In this run", "Findings on this kernel",
-                        "not collected (--metrics compute or full)"}) {
+                        "not collected (--metrics compute or full)",
+                        "the most frequent one, its metrics too"}) {
     EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
   }
   // Every kernel, the heaviest first; a bad pattern is an error.

@@ -171,6 +171,16 @@ TEST_P(MemoryTest, StreamOrderedPoolsCountTheirReservedSize) {
   destroy.operation = MemoryOperation::kPoolDestroyed;
   destroy.address = kBase + (4ull << 30);
   b.trace().memory.push_back(destroy);
+  // A free after the destroy (allowed while allocations are live) does not
+  // bring the pool back.
+  MemoryEvent late_free;
+  late_free.timestamp_ns = ms(41);
+  late_free.operation = MemoryOperation::kRelease;
+  late_free.memory_kind = MemoryKind::kDevice;
+  late_free.address = kBase + (4ull << 30);
+  late_free.async = true;
+  late_free.pool_address = kBase + (4ull << 30);
+  b.trace().memory.push_back(late_free);
   r = AnalyzeTraces({b.trace()}, GetParam(), o);
   ASSERT_EQ(r.memory.devices.at(0).pools.size(), 1u);
   EXPECT_TRUE(r.memory.devices[0].pools[0].destroyed);

@@ -373,6 +373,33 @@ TEST(SequenceSpread, CaptureEndReportsIncompleteSetsAndResetsBeforeTheNext) {
   EXPECT_EQ(t.log[1], "init 3");
 }
 
+// The window closes right after a pass's last launch: that pass counts, and
+// when it was the schedule's last the sets are complete (no new pass started).
+TEST(SequenceSpread, CaptureEndRightAfterAPassKeepsIt) {
+  FakeSequenceTarget t(2);
+  SequenceSpread s(&t, 2, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  Steps(&s, &t, 2, &corr);  // learned at step 2's last launch: pass 0 = c, a, b
+  for (uint64_t key : {1u, 2u}) {
+    Feed(&s, L(key, ++corr), true);
+    t.Launched();
+  }
+  ASSERT_TRUE(s.collecting());
+  Feed(&s, L(3, ++corr), true);  // pass 0 ends here; pass 1 = c ...
+  t.Launched();
+  for (uint64_t key : {1u, 2u}) {  // ... a, b: pass 1 whole
+    Feed(&s, L(key, ++corr), true);
+    t.Launched();
+  }
+  const int begins = Count(t.log, "begin");
+  EXPECT_TRUE(s.FinishIncomplete().empty());
+  EXPECT_EQ(Count(t.log, "begin"), begins);  // no pass started at the window's end
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].passes_done, 2u);
+  EXPECT_FALSE(done[0].values.empty());
+}
+
 TEST(SequenceSpread, OtherContextsAndUnselectedStartsAreIgnored) {
   FakeSequenceTarget t(2);
   SequenceSpread s(&t, 2, 16, /*min_run=*/0);

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "lib/export/flow_matcher.h"
+#include "lib/export/replay_placement.h"
 #include "lib/export/output_file.h"
 #include "lib/trace/reader.h"
 #include "lib/trace/sink.h"
@@ -179,6 +180,52 @@ TEST(ChromeTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   EXPECT_GE(stats->events_skipped, 1u);
   unlink(trace_path.c_str());
   unlink(out_path.c_str());
+}
+
+// Matching as the pieces arrive, in bounded memory: a waiting kernel keeps
+// its place however many API calls pass before its launch; a launch seen
+// long before its kernel may be evicted (then the kernel is not drawn).
+TEST(ReplayPlacementTest, MatchesAsThePiecesArriveInBoundedMemory) {
+  ReplayPlacement rp(4);
+  auto kernel = [](uint32_t corr) {
+    KernelEvent k;
+    k.correlation_id = corr;
+    k.replayed = true;
+    return k;
+  };
+  auto api = [](uint32_t corr, uint64_t start) {
+    ApiEvent a;
+    a.correlation_id = corr;
+    a.start_ns = start;
+    a.end_ns = start + 10;
+    return a;
+  };
+  EXPECT_FALSE(rp.OnKernel(KernelEvent{}));  // not replayed: not ours
+  EXPECT_TRUE(rp.OnKernel(kernel(7)));
+  for (uint32_t c = 100; c < 110; ++c) rp.OnApi(api(c, c));  // 10 others: no eviction of 7
+  rp.OnMeasuredDuration(7, 500);
+  EXPECT_TRUE(rp.TakeReady().empty());  // no launch yet
+  rp.OnApi(api(7, 2000));               // the driver call inside ...
+  rp.OnApi(api(7, 1990));               // ... and the runtime call around it: the earliest wins
+  std::vector<KernelEvent> ready = rp.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].start_ns, 1990u);
+  EXPECT_EQ(ready[0].end_ns, 2490u);
+  // A launch and duration first, the kernel later: matched from the early maps.
+  rp.OnApi(api(8, 3000));
+  rp.OnMeasuredDuration(8, 100);
+  rp.OnKernel(kernel(8));
+  ready = rp.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].start_ns, 3000u);
+  // A launch evicted (more than 4 calls after it) before its kernel came.
+  rp.OnApi(api(9, 4000));
+  for (uint32_t c = 200; c < 205; ++c) rp.OnApi(api(c, c));
+  rp.OnMeasuredDuration(9, 100);
+  rp.OnKernel(kernel(9));
+  EXPECT_TRUE(rp.TakeReady().empty());
+  rp.Finish();
+  EXPECT_EQ(rp.unplaced(), 1u);
 }
 
 TEST(FlowMatcherTest, PairsInEitherOrderAndKeepsLaunchForGraphs) {
