@@ -1,9 +1,11 @@
 // tests/export/synthetic_trace.cc — see synthetic_trace.h.
 #include "tests/export/synthetic_trace.h"
-#include "tests/support/h200_device.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
+
+#include "tests/support/h200_device.h"
 
 namespace sightline::testing {
 
@@ -179,16 +181,39 @@ bool WriteSyntheticTraceTo(const std::string& spec, const SyntheticOptions& opti
   return WriteSyntheticTrace(std::move(sink), options, error);
 }
 
-bool WriteReplayTraceTo(const std::string& path, std::string* error) {
+namespace {
+
+// A writer on `path` (replaced) that has written its header; null on error.
+std::unique_ptr<trace::TraceWriter> BeginTestTrace(const std::string& path,
+                                                   const std::string& metric_set,
+                                                   std::string* error) {
   trace::FileSinkOptions so;
   so.overwrite = true;
   auto sink = trace::OpenFileSink(path, so, error);
-  if (!sink) return false;
-  trace::TraceWriter w(std::move(sink));
+  if (!sink) return nullptr;
+  auto w = std::make_unique<trace::TraceWriter>(std::move(sink));
   TraceHeaderData h;
   h.tool_version = "test";
-  h.metric_set = "full";
-  if (!w.Begin(h)) return false;
+  h.metric_set = metric_set;
+  if (!w->Begin(h)) {
+    *error = "trace header write failed";
+    return nullptr;
+  }
+  return w;
+}
+
+bool FinishTestTrace(trace::TraceWriter& w, std::string* error) {
+  if (w.Finish("exit")) return true;
+  *error = "trace write failed";
+  return false;
+}
+
+}  // namespace
+
+bool WriteReplayTraceTo(const std::string& path, std::string* error) {
+  std::unique_ptr<trace::TraceWriter> writer = BeginTestTrace(path, "full", error);
+  if (!writer) return false;
+  trace::TraceWriter& w = *writer;
   auto kernel = [&](uint32_t corr) {
     KernelEvent k;
     k.correlation_id = corr;
@@ -220,22 +245,13 @@ bool WriteReplayTraceTo(const std::string& path, std::string* error) {
   kernel(2);
   kernel(3);  // no range: not drawn
   launch(3, 12000000);
-  if (!w.Finish("exit")) {
-    *error = "trace write failed";
-    return false;
-  }
-  return true;
+  return FinishTestTrace(w, error);
 }
 
 bool WriteStacksTraceTo(const std::string& path, std::string* error) {
-  trace::FileSinkOptions so;
-  so.overwrite = true;
-  auto sink = trace::OpenFileSink(path, so, error);
-  if (!sink) return false;
-  trace::TraceWriter w(std::move(sink));
-  TraceHeaderData h;
-  h.tool_version = "test";
-  if (!w.Begin(h)) return false;
+  std::unique_ptr<trace::TraceWriter> writer = BeginTestTrace(path, "", error);
+  if (!writer) return false;
+  trace::TraceWriter& w = *writer;
   CallStack py;
   py.kind = StackKind::kPython;
   StackFrame leaf;
@@ -264,11 +280,7 @@ bool WriteStacksTraceTo(const std::string& path, std::string* error) {
     api.stack_id = w.InternStack(native);
     w.Add(api);
   }
-  if (!w.Finish("exit")) {
-    *error = "trace write failed";
-    return false;
-  }
-  return true;
+  return FinishTestTrace(w, error);
 }
 
 }  // namespace sightline::testing
