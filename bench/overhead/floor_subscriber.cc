@@ -1,12 +1,16 @@
 // bench/overhead/floor_subscriber.cc — see floor_subscriber.h.
 #include "floor_subscriber.h"
 
+#include "lib/collect/config.h"
+
 #include <cupti.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace sightline_bench {
@@ -40,27 +44,64 @@ void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
 }  // namespace
 
 namespace {
+// SIGHTLINE_FLOOR_KINDS: unset = the kinds of sightline's first releases
+// with the whole RUNTIME kind (the launch-loop comparisons so far); "kernel"
+// = kernel records only, what any tracer that times every kernel pays at
+// least; "same" = exactly the records sightline's default records for a
+// Python command: the same kinds (memory records included) and runtime API
+// records enabled API by API, all but sightline's skip list.
+std::string FloorMode() {
+  const char* k = std::getenv("SIGHTLINE_FLOOR_KINDS");
+  return k != nullptr ? k : "";
+}
+
 const std::vector<CUpti_ActivityKind>& Kinds() {
-  // SIGHTLINE_FLOOR_KINDS=kernel: kernel records only — what any tracer that
-  // times every kernel pays at least (the PyTorch comparison's lower bound).
-  static const std::vector<CUpti_ActivityKind> kinds = [] {
-    const char* k = std::getenv("SIGHTLINE_FLOOR_KINDS");
-    if (k != nullptr && std::strcmp(k, "kernel") == 0) {
-      return std::vector<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+  static const std::vector<CUpti_ActivityKind> kinds = []() -> std::vector<CUpti_ActivityKind> {
+    std::string mode = FloorMode();
+    if (mode == "kernel") return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+    if (mode == "same") {
+      return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+              CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+              CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_OVERHEAD,
+              CUPTI_ACTIVITY_KIND_MEMORY2,           CUPTI_ACTIVITY_KIND_MEMORY_POOL,
+              CUPTI_ACTIVITY_KIND_MARKER,            CUPTI_ACTIVITY_KIND_MARKER_DATA};
     }
-    return std::vector<CUpti_ActivityKind>{
-        CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-        CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
-        CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_RUNTIME,
-        CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_MARKER,
-        CUPTI_ACTIVITY_KIND_MARKER_DATA};
+    return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+            CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
+            CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   CUPTI_ACTIVITY_KIND_RUNTIME,
+            CUPTI_ACTIVITY_KIND_OVERHEAD,          CUPTI_ACTIVITY_KIND_MARKER,
+            CUPTI_ACTIVITY_KIND_MARKER_DATA};
   }();
   return kinds;
+}
+
+// "same": runtime records of every API but sightline's skip list.
+void EnableRuntimeApis(bool enable) {
+  if (FloorMode() != "same") return;
+  const std::vector<std::string>& skip = sightline::collect::DefaultApiSkipList();
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS ||
+        name == nullptr) {
+      continue;
+    }
+    std::string text = name;
+    size_t v = text.rfind("_v");
+    if (v != std::string::npos && v + 2 < text.size() &&
+        text.find_first_not_of("0123456789", v + 2) == std::string::npos) {
+      text.resize(v);
+    }
+    if (std::find(skip.begin(), skip.end(), text) == skip.end() &&
+        std::find(skip.begin(), skip.end(), std::string(name)) == skip.end()) {
+      cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0);
+    }
+  }
 }
 }  // namespace
 
 void StopFloorSubscriber(bool finalize) {
   for (CUpti_ActivityKind k : Kinds()) cuptiActivityDisable(k);
+  EnableRuntimeApis(false);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (finalize && cuptiFinalize() != CUPTI_SUCCESS) std::fprintf(stderr, "cuptiFinalize failed\n");
 }
@@ -76,6 +117,7 @@ void StartFloorSubscriber() {
   for (CUpti_ActivityKind k : Kinds()) {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
   }
+  EnableRuntimeApis(true);
 }
 
 void ReportFloorSubscriber(FILE* out) {

@@ -4,7 +4,8 @@
 // any CUPTI activity tracer pays at least; linked into launch_overhead
 // (--mode floor) and built as libfloor_inject.so for CUDA_INJECTION64_PATH
 // (the PyTorch floor in run_overhead.sh). SIGHTLINE_FLOOR_KINDS=kernel
-// enables kernel records only.
+// enables kernel records only, =same exactly the records sightline's
+// default makes for a Python command (floor_subscriber.cc).
 #ifndef SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 #define SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 

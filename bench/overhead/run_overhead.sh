@@ -27,6 +27,22 @@
 # sync-call backtraces), sightline-nolaunchapi (no cudaLaunchKernel records),
 # sightline-kind (runtime records as the whole kind: the default before run H),
 # floor-kernel (CUPTI kernel records only: the least any kernel tracer pays).
+#   step:     a real training step (issue 17): the corpus scripts'
+#             steady-state step median (CUDA events, printed by the script)
+#             for OVERHEAD_STEP_SCRIPTS ("lm_train.py:eager cnn_train.py:fixed":
+#             the eager transformer, whose GEMMs cuBLAS launches through the
+#             driver API, and a bf16 channels_last CNN on cuDNN), modes
+#             OVERHEAD_STEP_MODES ("plain floor-same sightline-records
+#             sightline-default"): floor-same = a CUPTI subscriber recording
+#             exactly the records sightline's default records for a Python
+#             command, nothing else; sightline-records = sightline recording
+#             the same (-t cuda,cuda-memory,nvtx,nccl: no call stacks);
+#             sightline-default = plain `sightline profile` (sync-call
+#             backtraces and Python stacks on); sightline-default-nodrv = the
+#             default without the driver-launch API records and their callbacks
+#             (SIGHTLINE_DRIVER_LAUNCH_RECORDS=0; sightline-nodrv: the same vs "sightline").
+#             OVERHEAD_STEP_ROUNDS (5), OVERHEAD_STEP_ARGS ("--steps 300 --warmup 30").
+#             Target: sightline-records' added cost <= 1.15x floor-same's.
 set -uo pipefail
 B=${1:-${SIGHTLINE_BINARY_DIR:-build-gpu}}
 SL=$B/tools/sightline/sightline
@@ -44,6 +60,10 @@ SECONDS_PER_PART=${OVERHEAD_SECONDS:-0}
 AMODES=${OVERHEAD_AFTER_MODES:-plain sightline detach}
 LMODES=${OVERHEAD_LAUNCH_MODES:-plain floor sightline}
 TMODES=${OVERHEAD_TORCH_MODES:-plain torch.profiler floor sightline}
+SMODES=${OVERHEAD_STEP_MODES:-plain floor-same sightline-records sightline-default}
+SSCRIPTS=${OVERHEAD_STEP_SCRIPTS:-lm_train.py:eager cnn_train.py:fixed}
+SROUNDS=${OVERHEAD_STEP_ROUNDS:-5}
+EXAMPLES=$(cd "$(dirname "$0")/../../examples/pytorch" && pwd)
 FLOOR=$B/bench/overhead/libfloor_inject.so
 SLCLI=$SL
 R=$W/overhead_rounds.txt
@@ -68,6 +88,13 @@ sl_env() {
     sightline-nobt) echo "SIGHTLINE_TRACE=cuda,nvtx,nccl" ;;  # no sync-call backtraces
     sightline-nolaunchapi) echo "SIGHTLINE_API_SKIP=cudaLaunchKernel" ;;  # no launch API records
     sightline-kind) echo "SIGHTLINE_RUNTIME_PER_API=0" ;;  # the whole RUNTIME kind, skips switched off
+    sightline-records)  # floor-same's records, recorded by sightline: no stacks of any kind
+      echo "SIGHTLINE_QUIET=1 SIGHTLINE_TRACE=cuda,cuda-memory,nvtx,nccl SIGHTLINE_PYTHON_BACKTRACE=off" ;;
+    sightline-default) echo "SIGHTLINE_QUIET=1" ;;  # what `sightline profile -- python3 ...` does
+    # Without the API records of direct driver launches (cuBLAS, cuDNN,
+    # Triton), i.e. without driver-API callbacks: vs sightline / sightline-default.
+    sightline-nodrv) echo "SIGHTLINE_QUIET=1 SIGHTLINE_PYTHON_BACKTRACE=off SIGHTLINE_DRIVER_LAUNCH_RECORDS=0" ;;
+    sightline-default-nodrv) echo "SIGHTLINE_QUIET=1 SIGHTLINE_DRIVER_LAUNCH_RECORDS=0" ;;
     *) echo "unknown mode $1" >&2; echo "SIGHTLINE_QUIET=1" ;;
   esac
 }
@@ -116,6 +143,26 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
   esac
   echo "torch $2 $1 $(val median_us_per_op <"$o" || true)" | tee -a "$R"
   echo "torchcpu $2 $1 $(val median_cpu_us_per_op <"$o" || true)" >>"$R"
+}
+
+step_one() {  # MODE ROUND SCRIPT:VARIANT: the script's steady-state step median (ms)
+  local o=$W/ov_s.out script=${3%%:*} variant=${3#*:} tag
+  tag=${script%.py}
+  local cmd=(python3 "$EXAMPLES/$script" --variant "$variant" ${OVERHEAD_STEP_ARGS:---steps 300 --warmup 30})
+  case $1 in
+    plain) $PIN "${cmd[@]}" >"$o" 2>&1 ;;
+    floor-same)
+      SIGHTLINE_FLOOR_KINDS=same CUDA_INJECTION64_PATH=$FLOOR $PIN "${cmd[@]}" >"$o" 2>&1
+      grep -q 'floor subscriber: [1-9]' "$o" || { echo "FAIL: floor injection did not record"; tail -3 "$o"; fail=1; } ;;
+    sightline*)
+      env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_s.sltrace" -- "${cmd[@]}" >"$o" 2>&1
+      [ "$2" = 1 ] && "$SL" info "$W/ov_s.sltrace" 2>&1 | grep -E '^(status|losses)|^  (kernel|api) '
+      rm -f "$W/ov_s.sltrace" ;;
+  esac
+  local ms
+  ms=$(grep -o 'SIGHTLINE_STEPS .*' "$o" | val median_ms)
+  [ -n "$ms" ] || { echo "FAIL: $1 $3 printed no step time"; tail -5 "$o"; fail=1; ms=nan; }
+  echo "step-$tag $2 $1 $ms" | tee -a "$R"
 }
 
 rotate() {  # ROUND MODES... -> the modes in an order that rotates with the round
@@ -179,6 +226,16 @@ if [[ " $PARTS " == *" torch "* ]] && python3 -c 'import torch; assert torch.cud
   done
 fi
 
+if [[ " $PARTS " == *" step "* ]] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  t0=$(date +%s)
+  for r in $(seq 1 "$SROUNDS"); do
+    in_time "$t0" || { echo "step: stopped after $((r - 1)) rounds (OVERHEAD_SECONDS)"; break; }
+    for sc in $SSCRIPTS; do
+      for m in $(rotate "$r" $SMODES); do step_one "$m" "$r" "$sc"; done
+    done
+  done
+fi
+
 python3 - "$R" <<'PY'
 import statistics as st, sys, collections, random
 rows = collections.defaultdict(dict)
@@ -202,7 +259,7 @@ def report(part, base, ref, unit, target):
         print(f"{part.upper()} {m} added / {ref} added: ratio of medians "
               f"{(med[m]-med[base])/(med[ref]-med[base]):.2f}x; per-round median {st.median(ratios):.2f}x "
               f"(quartiles {q(ratios,.25):.2f}..{q(ratios,.75):.2f}, n={len(ratios)})"
-              + (f" target <= {target}" if m == "sightline" else ""))
+              + (f" target <= {target}" if m in ("sightline", "sightline-records") else ""))
         # The target, paired per round and without a division by a noisy
         # difference: excess = (m - base) - target * (ref - base); the target
         # holds where the median excess is <= 0. 95 % bootstrap interval of
@@ -218,6 +275,8 @@ report("launch", "plain", "floor", "us/launch", 1.1)
 report("launchcpu", "plain", "floor", "cpu-us/launch", 1.1)
 report("torch", "plain", "torch.profiler", "us/op", 0.5)
 report("torchcpu", "plain", "torch.profiler", "cpu-us/op", 0.5)
+for part in sorted({p for (p, _) in rows if p.startswith("step-")}):
+    report(part, "plain", "floor-same", "ms/step", 1.15)
 after = [v for (p, _), v in sorted(rows.items()) if p == "after"]
 if after:
     for m in sorted({m for r in after for m in r} - {"plain"}):

@@ -2,11 +2,15 @@
 """A real training loop for the monitor mode, with a slowdown switched on by a
 file flag (`sightline monitor` tests and the README's worked example).
 
-A 4-layer transformer LM (lm_train.py's TinyLM, batch 16), bf16 autocast,
-AdamW; every step wrapped in an NVTX range "train_step". While the file named
-by --sync-flag exists, each step ends with torch.cuda.synchronize() and a
-loss.item() readback: the GPU then idles while the host launches the next
-step — the injected cause a capture's first finding should name (sync_api).
+An 8-layer transformer LM (lm_train.py's TinyLM at d=1024, seq 256, batch
+32: GPU-bound on the H200, the host's launches run ahead of the GPU), bf16
+autocast, fused AdamW; every step wrapped in an NVTX range "train_step".
+While the file named by --sync-flag exists, each step ends with
+torch.cuda.synchronize() and a loss.item() readback: the GPU then idles
+while the host launches the next step — the injected cause a capture's
+first finding should name (sync_api). (At lm_train.py's own size, d=256 and
+batch 16, the step is launch-bound: a sync then costs little and the first
+finding is rightly launch_bound; --d-model/--layers/--seq/--batch choose.)
 
   --seconds S        run time (default 60)
   --sync-flag FILE   per-step sync while FILE exists
@@ -28,12 +32,16 @@ def main():
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--sync-flag", default="")
     p.add_argument("--switch-after", type=float, default=0)
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--d-model", type=int, default=1024)
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--seq", type=int, default=256)
     args = p.parse_args()
     torch.manual_seed(0)
     dev = torch.device("cuda")
-    seq, vocab = 64, 8192
-    model = TinyLM(vocab=vocab, seq=seq).to(dev)
+    seq, vocab = args.seq, 8192
+    model = TinyLM(vocab=vocab, d=args.d_model, heads=max(1, args.d_model // 64),
+                   layers=args.layers, seq=seq).to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=True)
     x = torch.randint(0, vocab, (args.batch, seq), device=dev)
     y = torch.randint(0, vocab, (args.batch, seq), device=dev)

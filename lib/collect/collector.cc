@@ -217,6 +217,7 @@ bool CollectorImpl::Initialize(InitSource source) {
     config_.capture = CaptureMode::kApi;
     config_.capture_repeat = true;
     config_.trace_backtrace = false;
+    flight_recorder_ = monitor_config_.flight_recorder_s > 0;
   }
   if (source == InitSource::kLinkIn && !config_.capture_set &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
@@ -265,6 +266,12 @@ bool CollectorImpl::Initialize(InitSource source) {
   if (!config_.quiet && monitor_config_.enabled) {
     std::fprintf(stderr, "sightline: monitoring pid %d (captures -> %s)\n", owner_pid_,
                  output_path_.c_str());
+    if (flight_recorder_) {
+      std::fprintf(stderr,
+                   "sightline: flight recorder on: CUPTI records all the time, a capture "
+                   "includes the last %.3g s before its trigger (at most %u MiB held)\n",
+                   monitor_config_.flight_recorder_s, monitor_config_.flight_recorder_mb);
+    }
   } else if (!config_.quiet) {
     std::fprintf(stderr, "sightline: profiling pid %d -> %s (capture: %s%s)\n", owner_pid_,
                  output_path_.c_str(), config_.CaptureDescription().c_str(),
@@ -276,6 +283,7 @@ bool CollectorImpl::Initialize(InitSource source) {
     MutexLock lock(control_mu_);
     CaptureAction action = capture_->Begin(Now());
     ApplyLocked(action, Now());
+    if (flight_recorder_ && !activities_on_) SetActivities(true);  // into the ring
   }
   initialized_ = true;
   return true;
@@ -333,6 +341,24 @@ bool CollectorImpl::SetUpCupti() {
       enable_drv(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop);
     }
   }
+  // Without the driver kind, the kernels libraries launch through the driver
+  // (cuBLAS/cuBLASLt GEMMs, cuDNN, Triton: most of a transformer step's GPU
+  // time) would have no API record: no launch time, thread or call stack.
+  // Only the four driver launch callbacks are enabled, and each outermost
+  // call (not inside a runtime call) becomes an API record (CallbackApi).
+  // SIGHTLINE_DRIVER_LAUNCH_RECORDS=0 turns this off.
+  callback_driver_launches_ =
+      config_.trace_cuda && !config_.trace_driver_api && config_.driver_launch_records;
+  if (callback_driver_launches_) {
+    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+      if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
+    }
+    // Runtime launch callbacks: a driver launch inside one is the runtime
+    // launch's own (t_runtime_depth), not a second API record.
+    for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+      if (IsLaunchCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) enable_rt(cbid);
+    }
+  }
   if (config_.trace_python) {
     // Runtime callbacks of the calls that get a Python stack; driver ones only
     // with -t cuda-driver (any driver callback costs every driver call, see
@@ -350,6 +376,11 @@ bool CollectorImpl::SetUpCupti() {
     fill(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE, &python_rt_cbids_);
     if (config_.trace_driver_api) {
       fill(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE, &python_drv_cbids_);
+    } else if (callback_driver_launches_) {
+      python_drv_cbids_.assign(CUPTI_DRIVER_TRACE_CBID_SIZE, 0);
+      for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+        if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) python_drv_cbids_[cbid] = 1;
+      }
     }
     for (CUpti_CallbackId cbid = 0; cbid < python_rt_cbids_.size(); ++cbid) {
       if (python_rt_cbids_[cbid] != 0) enable_rt(cbid);
@@ -530,12 +561,26 @@ void CollectorImpl::SelectApiRecords(bool enable) {
 
 bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
   if (action == CaptureAction::kStart) {
+    if (flight_recorder_) {
+      HostEvent open;
+      open.kind = HostEvent::kRecorderOpen;
+      open.start_ns = now_ns;
+      PushHostEvent(std::move(open));
+    }
     if (!activities_on_ && !torn_down_) SetActivities(true);
     if (hook_ != nullptr) hook_->OnCaptureStart();
     return false;
   }
   if (action == CaptureAction::kStop) {
-    if (activities_on_) SetActivities(false);
+    if (flight_recorder_ && !shut_down_) {
+      // Recording goes on into the ring; what ran until now is still written.
+      HostEvent close;
+      close.kind = HostEvent::kRecorderClose;
+      close.start_ns = now_ns;
+      PushHostEvent(std::move(close));
+    } else if (activities_on_) {
+      SetActivities(false);
+    }
     HostEvent w;
     w.kind = HostEvent::kWindow;
     w.start_ns = capture_->window_start_ns();
@@ -593,6 +638,15 @@ void CollectorImpl::PushHostEvent(HostEvent event) {
     return;
   }
   host_events_.push_back(std::move(event));
+}
+
+void CollectorImpl::PushCallbackApi(const CallbackApi& api) {
+  MutexLock lock(host_mu_);
+  if (callback_apis_.size() >= (1u << 20)) {
+    ++host_events_dropped_;
+    return;
+  }
+  callback_apis_.push_back(api);
 }
 
 void CollectorImpl::OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {

@@ -206,6 +206,24 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     const std::vector<uint8_t>& table = runtime ? python_rt_cbids_ : python_drv_cbids_;
     if (cbid < table.size() && table[cbid] != 0) python_->Capture(data->correlationId);
   }
+  if (callback_driver_launches_ && !runtime && t_runtime_depth == 0 && IsLaunchCbid(domain, cbid)) {
+    // A launch the application (a library) made through the driver itself:
+    // its API record, timed here (CUPTI makes none without the driver kind).
+    thread_local uint64_t t_driver_launch_start = 0;
+    if (enter) {
+      t_driver_launch_start = activities_on_ ? Now() : 0;
+    } else if (t_driver_launch_start != 0) {
+      CallbackApi a;
+      a.start_ns = t_driver_launch_start;
+      a.end_ns = Now();
+      a.correlation_id = data->correlationId;
+      a.cbid = cbid;
+      thread_local const uint32_t t_cupti_thread = static_cast<uint32_t>(pthread_self());
+      a.thread_id = t_cupti_thread;
+      t_driver_launch_start = 0;
+      PushCallbackApi(a);
+    }
+  }
   if (runtime && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000) && !enter) {
     Control(&CaptureStateMachine::OnProfilerStart);
   } else if (!runtime && cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart && !enter) {

@@ -34,7 +34,17 @@ namespace sightline::collect {
 // Events produced outside CUPTI (link-in API, capture windows, metrics, NCCL
 // NVTX payloads); the writer thread interns their strings.
 struct HostEvent {
-  enum Kind : uint8_t { kRange, kStep, kWindow, kMetrics, kNcclPayload } kind = kRange;
+  // kRecorderOpen / kRecorderClose (start_ns = when): a capture opened /
+  // closed in monitor mode with the flight recorder (lib/collect/flight_recorder.h).
+  enum Kind : uint8_t {
+    kRange,
+    kStep,
+    kWindow,
+    kMetrics,
+    kNcclPayload,
+    kRecorderOpen,
+    kRecorderClose
+  } kind = kRange;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
   uint64_t step = 0;
@@ -125,6 +135,8 @@ class CollectorImpl final : public Collector {
   // CUPTI no longer dispatches the app's calls to us.
   void Quiesce();
   void PushHostEvent(HostEvent event) SL_EXCLUDES(host_mu_);
+  struct CallbackApi;
+  void PushCallbackApi(const CallbackApi& api) SL_EXCLUDES(host_mu_);
   void Wake();
   uint64_t Now();
 
@@ -189,6 +201,13 @@ class CollectorImpl final : public Collector {
   // ids capture one (indexed by cbid, filled before the callbacks are on).
   std::unique_ptr<PythonStackCollector> python_;
   std::vector<uint8_t> python_rt_cbids_, python_drv_cbids_;
+  // Python stacks without -t cuda-driver: direct driver launches (cuBLAS's
+  // and cuDNN's cuLaunchKernelEx, Triton's cuLaunchKernel) get their API
+  // record from our launch callbacks (CallbackApi), as CUPTI makes none.
+  bool callback_driver_launches_ = false;
+  // Monitor mode with SIGHTLINE_FLIGHT_RECORDER_S: CUPTI records all the
+  // time; the writer keeps the last seconds in a ring until a capture.
+  bool flight_recorder_ = false;
   std::unique_ptr<KernelLaunchHook> hook_;
 
   Mutex control_mu_;
@@ -216,6 +235,17 @@ class CollectorImpl final : public Collector {
   Mutex host_mu_;  // leaf
   std::vector<HostEvent> host_events_ SL_GUARDED_BY(host_mu_);
   uint64_t host_events_dropped_ SL_GUARDED_BY(host_mu_) = 0;
+  // API calls timed by our callbacks (callback_driver_launches_), converted
+  // by the writer like CUPTI's API records; counted in host_events_dropped_
+  // past the cap.
+  struct CallbackApi {
+    uint64_t start_ns = 0;
+    uint64_t end_ns = 0;
+    uint32_t correlation_id = 0;
+    uint32_t thread_id = 0;
+    uint32_t cbid = 0;
+  };
+  std::vector<CallbackApi> callback_apis_ SL_GUARDED_BY(host_mu_);
 
   mutable Mutex error_mu_;  // leaf
   std::string last_error_ SL_GUARDED_BY(error_mu_);

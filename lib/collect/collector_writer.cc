@@ -14,6 +14,7 @@
 #include "lib/collect/collector_impl.h"
 #include "lib/collect/device_info.h"
 #include "lib/collect/event_sink.h"
+#include "lib/collect/flight_recorder.h"
 #include "lib/collect/record_converter.h"
 #include "lib/collect/signal_flush.h"
 
@@ -95,7 +96,16 @@ uint64_t CollectorImpl::CollectDroppedRecords() {
 
 void CollectorImpl::WriterMain() {
   BlockFlushSignalsInThisThread();
-  TraceWriterEventSink sink(writer_.get());
+  TraceWriterEventSink trace_sink(writer_.get());
+  // Monitor mode's flight recorder: events wait in a ring until a capture.
+  std::unique_ptr<FlightRecorderSink> recorder;
+  if (flight_recorder_) {
+    recorder = std::make_unique<FlightRecorderSink>(
+        &trace_sink, static_cast<uint64_t>(monitor_config_.flight_recorder_s * 1e9),
+        size_t{monitor_config_.flight_recorder_mb} << 20);
+  }
+  EventSink& sink = recorder != nullptr ? static_cast<EventSink&>(*recorder) : trace_sink;
+  uint64_t recorder_window_start = 0;  // oldest event the open capture wrote from the ring
   ConverterOptions options;
   options.api_skip = config_.api_skip;
   options.nccl = config_.trace_nccl;
@@ -114,6 +124,7 @@ void CollectorImpl::WriterMain() {
   std::vector<PythonStackPair> py_pairs;
   std::vector<uint32_t> py_ids;  // local Python stack id → trace stack id
   std::vector<HostEvent> host;
+  std::vector<CallbackApi> callback_apis;
   uint64_t last_flush_ms = MonotonicMs();
   uint64_t last_chunk_ms = last_flush_ms;
   uint32_t sightline_domain = 0;
@@ -132,6 +143,14 @@ void CollectorImpl::WriterMain() {
     }
     buffers.clear();
     pool_->TakeCompleted(&buffers);
+    // Driver launches timed by our callbacks (CallbackApi): taken before the
+    // Python stacks (each was pushed at its call's exit, after its stack at
+    // the entry) and converted once those are attached.
+    callback_apis.clear();
+    {
+      MutexLock lock(host_mu_);
+      callback_apis.swap(callback_apis_);
+    }
     // Python stacks after the buffers: the pair of every API record in them
     // was pushed at the call's entry, before its buffer completed.
     if (python_ != nullptr) {
@@ -160,6 +179,10 @@ void CollectorImpl::WriterMain() {
     // Host events are taken after the buffers: every NCCL payload pushed
     // before a range whose end is in these buffers is then in hand when the
     // converter joins it (NcclPayload events go in before the drain).
+    for (const CallbackApi& a : callback_apis) {
+      converter.AddCallbackApi(ApiDomain::kDriver, a.cbid, a.start_ns, a.end_ns,
+                               a.correlation_id, a.thread_id);
+    }
     host.clear();
     {
       MutexLock lock(host_mu_);
@@ -203,9 +226,34 @@ void CollectorImpl::WriterMain() {
           sink.Add(s);
           break;
         }
+        case HostEvent::kRecorderOpen:
+          if (recorder != nullptr) {
+            recorder_window_start = recorder->Open();
+            const FlightRecorderStats& st = recorder->stats();
+            if (!config_.quiet) {
+              std::fprintf(stderr,
+                           "sightline: flight recorder: %llu events of the last %.3g s written "
+                           "(%llu older ones discarded, %llu for memory)\n",
+                           static_cast<unsigned long long>(st.written_from_ring),
+                           recorder_window_start != 0 && e.start_ns > recorder_window_start
+                               ? (e.start_ns - recorder_window_start) / 1e9
+                               : 0.0,
+                           static_cast<unsigned long long>(st.discarded_by_age),
+                           static_cast<unsigned long long>(st.discarded_by_size));
+            }
+          }
+          break;
+        case HostEvent::kRecorderClose:
+          if (recorder != nullptr) recorder->Close(e.start_ns);
+          break;
         case HostEvent::kWindow: {
           CaptureWindowEvent w;
           w.start_ns = e.start_ns;
+          // With the flight recorder the window starts at the lead-up.
+          if (recorder_window_start != 0 && recorder_window_start < w.start_ns) {
+            w.start_ns = recorder_window_start;
+          }
+          recorder_window_start = 0;
           w.end_ns = e.end_ns;
           w.index = e.index;
           w.label_id = sink.Intern(e.name);

@@ -293,6 +293,12 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_PYTHON_BACKTRACE", v, "is not on, off or gil");
     }
   }
+  // Default: with Python stacks, where the runtime launch callbacks that tell
+  // a library's own driver launch from the one inside a runtime launch are on
+  // anyway; a C/C++ program would pay them on every runtime launch (launch
+  // loop, H200: +0.6 us a launch, bench/overhead/README.md run I).
+  c.driver_launch_records = c.trace_python;
+  boolean("SIGHTLINE_DRIVER_LAUNCH_RECORDS", &c.driver_launch_records);
   boolean("SIGHTLINE_QUIET", &c.quiet);
   if (const char* v = getenv_fn("SIGHTLINE_DETACH"); v != nullptr && *v != '\0') {
     if (!trace::ParseEnumValue<DetachMode>(v,

@@ -86,6 +86,10 @@
 //                        API, all but the skip list; 0 = the whole RUNTIME
 //                        kind with the skipped APIs switched off (3x the cost
 //                        per PyTorch op on the H200: bench/overhead/README.md)
+//   SIGHTLINE_DRIVER_LAUNCH_RECORDS  bool; default = with Python stacks: kernels
+//                        launched through the driver API (cuBLAS, cuDNN,
+//                        Triton) get an API record from sightline's launch
+//                        callbacks when the driver kind is not traced
 //   SIGHTLINE_BACKTRACE_US  also capture stacks of any runtime API call longer than
 //                        this (µs); unset = synchronizing calls only
 //   SIGHTLINE_PYTHON_BACKTRACE  on | off | gil: Python call stacks (overrides the
@@ -173,6 +177,7 @@ struct CollectorConfig {
   uint32_t flush_period_ms = 500;
   std::vector<std::string> api_skip;  // API names (e.g. "cudaGetDevice") not recorded
   bool runtime_records_per_api = true;  // SIGHTLINE_RUNTIME_PER_API
+  bool driver_launch_records = false;   // SIGHTLINE_DRIVER_LAUNCH_RECORDS (default: trace_python)
   bool quiet = false;                   // SIGHTLINE_QUIET
   DetachMode detach = DetachMode::kUnsubscribe;  // SIGHTLINE_DETACH
 

@@ -356,6 +356,19 @@ void RecordConverter::ConvertApi(const CUpti_ActivityAPI& a, ApiDomain domain) {
   Count(EventKind::kApi);
 }
 
+void RecordConverter::AddCallbackApi(ApiDomain domain, uint32_t cbid, uint64_t start_ns,
+                                     uint64_t end_ns, uint32_t correlation_id,
+                                     uint32_t thread_id) {
+  CUpti_ActivityAPI a{};
+  a.kind = domain == ApiDomain::kDriver ? CUPTI_ACTIVITY_KIND_DRIVER : CUPTI_ACTIVITY_KIND_RUNTIME;
+  a.cbid = cbid;
+  a.start = start_ns;
+  a.end = end_ns;
+  a.correlationId = correlation_id;
+  a.threadId = thread_id;
+  ConvertApi(a, domain);
+}
+
 void RecordConverter::AttachStack(uint32_t correlation_id, uint32_t stack_id) {
   stacks_[correlation_id] = stack_id;
 }

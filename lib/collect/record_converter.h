@@ -115,6 +115,13 @@ class RecordConverter {
   // An NCCL payload decoded at an nvtxDomainRangePushEx on `thread_id`
   // (CUPTI's thread id: pthread_self(), truncated) at `timestamp_ns`.
   void AddNcclPayload(uint32_t thread_id, uint64_t timestamp_ns, const NcclPayload& payload);
+  // An API call timed from sightline's own callbacks instead of a CUPTI
+  // record (a direct driver launch, e.g. cuBLAS's cuLaunchKernelEx, when the
+  // driver kind is not traced): converted like a CUPTI API record, with the
+  // stacks attached to its correlation id. `thread_id` as CUPTI's
+  // (pthread_self(), truncated).
+  void AddCallbackApi(ApiDomain domain, uint32_t cbid, uint64_t start_ns, uint64_t end_ns,
+                      uint32_t correlation_id, uint32_t thread_id);
   // The API record with this correlation id gets this call stack id.
   void AttachStack(uint32_t correlation_id, uint32_t stack_id);
   // The API record with this correlation id gets this Python stack id

@@ -12,8 +12,13 @@
 namespace sightline::collect {
 namespace {
 
-constexpr int kSignals[] = {SIGTERM, SIGINT};
-constexpr int kNumSignals = 2;
+// SIGABRT: abort() — std::terminate in a library thread at interpreter
+// shutdown (PyTorch with a daemon thread still launching) — would otherwise
+// cut the trace back to its last periodic flush (up to the flush period of
+// events lost, the footer missing). The handler's wait is bounded, so an
+// abort() from inside a lock the writer needs only delays death.
+constexpr int kSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGABRT};
+constexpr int kNumSignals = 4;
 
 struct State {
   std::atomic<bool> installed{false};

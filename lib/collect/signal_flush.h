@@ -1,4 +1,4 @@
-// lib/collect/signal_flush.h — flush the trace on SIGTERM/SIGINT, then behave
+// lib/collect/signal_flush.h — flush the trace on SIGTERM/SIGINT/SIGHUP/SIGABRT, then behave
 // as if we were not there.
 //
 // The handler does only async-signal-safe work: it calls `request(signo, arg)`
@@ -27,14 +27,15 @@ namespace sightline::collect {
 // request(signo, finish, arg) must be async-signal-safe.
 using SignalFlushRequestFn = void (*)(int signo, bool finish, void* arg);
 
-// Installs handlers for SIGTERM and SIGINT (other signals are left alone).
+// Installs handlers for SIGTERM, SIGINT, SIGHUP and SIGABRT (other signals
+// are left alone).
 // Idempotent. Returns false if sigaction failed.
 bool InstallSignalFlush(SignalFlushRequestFn request, void* arg, int timeout_ms);
 // Restores the handlers that were there before (for tests).
 void UninstallSignalFlush();
 // Writer side: the flush requested for a signal is complete.
 void SignalFlushDone();
-// Blocks SIGTERM/SIGINT in the calling thread (the writer thread).
+// Blocks those signals in the calling thread (the writer thread).
 void BlockFlushSignalsInThisThread();
 // Number of signals handled so far (tests, diagnostics).
 uint64_t SignalFlushCount();

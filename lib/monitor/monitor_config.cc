@@ -72,6 +72,10 @@ MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*)
   Number(getenv_fn, "SIGHTLINE_CAPTURE_STEPS", 1, 100000, &c.capture_steps, problems);
   Number(getenv_fn, "SIGHTLINE_CAPTURE_MAX_S", 0.1, 3600, &c.capture_max_s, problems);
   Number(getenv_fn, "SIGHTLINE_MAX_CAPTURES", 0, 1000, &c.max_captures, problems);
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_FLIGHT_RECORDER_S"); v != nullptr && std::strcmp(v, "0") != 0) {
+    Number(getenv_fn, "SIGHTLINE_FLIGHT_RECORDER_S", 1, 3600, &c.flight_recorder_s, problems);
+  }
+  Number(getenv_fn, "SIGHTLINE_FLIGHT_RECORDER_MB", 16, 1 << 20, &c.flight_recorder_mb, problems);
   Number(getenv_fn, "SIGHTLINE_ANOMALY_COOLDOWN_S", 0, 86400, &c.cooldown_s, problems);
   Number(getenv_fn, "SIGHTLINE_ANOMALY_MAD_K", 0.5, 1000, &c.step.mad_k, problems);
   double min_pct = c.step.min_rel_increase * 100;

@@ -12,6 +12,10 @@
 //   SIGHTLINE_CAPTURE_STEPS       steps one capture records (default 10)
 //   SIGHTLINE_CAPTURE_MAX_S       a capture ends after this even without steps (30)
 //   SIGHTLINE_MAX_CAPTURES        captures per process at most (default 5)
+//   SIGHTLINE_FLIGHT_RECORDER_S   seconds of lead-up a capture includes: CUPTI
+//                                 stays on and the last N s of events wait in
+//                                 memory (0 = off, default; 1..3600)
+//   SIGHTLINE_FLIGHT_RECORDER_MB  most memory that ring holds (default 1024)
 //   SIGHTLINE_ANOMALY_COOLDOWN_S  no anomaly-triggered capture sooner than this
 //                                 after the last one ended (default 60; on-demand
 //                                 triggers ignore it)
@@ -47,6 +51,8 @@ struct MonitorConfig {
   uint32_t capture_steps = 10;
   double capture_max_s = 30;
   uint32_t max_captures = 5;
+  double flight_recorder_s = 0;        // 0: off (collector: lib/collect/flight_recorder.h)
+  uint32_t flight_recorder_mb = 1024;
   double cooldown_s = 60;
   StepDetectorOptions step;
   UtilizationDetectorOptions utilization;

@@ -9,7 +9,8 @@
 #   OUT_DIR/NAME.plain.txt     every plain run's SIGHTLINE_STEPS line
 #   OUT_DIR/NAME.profiled.txt  every profiled run's SIGHTLINE_STEPS and
 #                              SIGHTLINE_MEMORY (allocator peak) lines
-# PROFILE_ARGS adds options to `sightline profile` (e.g. "--pytorch").
+# PROFILE_ARGS adds options to `sightline profile` (e.g. "--pytorch");
+# SKIP_PLAIN=1 records the traces only (the plain truth kept from before).
 # Plain runs use each script's default step counts (the truth); profiled runs
 # use fewer steps (STEPS:WARMUP of the table) so that the traces stay small
 # enough for tests/data/pytorch/, unless FULL=1.
@@ -38,8 +39,10 @@ for r in $(seq 1 "$ROUNDS"); do
     small="--steps $psteps --warmup $pwarm"
     [ "${FULL:-0}" = 1 ] && small=""
     [ $# -gt 0 ] && [[ "$want" != *" $name "* ]] && continue
-    ( cd "$E" && timeout 120 python3 "$script" --variant "$variant" ) >"$O/$name.plain.log" 2>&1
-    grep '^SIGHTLINE_STEPS' "$O/$name.plain.log" >>"$O/$name.plain.txt" || echo "FAIL plain $name: $(tail -3 "$O/$name.plain.log")"
+    if [ "${SKIP_PLAIN:-0}" != 1 ]; then
+      ( cd "$E" && timeout 120 python3 "$script" --variant "$variant" ) >"$O/$name.plain.log" 2>&1
+      grep '^SIGHTLINE_STEPS' "$O/$name.plain.log" >>"$O/$name.plain.txt" || echo "FAIL plain $name: $(tail -3 "$O/$name.plain.log")"
+    fi
     rm -f "$O/$name.sltrace" "$O"/"$name".*.sltrace
     ( cd "$E" && timeout 150 "$SL" profile ${PROFILE_ARGS:-} -o "$O/$name.sltrace" -- \
         python3 "$script" --variant "$variant" $small ) >"$O/$name.out.txt" 2>"$O/$name.err"

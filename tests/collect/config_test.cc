@@ -123,6 +123,18 @@ TEST_F(ConfigTest, PythonBacktrace) {
   EXPECT_NE(problems_[0].find("SIGHTLINE_PYTHON_BACKTRACE"), std::string::npos);
 }
 
+// Driver-launch API records follow Python stacks unless set.
+TEST_F(ConfigTest, DriverLaunchRecordsFollowPythonStacks) {
+  EXPECT_FALSE(Parse().driver_launch_records);  // a C/C++ program
+  env_ = {{"SIGHTLINE_PYTHON_BACKTRACE", "on"}};
+  EXPECT_TRUE(Parse().driver_launch_records);
+  env_ = {{"SIGHTLINE_PYTHON_BACKTRACE", "on"}, {"SIGHTLINE_DRIVER_LAUNCH_RECORDS", "0"}};
+  EXPECT_FALSE(Parse().driver_launch_records);
+  env_ = {{"SIGHTLINE_DRIVER_LAUNCH_RECORDS", "1"}};
+  EXPECT_TRUE(Parse().driver_launch_records);
+  EXPECT_TRUE(problems_.empty());
+}
+
 TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
   env_ = {{"SIGHTLINE_DELAY", "soon"},
           {"SIGHTLINE_CAPTURE", "nvtx:"},

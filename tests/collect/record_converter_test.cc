@@ -20,6 +20,9 @@ const char* FakeApiName(ApiDomain domain, uint32_t cbid) {
   if (domain == ApiDomain::kRuntime && cbid == 211) return "cudaLaunchKernel_v7000";
   if (domain == ApiDomain::kRuntime && cbid == 17) return "cudaGetDevice_v3020";
   if (domain == ApiDomain::kDriver && cbid == 307) return "cuLaunchKernel";
+  if (domain == ApiDomain::kDriver && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx) {
+    return "cuLaunchKernelEx";
+  }
   return nullptr;
 }
 
@@ -269,6 +272,28 @@ TEST_F(ConverterTest, PythonStacksGoToTheirApiRecord) {
   ASSERT_EQ(sink_.apis.size(), 2u);
   EXPECT_EQ(sink_.apis[0].python_stack_id, 7u);
   EXPECT_EQ(sink_.apis[0].stack_id, 5u);
+  EXPECT_EQ(sink_.apis[1].python_stack_id, 0u);
+  EXPECT_EQ(converter_.stats().python_stacks_unmatched, 0u);
+}
+
+TEST_F(ConverterTest, CallbackTimedDriverLaunchesAreApiRecordsWithTheirStacks) {
+  // A cuBLAS cuLaunchKernelEx without the driver kind: the collector times it
+  // in its callbacks; it becomes an API record like CUPTI's, with its stacks.
+  converter_.AttachPythonStack(77, 9);
+  converter_.AttachStack(77, 4);
+  converter_.AddCallbackApi(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 500, 520,
+                            77, 1234);
+  converter_.AddCallbackApi(ApiDomain::kDriver, 307, 530, 530, 78, 1234);
+  converter_.AddCallbackApi(ApiDomain::kDriver, 307, 540, 539, 79, 1234);  // end before start: not a valid span, dropped
+  ASSERT_EQ(sink_.apis.size(), 2u);
+  EXPECT_EQ(sink_.Str(sink_.apis[0].name_id), "cuLaunchKernelEx");
+  EXPECT_EQ(sink_.apis[0].domain, ApiDomain::kDriver);
+  EXPECT_EQ(sink_.apis[0].start_ns, 500u);
+  EXPECT_EQ(sink_.apis[0].end_ns, 520u);
+  EXPECT_EQ(sink_.apis[0].correlation_id, 77u);
+  EXPECT_EQ(sink_.apis[0].thread_id, 1234u);
+  EXPECT_EQ(sink_.apis[0].python_stack_id, 9u);
+  EXPECT_EQ(sink_.apis[0].stack_id, 4u);
   EXPECT_EQ(sink_.apis[1].python_stack_id, 0u);
   EXPECT_EQ(converter_.stats().python_stacks_unmatched, 0u);
 }

@@ -1,4 +1,4 @@
-// SIGTERM/SIGINT flush path: the writer is asked to flush, the handler waits
+// SIGTERM/SIGINT/SIGHUP/SIGABRT flush path: the writer is asked to flush, the handler waits
 // for it, then the app's own handler runs or the process dies of the signal.
 // Each case runs in a forked child so the test process keeps its handlers.
 #include "lib/collect/signal_flush.h"
@@ -82,6 +82,26 @@ TEST(SignalFlushTest, DefaultActionFlushesFinishesAndDiesOfTheSignal) {
   ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status;
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
   EXPECT_EQ(written, "F");  // flushed, with finish = true
+}
+
+// abort() (std::terminate): the trace is finished before the process dies of
+// SIGABRT, as for SIGTERM; glibc's abort() ends the process even if a
+// handler returns.
+TEST(SignalFlushTest, AbortFlushesFinishesAndDiesOfSigabrt) {
+  std::string written;
+  int status = RunChild(
+      [](int out_fd) {
+        if (pipe(g_wake) != 0) _exit(3);
+        signal(SIGABRT, SIG_DFL);
+        InstallSignalFlush(&Request, nullptr, 3000);
+        std::thread writer(Writer, out_fd);
+        writer.detach();
+        std::abort();
+      },
+      &written);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "status " << status;
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  EXPECT_EQ(written, "F");
 }
 
 TEST(SignalFlushTest, AppHandlerIsChainedAfterTheFlush) {

@@ -6,7 +6,10 @@
 #  - memory_growth fires on the leaking variant only, allocation_churn on the
 #    empty_cache() variant only (and is its first finding);
 #  - with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (cuMemCreate /
-#    cuMemMap instead of cudaMalloc) memory records still arrive.
+#    cuMemMap instead of cudaMalloc) memory records still arrive;
+#  - with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync (PyTorch allocates
+#    from the device's stream-ordered pool) the per-pool view holds that pool,
+#    with a peak no lower than the live tensors need.
 source "$(dirname "$0")/lib.sh"
 if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "SKIPPED: no PyTorch with CUDA"; exit 77
@@ -41,5 +44,22 @@ done
   python3 memory.py --variant leak --steps 10 --warmup 5) >"$WORK/exp.out" 2>"$WORK/exp.err" || fail=1
 n=$("$SL" info "$WORK/exp.sltrace" --format json | python3 -c "import json,sys; print(json.load(sys.stdin)['counts'].get('memory',0))")
 if [ "${n:-0}" -gt 0 ]; then echo "PASS expandable segments: $n memory records"; else echo "FAIL expandable segments: no memory records"; fail=1; fi
+(cd "$E" && PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync "$SL" profile -q -o "$WORK/async.sltrace" -- \
+  python3 memory.py --variant leak --steps 10 --warmup 5) >"$WORK/async.out" 2>"$WORK/async.err" || fail=1
+"$SL" analyze "$WORK/async.sltrace" --format json >"$WORK/async.json" || fail=1
+python3 - "$WORK/async.json" "$WORK/async.out" <<'PY' || fail=1
+import json, re, sys
+m = json.load(open(sys.argv[1]))["memory"]
+out = open(sys.argv[2]).read()
+alloc = re.search(r"max_allocated_bytes=(\d+)", out)
+pools = [p for d in m["devices"] for p in d.get("pools", [])]
+print("cudaMallocAsync pools:", json.dumps([{k: v for k, v in p.items() if k != "timeline"} for p in pools]))
+print("torch:", out.strip().splitlines()[-1][:200])
+peak = max((p.get("peak_used_bytes", p.get("peak_bytes", 0)) for p in pools), default=0)
+need = int(alloc.group(1)) if alloc else 0
+ok = bool(pools) and peak >= need
+print(("PASS" if ok else "FAIL") + f" cudaMallocAsync: {len(pools)} pool(s), peak {peak} vs torch max_allocated {need}")
+sys.exit(0 if ok else 1)
+PY
 [ "$fail" = 0 ] && echo "ALL PASS"
 exit $fail

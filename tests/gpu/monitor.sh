@@ -6,6 +6,8 @@
 # the endpoint (and in a real Prometheus when installed); the anomaly starts a
 # capture within 10 steps of the switch; the capture's first finding names
 # the injected cause (sync_api); the counters say 1 anomaly-triggered capture.
+# Then the same with --flight-recorder 5: the capture also holds the 5 s
+# before its trigger.
 source "$(dirname "$0")/lib.sh"
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null || { echo "SKIPPED: no torch"; exit 77; }
 SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
@@ -62,6 +64,33 @@ r=d['data']['result']; print(r[0]['value'][1] if r else '')" "$1"; }
   python3 -c "import sys; a,c,lo,hi=map(float,sys.argv[1:]); sys.exit(0 if a>=1 and c>=1 and hi>lo*1.1 else 1)" "${a:-0}" "${c:-0}" "${lo:-0}" "${hi:-0}" \
     || { echo "FAIL: Prometheus series do not show the slowdown, anomaly and capture"; fail=1; }
   kill "$PROM_PID"; wait "$PROM_PID" 2>/dev/null
+fi
+note "flight recorder: --flight-recorder 5, 30 s, per-step sync from 15 s"
+rm -f "$WORK/slow2"
+( cd "$SRC_DIR/examples/pytorch" && SIGHTLINE_OUTPUT="$WORK/fr-%p.sltrace" "$SL" monitor \
+    --flight-recorder 5 --job gpu-fr --capture-steps 10 -- \
+    python3 monitor_train.py --seconds 30 --sync-flag "$WORK/slow2" --switch-after 15 ) \
+  >"$WORK/fr.out" 2>"$WORK/fr.err"
+rc=$?
+grep -E "flight recorder|capture #1|anomaly" "$WORK/fr.err" | head -8
+[ $rc -eq 0 ] && grep -q MONITOR_DONE "$WORK/fr.out" || { echo "FAIL: flight-recorder run failed ($rc)"; fail=1; }
+lead=$(sed -n 's/.*flight recorder: [0-9]* events of the last \([0-9.e+]*\) s written.*/\1/p' "$WORK/fr.err" | head -1)
+frt=$(ls "$WORK"/fr-*.sltrace 2>/dev/null | head -1)
+if [ -n "$frt" ]; then
+  "$SL" info "$frt" | sed -n '/^span/p;/^events/,/^chunks/p'
+  "$SL" analyze "$frt" --window all --format json -o "$WORK/fr.json"
+  python3 - "$WORK/fr.json" "${lead:-0}" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1])); lead = float(sys.argv[2])
+w = r["summary"]["window_ns"] / 1e9
+rules = [f["rule"] for f in r["findings"]]
+print(f"flight recorder: lead-up {lead:.2f} s, capture window {w:.2f} s, findings {rules[:4]}")
+ok = lead >= 4.0 and w >= 4.0 and "sync_api" in rules
+print("PASS" if ok else "FAIL", "flight recorder capture holds the lead-up and names the sync")
+sys.exit(0 if ok else 1)
+PY
+else
+  echo "FAIL: the flight-recorder run wrote no trace"; fail=1
 fi
 note "SIGHTLINE_MODE=monitor without a GPU library for NVML: warning, app unaffected"
 SIGHTLINE_NVML_LIB=/nonexistent/libnvidia-ml.so.1 SIGHTLINE_MODE=monitor \

@@ -47,9 +47,15 @@ run_case() {  # NAME EXTRA_PROFILE_ARGS... -- APP_ARGS...
   else
     [ -n "$got" ] || { echo "FAIL: $name printed no result"; fail=1; }
   fi
-  "$SL" analyze "$WORK/ps_$name.sltrace" --format json -o "$WORK/ps_$name.json" ||
+  # The app dies of SIGABRT at exit (PyTorch's, see above): the trace must
+  # still be finished (signal flush), not cut at its last periodic flush.
+  "$SL" info "$WORK/ps_$name.sltrace" | grep -q '^status *COMPLETE' ||
+    { echo "FAIL: $name trace not complete: $("$SL" info "$WORK/ps_$name.sltrace" 2>&1 | grep -m1 '^status')"; fail=1; }
+  # The whole trace: this app is a sequence of cases, not a training loop,
+  # so the steady-state scope (the repeating part only) would leave most out.
+  "$SL" analyze "$WORK/ps_$name.sltrace" --window all --format json -o "$WORK/ps_$name.json" ||
     { echo "FAIL: $name analyze"; fail=1; return; }
-  "$SL" analyze "$WORK/ps_$name.sltrace" --group-by python | head -15
+  "$SL" analyze "$WORK/ps_$name.sltrace" --window all --group-by python | head -15
 }
 
 check_sites() {  # NAME MARK... : each marked line is a python_sites[] entry with GPU or blocked time
@@ -63,6 +69,9 @@ want, mark = sys.argv[2], sys.argv[3]
 rows = [s for s in r["python_sites"] if want in s["site"] + " " and not s["inferred"]]
 ok = any(s["gpu_ns"] > 0 or s["host_blocked_ns"] > 0 for s in rows)
 print(("PASS" if ok else "FAIL") + f": {mark} ({want.strip()}) in python_sites: {rows[:1]}")
+if not ok:  # what the script's lines got instead
+    for s in [s for s in r["python_sites"] if "python_stacks_app.py" in s["site"]][:12]:
+        print("   ", s)
 sys.exit(0 if ok else 1)
 PY
   done

@@ -321,6 +321,32 @@ TEST(MonitorConfig, FromEnvironment) {
   EXPECT_TRUE(MatchesStepName(c.step_names, "iter"));
   EXPECT_FALSE(MatchesStepName(c.step_names, "iteration"));
   EXPECT_FALSE(MatchesStepName(c.step_names, nullptr));
+  EXPECT_DOUBLE_EQ(c.flight_recorder_s, 0) << "off unless asked for";
+}
+
+TEST(MonitorConfig, FlightRecorderSecondsAndMemoryBound) {
+  static std::map<std::string, std::string> env;
+  auto get = [](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  env = {{"SIGHTLINE_FLIGHT_RECORDER_S", "20"}, {"SIGHTLINE_FLIGHT_RECORDER_MB", "256"}};
+  std::vector<std::string> problems;
+  MonitorConfig c = MonitorConfigFromEnvironment(get, &problems);
+  EXPECT_DOUBLE_EQ(c.flight_recorder_s, 20);
+  EXPECT_EQ(c.flight_recorder_mb, 256u);
+  EXPECT_TRUE(problems.empty());
+  for (const char* bad : {"nan", "inf", "-1", "0.5", "7200", "10x"}) {
+    env = {{"SIGHTLINE_FLIGHT_RECORDER_S", bad}};
+    problems.clear();
+    c = MonitorConfigFromEnvironment(get, &problems);
+    EXPECT_DOUBLE_EQ(c.flight_recorder_s, 0) << bad;
+    EXPECT_EQ(problems.size(), 1u) << bad;
+  }
+  env = {{"SIGHTLINE_FLIGHT_RECORDER_S", "0"}};
+  problems.clear();
+  EXPECT_DOUBLE_EQ(MonitorConfigFromEnvironment(get, &problems).flight_recorder_s, 0);
+  EXPECT_TRUE(problems.empty());
 }
 
 }  // namespace

@@ -41,6 +41,8 @@ constexpr EnvOption kFlags[] = {
     {"--capture-steps", nullptr, "SIGHTLINE_CAPTURE_STEPS"},
     {"--capture-max-s", nullptr, "SIGHTLINE_CAPTURE_MAX_S"},
     {"--max-captures", nullptr, "SIGHTLINE_MAX_CAPTURES"},
+    {"--flight-recorder", nullptr, "SIGHTLINE_FLIGHT_RECORDER_S"},
+    {"--flight-recorder-mb", nullptr, "SIGHTLINE_FLIGHT_RECORDER_MB"},
     {"--cooldown", nullptr, "SIGHTLINE_ANOMALY_COOLDOWN_S"},
     {"--anomaly-mad-k", nullptr, "SIGHTLINE_ANOMALY_MAD_K"},
     {"--anomaly-min-pct", nullptr, "SIGHTLINE_ANOMALY_MIN_PCT"},
@@ -192,7 +194,7 @@ int RunMonitor(const std::vector<std::string>& args) {
 
 SIGHTLINE_COMMAND("monitor",
                   "monitor [--metrics-listen HOST:PORT|unix:PATH] [--step-range NAMES] "
-                  "[--capture-steps K] [--max-captures N] [--cooldown S] [--anomaly-min-pct P] "
+                  "[--capture-steps K] [--max-captures N] [--flight-recorder S] [--cooldown S] [--anomaly-min-pct P] "
                   "[--anomaly-steps N] [--anomaly-mad-k K] [--anomaly-warmup N] "
                   "[--interval-ms MS] [--job NAME] [--devices LIST] [-o PATH] [-q] -- CMD [ARGS...]",
                   "Run a command under the always-on monitor: step times, NVML metrics, "
