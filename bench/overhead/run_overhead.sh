@@ -147,7 +147,8 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
 
 step_one() {  # MODE ROUND SCRIPT:VARIANT: the script's steady-state step median (ms)
   local o=$W/ov_s.out script=${3%%:*} variant=${3#*:} tag
-  tag=${script%.py}
+  [[ "$3" == *:* ]] || { echo "FAIL: OVERHEAD_STEP_SCRIPTS item '$3' is not SCRIPT:VARIANT"; fail=1; return; }
+  tag=${script%.py}-$variant
   local cmd=(python3 "$EXAMPLES/$script" --variant "$variant" ${OVERHEAD_STEP_ARGS:---steps 300 --warmup 30})
   case $1 in
     plain) $PIN "${cmd[@]}" >"$o" 2>&1 ;;
@@ -157,7 +158,7 @@ step_one() {  # MODE ROUND SCRIPT:VARIANT: the script's steady-state step median
     sightline*)
       env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_s.sltrace" -- "${cmd[@]}" >"$o" 2>&1
       [ "$2" = 1 ] && "$SL" info "$W/ov_s.sltrace" 2>&1 | grep -E '^(status|losses)|^  (kernel|api) '
-      rm -f "$W/ov_s.sltrace" ;;
+      rm -f "$W"/ov_s*.sltrace ;;
   esac
   local ms
   ms=$(grep -o 'SIGHTLINE_STEPS .*' "$o" | val median_ms)

@@ -217,7 +217,7 @@ bool CollectorImpl::Initialize(InitSource source) {
     config_.capture = CaptureMode::kApi;
     config_.capture_repeat = true;
     config_.trace_backtrace = false;
-    flight_recorder_ = monitor_config_.flight_recorder_s > 0;
+    flight_recorder_ = monitor_config_.flight_recorder_s > 0 && monitor_config_.max_captures > 0;
   }
   if (source == InitSource::kLinkIn && !config_.capture_set &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
@@ -353,10 +353,18 @@ bool CollectorImpl::SetUpCupti() {
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
       if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
     }
-    // Runtime launch callbacks: a driver launch inside one is the runtime
-    // launch's own (t_runtime_depth), not a second API record.
+    // Callbacks of every runtime launch call (cudaLaunch*, __cudaLaunch*,
+    // cooperative and graph launches included): a driver launch inside one is
+    // that call's own (t_runtime_depth), not a second API record.
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-      if (IsLaunchCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) enable_rt(cbid);
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS) continue;
+      if (IsLaunchCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) ||
+          (name != nullptr && (std::strncmp(name, "cudaLaunch", 10) == 0 ||
+                               std::strncmp(name, "__cudaLaunch", 12) == 0 ||
+                               std::strncmp(name, "cudaGraphLaunch", 15) == 0))) {
+        enable_rt(cbid);
+      }
     }
   }
   if (config_.trace_python) {
@@ -572,8 +580,13 @@ bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
     return false;
   }
   if (action == CaptureAction::kStop) {
+    // With the flight recorder, recording goes on into the ring (what ran
+    // until now is still written) while another capture can come; after the
+    // last one it stops like a plain capture.
+    if (flight_recorder_ && !shut_down_ && monitor_ != nullptr && !monitor_->CapturesLeft()) {
+      flight_recorder_ = false;
+    }
     if (flight_recorder_ && !shut_down_) {
-      // Recording goes on into the ring; what ran until now is still written.
       HostEvent close;
       close.kind = HostEvent::kRecorderClose;
       close.start_ns = now_ns;
@@ -633,7 +646,12 @@ void CollectorImpl::Control(CaptureAction (CaptureStateMachine::*fn)(uint64_t)) 
 
 void CollectorImpl::PushHostEvent(HostEvent event) {
   MutexLock lock(host_mu_);
-  if (host_events_.size() >= (1u << 20) && event.kind != HostEvent::kWindow) {
+  // Windows and the flight recorder's open/close are never dropped: a lost
+  // close would leave the recorder writing for ever, a lost open would send
+  // a capture to the ring.
+  const bool control = event.kind == HostEvent::kWindow || event.kind == HostEvent::kRecorderOpen ||
+                       event.kind == HostEvent::kRecorderClose;
+  if (host_events_.size() >= (1u << 20) && !control) {
     ++host_events_dropped_;
     return;
   }

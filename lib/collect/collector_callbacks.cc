@@ -200,9 +200,11 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const CUpti_CallbackData* data) {
   bool enter = data->callbackSite == CUPTI_API_ENTER;
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  // Read once: the Python stack and the driver launch's record below agree.
+  const bool recording = activities_on_;
   // Python stack of an outermost launch/copy/memset/sync call (a driver call
   // inside a runtime call shares the runtime call's Python stack).
-  if (enter && python_ != nullptr && t_runtime_depth == 0 && activities_on_) {
+  if (enter && python_ != nullptr && t_runtime_depth == 0 && recording) {
     const std::vector<uint8_t>& table = runtime ? python_rt_cbids_ : python_drv_cbids_;
     if (cbid < table.size() && table[cbid] != 0) python_->Capture(data->correlationId);
   }
@@ -211,7 +213,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     // its API record, timed here (CUPTI makes none without the driver kind).
     thread_local uint64_t t_driver_launch_start = 0;
     if (enter) {
-      t_driver_launch_start = activities_on_ ? Now() : 0;
+      t_driver_launch_start = recording ? Now() : 0;
     } else if (t_driver_launch_start != 0) {
       CallbackApi a;
       a.start_ns = t_driver_launch_start;
@@ -297,7 +299,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   // Detach only from an outermost API exit: finalising in a driver callback
   // nested in a runtime call leaves the runtime's own exit dispatch to a
   // finalised CUPTI (Kineto tears down from RUNTIME exit callbacks only).
-  if (detach_ && teardown_pending_ && !enter && t_runtime_depth == 0) MaybeTearDown();
+  if (detach_ && teardown_pending_ && runtime && !enter && t_runtime_depth == 0) MaybeTearDown();
 }
 
 void CollectorImpl::AfterHookedLaunch(uint32_t correlation_id) {

@@ -228,18 +228,20 @@ void CollectorImpl::WriterMain() {
         }
         case HostEvent::kRecorderOpen:
           if (recorder != nullptr) {
-            recorder_window_start = recorder->Open();
+            const FlightRecorderStats before = recorder->stats();
+            recorder_window_start = recorder->Open(e.start_ns);
             const FlightRecorderStats& st = recorder->stats();
             if (!config_.quiet) {
-              std::fprintf(stderr,
-                           "sightline: flight recorder: %llu events of the last %.3g s written "
-                           "(%llu older ones discarded, %llu for memory)\n",
-                           static_cast<unsigned long long>(st.written_from_ring),
-                           recorder_window_start != 0 && e.start_ns > recorder_window_start
-                               ? (e.start_ns - recorder_window_start) / 1e9
-                               : 0.0,
-                           static_cast<unsigned long long>(st.discarded_by_age),
-                           static_cast<unsigned long long>(st.discarded_by_size));
+              std::fprintf(
+                  stderr,
+                  "sightline: flight recorder: %llu events of the last %.3g s written "
+                  "(%llu older ones discarded, %llu for memory, since the last capture)\n",
+                  static_cast<unsigned long long>(st.written_from_ring - before.written_from_ring),
+                  recorder_window_start != 0 && e.start_ns > recorder_window_start
+                      ? (e.start_ns - recorder_window_start) / 1e9
+                      : 0.0,
+                  static_cast<unsigned long long>(st.discarded_by_age - before.discarded_by_age),
+                  static_cast<unsigned long long>(st.discarded_by_size - before.discarded_by_size));
             }
           }
           break;
@@ -404,6 +406,7 @@ void CollectorImpl::WriterMain() {
       break;
     }
   }
+  SignalFlushWriterGone();
   {
     MutexLock lock(done_mu_);
     writer_done_ = true;

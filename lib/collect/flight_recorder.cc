@@ -8,19 +8,20 @@ namespace sightline::collect {
 FlightRecorderSink::FlightRecorderSink(EventSink* out, uint64_t keep_ns, size_t max_bytes)
     : out_(out), keep_ns_(keep_ns), max_bytes_(max_bytes) {}
 
-void FlightRecorderSink::Keep(Event e, uint64_t ts) {
+void FlightRecorderSink::Keep(Event e, uint64_t start, uint64_t end) {
   size_t bytes = sizeof(Held);
   if (const auto* m = std::get_if<MetricRangeEvent>(&e)) bytes += m->values.size() * sizeof(MetricValue);
-  if (ts > newest_ns_) newest_ns_ = ts;
-  ring_.push_back(Held{ts, bytes, std::move(e)});
+  if (end > newest_end_ns_) newest_end_ns_ = end;
+  ring_.push_back(Held{start, end, bytes, std::move(e)});
   stats_.held_bytes += bytes;
   // Oldest first out: by age behind the newest event, then by size. The ring
   // is in arrival order, which follows time closely but not exactly (a
-  // buffer of kernel records may arrive after later API records), so an
-  // event slightly out of order leaves with its neighbours.
+  // buffer of kernel records may arrive after later API records, a long
+  // range arrives at its end), so an event slightly out of order leaves
+  // with its neighbours.
   while (!ring_.empty()) {
     const Held& front = ring_.front();
-    bool old = keep_ns_ < newest_ns_ && front.ts < newest_ns_ - keep_ns_;
+    bool old = keep_ns_ < newest_end_ns_ && front.end < newest_end_ns_ - keep_ns_;
     bool full = stats_.held_bytes > max_bytes_;
     if (!old && !full) break;
     ++(old ? stats_.discarded_by_age : stats_.discarded_by_size);
@@ -34,12 +35,13 @@ void FlightRecorderSink::Write(const Event& e) {
   std::visit([this](const auto& x) { out_->Add(x); }, e);
 }
 
-uint64_t FlightRecorderSink::Open() {
+uint64_t FlightRecorderSink::Open(uint64_t now_ns) {
   uint64_t oldest = 0;
   for (const Held& h : ring_) {
-    if (oldest == 0 || h.ts < oldest) oldest = h.ts;
+    if (oldest == 0 || h.start < oldest) oldest = h.start;
     Write(h.event);
   }
+  if (oldest != 0 && now_ns > keep_ns_ && oldest < now_ns - keep_ns_) oldest = now_ns - keep_ns_;
   stats_.written_from_ring += ring_.size();
   ring_.clear();
   stats_.held = 0;

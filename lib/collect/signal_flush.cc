@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,6 +31,12 @@ struct State {
   std::atomic<uint64_t> requested{0};
   std::atomic<uint64_t> done{0};
   std::atomic<uint64_t> handled{0};
+  // Signals left alone at install because they were ignored (SIG_IGN is
+  // inherited across exec, a handler is not: `nohup`'s SIGHUP must stay
+  // ignored in the app's children).
+  bool skipped[kNumSignals] = {};
+  std::atomic<long> writer_tid{0};       // the writer thread (BlockFlushSignalsInThisThread)
+  std::atomic<bool> writer_gone{false};  // SignalFlushWriterGone: nobody will answer
 };
 
 State& GetState() {
@@ -53,8 +60,14 @@ void Handler(int signo, siginfo_t* info, void* context) {
   bool prev_is_function = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != nullptr
                                                         : (prev.sa_handler != SIG_DFL &&
                                                            prev.sa_handler != SIG_IGN);
-  bool will_die = !prev_is_function && prev.sa_handler == SIG_DFL;
-  if (getpid() == s.owner_pid && s.request != nullptr) {
+  // abort() ends the process whatever a handler does (glibc re-raises with
+  // SIG_DFL when it returns): the trace is finished, not only flushed.
+  bool will_die = signo == SIGABRT || (!prev_is_function && prev.sa_handler == SIG_DFL);
+  // No wait when no writer can answer: on the writer thread itself (abort()
+  // unblocks SIGABRT there) or after it finished.
+  long tid = syscall(SYS_gettid);
+  bool writer_can_answer = !s.writer_gone.load() && s.writer_tid.load() != tid;
+  if (getpid() == s.owner_pid && s.request != nullptr && writer_can_answer) {
     s.handled.fetch_add(1);
     uint64_t ticket = s.requested.fetch_add(1) + 1;
     s.request(signo, will_die, s.arg);
@@ -97,6 +110,13 @@ bool InstallSignalFlush(SignalFlushRequestFn request, void* arg, int timeout_ms)
   s.owner_pid = getpid();
   bool ok = true;
   for (int i = 0; i < kNumSignals; ++i) {
+    if (sigaction(kSignals[i], nullptr, &s.previous[i]) != 0) {
+      ok = false;
+      s.skipped[i] = true;
+      continue;
+    }
+    s.skipped[i] = !(s.previous[i].sa_flags & SA_SIGINFO) && s.previous[i].sa_handler == SIG_IGN;
+    if (s.skipped[i]) continue;  // ignored: the process would not die of it
     struct sigaction sa = {};
     sa.sa_sigaction = &Handler;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -109,8 +129,12 @@ bool InstallSignalFlush(SignalFlushRequestFn request, void* arg, int timeout_ms)
 void UninstallSignalFlush() {
   State& s = GetState();
   if (!s.installed.exchange(false)) return;
-  for (int i = 0; i < kNumSignals; ++i) sigaction(kSignals[i], &s.previous[i], nullptr);
+  for (int i = 0; i < kNumSignals; ++i) {
+    if (!s.skipped[i]) sigaction(kSignals[i], &s.previous[i], nullptr);
+  }
 }
+
+void SignalFlushWriterGone() { GetState().writer_gone.store(true); }
 
 void SignalFlushDone() {
   State& s = GetState();
@@ -122,6 +146,8 @@ void BlockFlushSignalsInThisThread() {
   sigemptyset(&set);
   for (int signo : kSignals) sigaddset(&set, signo);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  GetState().writer_tid.store(syscall(SYS_gettid));
+  GetState().writer_gone.store(false);
 }
 
 uint64_t SignalFlushCount() { return GetState().handled.load(); }

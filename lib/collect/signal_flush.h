@@ -28,14 +28,21 @@ namespace sightline::collect {
 using SignalFlushRequestFn = void (*)(int signo, bool finish, void* arg);
 
 // Installs handlers for SIGTERM, SIGINT, SIGHUP and SIGABRT (other signals
-// are left alone).
+// are left alone, and so is any of these that is ignored at install: an
+// ignored signal does not end the process, and SIG_IGN, unlike a handler,
+// is inherited across exec — `nohup` keeps working for the app's children).
 // Idempotent. Returns false if sigaction failed.
 bool InstallSignalFlush(SignalFlushRequestFn request, void* arg, int timeout_ms);
 // Restores the handlers that were there before (for tests).
 void UninstallSignalFlush();
 // Writer side: the flush requested for a signal is complete.
 void SignalFlushDone();
-// Blocks those signals in the calling thread (the writer thread).
+// The writer thread has finished: a later signal only chains, without
+// waiting for an answer that will not come.
+void SignalFlushWriterGone();
+// Blocks those signals in the calling thread (the writer thread) and
+// remembers it as the writer (a signal handled on it does not wait for
+// itself: abort() unblocks SIGABRT).
 void BlockFlushSignalsInThisThread();
 // Number of signals handled so far (tests, diagnostics).
 uint64_t SignalFlushCount();

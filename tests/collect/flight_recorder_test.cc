@@ -23,7 +23,7 @@ TEST(FlightRecorderTest, KeepsTheLastSecondsUntilACaptureOpens) {
   EXPECT_TRUE(out.kernels.empty());  // nothing written before a capture
   EXPECT_EQ(fr.stats().held, 11u);   // 2000..3000
   EXPECT_EQ(fr.stats().discarded_by_age, 19u);
-  EXPECT_EQ(fr.Open(), 2000u);  // the capture's window starts at the oldest kept event
+  EXPECT_EQ(fr.Open(3050), 2050u);  // the window: the lead-up asked for, not more
   ASSERT_EQ(out.kernels.size(), 11u);
   EXPECT_EQ(out.kernels.front().start_ns, 2000u);
   EXPECT_EQ(out.kernels.back().start_ns, 3000u);
@@ -36,7 +36,7 @@ TEST(FlightRecorderTest, KeepsTheLastSecondsUntilACaptureOpens) {
 TEST(FlightRecorderTest, LateRecordsOfAClosedCaptureAreStillWritten) {
   FakeEventSink out;
   FlightRecorderSink fr(&out, 1000, 1 << 20);
-  fr.Open();
+  fr.Open(100);
   fr.Close(5000);
   EXPECT_FALSE(fr.open());
   fr.Add(Kernel(4900));  // delivered after the close, ran before it
@@ -50,7 +50,7 @@ TEST(FlightRecorderTest, LateRecordsOfAClosedCaptureAreStillWritten) {
   EXPECT_EQ(out.apis.size(), 1u);
   EXPECT_EQ(fr.stats().held, 1u);
   // The next capture starts with what came after the last one.
-  EXPECT_EQ(fr.Open(), 5100u);
+  EXPECT_EQ(fr.Open(5200), 5100u);
   EXPECT_EQ(out.kernels.size(), 3u);
 }
 
@@ -62,7 +62,7 @@ TEST(FlightRecorderTest, MemoryBoundDiscardsTheOldest) {
   EXPECT_GT(fr.stats().discarded_by_size, 0u);
   EXPECT_LE(fr.stats().held_bytes, 4u * 400u);
   EXPECT_EQ(fr.stats().discarded_by_size + fr.stats().held, 100u);
-  fr.Open();
+  fr.Open(101);
   ASSERT_FALSE(out.kernels.empty());
   EXPECT_EQ(out.kernels.back().correlation_id, 100u);  // the newest survive
 }
@@ -85,8 +85,20 @@ TEST(FlightRecorderTest, StringsLossesAndWindowsGoThroughAtOnce) {
   EXPECT_EQ(out.losses.size(), 1u);
   EXPECT_EQ(out.windows.size(), 1u);
   EXPECT_TRUE(out.steps.empty());  // a step marker is an event of the ring
-  fr.Open();
+  fr.Open(60);
   EXPECT_EQ(out.steps.size(), 1u);
+}
+
+TEST(FlightRecorderTest, ALongRangeDoesNotStretchTheWindow) {
+  FakeEventSink out;
+  FlightRecorderSink fr(&out, 5000, 1 << 20);
+  NvtxRangeEvent epoch;  // started an hour before, ended just before the trigger
+  epoch.start_ns = 100;
+  epoch.end_ns = 3'600'000'000;
+  fr.Add(epoch);
+  fr.Add(Kernel(3'599'999'000));
+  EXPECT_EQ(fr.Open(3'600'000'100), 3'599'995'100u);
+  EXPECT_EQ(out.ranges.size(), 1u);  // still written: it ends inside the window
 }
 
 }  // namespace

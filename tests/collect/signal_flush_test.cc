@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -131,13 +132,65 @@ TEST(SignalFlushTest, IgnoredSignalStaysIgnored) {
         InstallSignalFlush(&Request, nullptr, 3000);
         std::thread writer(Writer, out_fd);
         writer.detach();
+        struct sigaction now = {};
+        sigaction(SIGTERM, nullptr, &now);
+        if (now.sa_handler != SIG_IGN) _exit(7);  // left alone: inherited by exec'd children
         raise(SIGTERM);
-        _exit(SignalFlushCount() == 1 ? 0 : 6);
+        _exit(SignalFlushCount() == 0 ? 0 : 6);
       },
       &written);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
-  EXPECT_EQ(written, "f");
+  EXPECT_EQ(written, "");  // nothing to flush for: the process lives on
+}
+
+// An abort() on the writer thread itself (abort unblocks SIGABRT) or after
+// the writer finished does not wait for an answer that cannot come.
+TEST(SignalFlushTest, AbortWithNoWriterToAnswerDoesNotWait) {
+  std::string written;
+  auto start = std::chrono::steady_clock::now();
+  int status = RunChild(
+      [](int) {
+        if (pipe(g_wake) != 0) _exit(3);
+        signal(SIGABRT, SIG_DFL);
+        InstallSignalFlush(&Request, nullptr, 3000);
+        BlockFlushSignalsInThisThread();  // this thread is "the writer"
+        std::abort();
+      },
+      &written);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  status = RunChild(
+      [](int) {
+        if (pipe(g_wake) != 0) _exit(3);
+        signal(SIGABRT, SIG_DFL);
+        InstallSignalFlush(&Request, nullptr, 3000);
+        SignalFlushWriterGone();
+        std::abort();
+      },
+      &written);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(2500));
+}
+
+// With the app's own SIGABRT handler (Python's faulthandler) the trace is
+// still finished: abort() ends the process after the handlers return.
+TEST(SignalFlushTest, AbortWithAnAppHandlerStillFinishes) {
+  std::string written;
+  int status = RunChild(
+      [](int out_fd) {
+        if (pipe(g_wake) != 0) _exit(3);
+        signal(SIGABRT, &AppHandler);
+        InstallSignalFlush(&Request, nullptr, 3000);
+        std::thread writer(Writer, out_fd);
+        writer.detach();
+        std::abort();
+      },
+      &written);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGABRT);
+  EXPECT_EQ(written, "F");
 }
 
 TEST(SignalFlushTest, AStuckWriterOnlyDelaysDeathByTheTimeout) {
