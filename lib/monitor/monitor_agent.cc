@@ -333,6 +333,15 @@ void MonitorAgent::Main() {
     if (endpoint != nullptr) endpoint->Handle(fds, now_ms, render);
     if (stop_.load()) {
       if (capturing_.load()) FinishCapture("process exit");
+      // What the detector saw, for a run whose anomalies are not the
+      // expected ones: how many steps reached it and its last baseline.
+      double median_ms = 0;
+      {
+        MutexLock lock(state_mu_);
+        median_ms = snapshot_.step_median_seconds * 1e3;
+      }
+      Log(std::to_string(steps_total) + " steps seen; last baseline median " + Fixed(median_ms, 3) +
+          " ms");
       break;
     }
   }
