@@ -6,8 +6,8 @@
 # the endpoint (and in a real Prometheus when installed); the anomaly starts a
 # capture within 10 steps of the switch; the capture's first finding names
 # the injected cause (sync_api); the counters say 1 anomaly-triggered capture.
-# Then the same with --flight-recorder 5: the capture also holds the 5 s
-# before its trigger.
+# Then --flight-recorder 5 with an on-demand capture (`sightline trigger`):
+# the capture also holds the 5 s before its trigger.
 source "$(dirname "$0")/lib.sh"
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null || { echo "SKIPPED: no torch"; exit 77; }
 SRC_DIR=$(cd "$(dirname "$0")/../.." && pwd)
@@ -65,14 +65,25 @@ r=d['data']['result']; print(r[0]['value'][1] if r else '')" "$1"; }
     || { echo "FAIL: Prometheus series do not show the slowdown, anomaly and capture"; fail=1; }
   kill "$PROM_PID"; wait "$PROM_PID" 2>/dev/null
 fi
-note "flight recorder: --flight-recorder 5, 30 s, per-step sync from 15 s"
-rm -f "$WORK/slow2"
+note "flight recorder: --flight-recorder 5, 25 s, capture triggered on demand at ~15 s"
+# The mechanism, not the detector: under the flight recorder CUPTI traces every
+# step, and on the H200 that made this step host-bound, so the per-step sync
+# cost nothing there (31.9 vs 30.9 ms/step) and no anomaly fired. An on-demand
+# capture (`sightline trigger`) must hold the 5 s before it.
 ( cd "$SRC_DIR/examples/pytorch" && SIGHTLINE_OUTPUT="$WORK/fr-%p.sltrace" "$SL" monitor \
     --flight-recorder 5 --job gpu-fr --capture-steps 10 -- \
-    python3 monitor_train.py --seconds 30 --sync-flag "$WORK/slow2" --switch-after 15 ) \
-  >"$WORK/fr.out" 2>"$WORK/fr.err"
-rc=$?
-grep -E "flight recorder|capture #1|anomaly" "$WORK/fr.err" | head -8
+    python3 monitor_train.py --seconds 25 ) >"$WORK/fr.out" 2>"$WORK/fr.err" &
+FRMON=$!
+frpid=
+for _ in $(seq 1 30); do
+  sleep 1
+  frpid=$(sed -n 's/^sightline: monitoring pid \([0-9]*\).*/\1/p' "$WORK/fr.err" | head -1)
+  [ -n "$frpid" ] && break
+done
+sleep 14
+if [ -n "$frpid" ]; then "$SL" trigger "$frpid" || { echo "FAIL: sightline trigger $frpid"; fail=1; }; fi
+wait $FRMON; rc=$?
+grep -E "flight recorder|capture #1" "$WORK/fr.err" | grep -v "finding [2-9]" | head -8
 [ $rc -eq 0 ] && grep -q MONITOR_DONE "$WORK/fr.out" || { echo "FAIL: flight-recorder run failed ($rc)"; fail=1; }
 lead=$(sed -n 's/.*flight recorder: [0-9]* events of the last \([0-9.e+]*\) s written.*/\1/p' "$WORK/fr.err" | head -1)
 frt=$(ls "$WORK"/fr-*.sltrace 2>/dev/null | head -1)
@@ -83,10 +94,9 @@ if [ -n "$frt" ]; then
 import json, sys
 r = json.load(open(sys.argv[1])); lead = float(sys.argv[2])
 w = r["summary"]["window_ns"] / 1e9
-rules = [f["rule"] for f in r["findings"]]
-print(f"flight recorder: lead-up {lead:.2f} s, capture window {w:.2f} s, findings {rules[:4]}")
-ok = lead >= 4.0 and w >= 4.0 and "sync_api" in rules
-print("PASS" if ok else "FAIL", "flight recorder capture holds the lead-up and names the sync")
+print(f"flight recorder: lead-up {lead:.2f} s, capture window {w:.2f} s")
+ok = 4.0 <= lead <= 5.5 and 4.0 <= w <= 10.0
+print("PASS" if ok else "FAIL", "flight recorder: the on-demand capture holds the 5 s lead-up")
 sys.exit(0 if ok else 1)
 PY
 else
