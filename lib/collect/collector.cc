@@ -570,6 +570,7 @@ void CollectorImpl::SelectApiRecords(bool enable) {
 bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
   if (action == CaptureAction::kStart) {
     if (flight_recorder_) {
+      ++recorder_captures_;
       HostEvent open;
       open.kind = HostEvent::kRecorderOpen;
       open.start_ns = now_ns;
@@ -583,7 +584,7 @@ bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
     // With the flight recorder, recording goes on into the ring (what ran
     // until now is still written) while another capture can come; after the
     // last one it stops like a plain capture.
-    if (flight_recorder_ && !shut_down_ && monitor_ != nullptr && !monitor_->CapturesLeft()) {
+    if (flight_recorder_ && recorder_captures_ >= monitor_config_.max_captures) {
       flight_recorder_ = false;
     }
     if (flight_recorder_ && !shut_down_) {

@@ -207,7 +207,8 @@ class CollectorImpl final : public Collector {
   bool callback_driver_launches_ = false;
   // Monitor mode with SIGHTLINE_FLIGHT_RECORDER_S: CUPTI records all the
   // time; the writer keeps the last seconds in a ring until a capture.
-  bool flight_recorder_ = false;
+  bool flight_recorder_ = false;     // under control_mu_ after Initialize
+  uint32_t recorder_captures_ = 0;   // captures opened (the agent allows max_captures)
   std::unique_ptr<KernelLaunchHook> hook_;
 
   Mutex control_mu_;

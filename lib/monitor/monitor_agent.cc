@@ -195,7 +195,7 @@ void MonitorAgent::StartCapture(const Anomaly& anomaly, uint64_t now_ns) {
     MutexLock lock(state_mu_);
     steps_so_far = snapshot_.steps.count();
   }
-  Log("capture #" + std::to_string(capture_index_.load()) + " started at step " +
+  Log("capture #" + std::to_string(capture_index_) + " started at step " +
       std::to_string(steps_so_far) + ": recording the next " +
       std::to_string(config_.capture_steps) + " steps");
 }
@@ -205,16 +205,16 @@ void MonitorAgent::FinishCapture(const char* why) {
   bool ok = control_.stop_and_flush && control_.stop_and_flush();
   last_capture_end_ns_ = NowNs();
   if (!ok) {
-    Log("capture #" + std::to_string(capture_index_.load()) + " could not be written");
+    Log("capture #" + std::to_string(capture_index_) + " could not be written");
     return;
   }
   {
     MutexLock lock(state_mu_);
     ++snapshot_.captures;
   }
-  Log("capture #" + std::to_string(capture_index_.load()) + " (" + std::to_string(capture_steps_seen_) +
+  Log("capture #" + std::to_string(capture_index_) + " (" + std::to_string(capture_steps_seen_) +
       " steps, " + why + ") written to " + control_.trace_path);
-  AppendEvent("capture\t" + std::to_string(getpid()) + "\t" + std::to_string(capture_index_.load()) +
+  AppendEvent("capture\t" + std::to_string(getpid()) + "\t" + std::to_string(capture_index_) +
               "\t" + capture_reason_.kind + "\t" + std::to_string(capture_steps_seen_) + "\t" +
               control_.trace_path + "\t" + capture_reason_.message);
 }

@@ -67,9 +67,6 @@ class MonitorAgent {
   const MonitorConfig& config() const { return config_; }
 
   static uint64_t NowNs();
-  // Whether another capture can still start (fewer than max_captures taken):
-  // the flight recorder stops recording once none can.
-  bool CapturesLeft() const { return capture_index_.load() < config_.max_captures; }
 
  private:
   explicit MonitorAgent(const MonitorConfig& config, CaptureControl control);
@@ -101,7 +98,7 @@ class MonitorAgent {
   StepTimeDetector step_detector_;
   std::vector<UtilizationDropDetector> util_detectors_;
   std::vector<MemoryGrowthDetector> memory_detectors_;
-  std::atomic<uint32_t> capture_index_{0};  // captures started (read by CapturesLeft)
+  uint32_t capture_index_ = 0;
   uint32_t capture_steps_seen_ = 0;
   uint64_t capture_start_ns_ = 0;
   uint64_t last_capture_end_ns_ = 0;
