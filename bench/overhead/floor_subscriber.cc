@@ -5,7 +5,6 @@
 
 #include <cupti.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -85,14 +84,7 @@ void EnableRuntimeApis(bool enable) {
         name == nullptr) {
       continue;
     }
-    std::string text = name;
-    size_t v = text.rfind("_v");
-    if (v != std::string::npos && v + 2 < text.size() &&
-        text.find_first_not_of("0123456789", v + 2) == std::string::npos) {
-      text.resize(v);
-    }
-    if (std::find(skip.begin(), skip.end(), text) == skip.end() &&
-        std::find(skip.begin(), skip.end(), std::string(name)) == skip.end()) {
+    if (!sightline::collect::InApiSkipList(skip, name)) {
       cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0);
     }
   }

@@ -360,9 +360,7 @@ bool CollectorImpl::SetUpCupti() {
       const char* name = nullptr;
       if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS) continue;
       if (IsLaunchCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) ||
-          (name != nullptr && (std::strncmp(name, "cudaLaunch", 10) == 0 ||
-                               std::strncmp(name, "__cudaLaunch", 12) == 0 ||
-                               std::strncmp(name, "cudaGraphLaunch", 15) == 0))) {
+          IsLaunchApiName(CUPTI_CB_DOMAIN_RUNTIME_API, name)) {
         enable_rt(cbid);
       }
     }
@@ -518,17 +516,7 @@ void CollectorImpl::SetActivities(bool enable) {
 }
 
 bool CollectorImpl::ApiSkipped(const char* name) const {
-  if (name == nullptr) return false;
-  std::string text = name;
-  size_t v = text.rfind("_v");
-  if (v != std::string::npos && v + 2 < text.size() &&
-      text.find_first_not_of("0123456789", v + 2) == std::string::npos) {
-    text.resize(v);
-  }
-  for (const std::string& s : config_.api_skip) {
-    if (s == text || s == name) return true;
-  }
-  return false;
+  return InApiSkipList(config_.api_skip, name);
 }
 
 void CollectorImpl::SelectApiRecords(bool enable) {

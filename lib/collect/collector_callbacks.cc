@@ -131,21 +131,35 @@ bool IsAllocationCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
+namespace {
+bool StartsWith(const char* name, const char* prefix) {
+  return std::strncmp(name, prefix, std::strlen(prefix)) == 0;
+}
+}  // namespace
+
+bool IsLaunchApiName(CUpti_CallbackDomain domain, const char* name) {
+  if (name == nullptr) return false;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return StartsWith(name, "cudaLaunch") || StartsWith(name, "__cudaLaunch") ||
+           StartsWith(name, "cudaGraphLaunch");
+  }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    return StartsWith(name, "cuLaunch") || StartsWith(name, "cuGraphLaunch");
+  }
+  return false;
+}
+
 bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name,
                       bool memory) {
   if (IsSyncCbid(domain, cbid)) return true;
   if (memory && IsAllocationCbid(domain, cbid)) return true;
   if (name == nullptr) return false;
-  auto starts = [name](const char* prefix) {
-    return std::strncmp(name, prefix, std::strlen(prefix)) == 0;
-  };
+  if (IsLaunchApiName(domain, name)) return true;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
-    return starts("cudaLaunch") || starts("__cudaLaunch") || starts("cudaGraphLaunch") ||
-           starts("cudaMemcpy") || starts("cudaMemset");
+    return StartsWith(name, "cudaMemcpy") || StartsWith(name, "cudaMemset");
   }
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    return starts("cuLaunch") || starts("cuGraphLaunch") || starts("cuMemcpy") ||
-           starts("cuMemset");
+    return StartsWith(name, "cuMemcpy") || StartsWith(name, "cuMemset");
   }
   return false;
 }

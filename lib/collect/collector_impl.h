@@ -69,6 +69,9 @@ bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
 // Calls that allocate or release memory (-t cuda-memory: their call stacks are
 // recorded, like those of synchronizing calls).
 bool IsAllocationCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+// Kernel and graph launch calls by API name (cudaLaunch*, __cudaLaunch*,
+// cudaGraphLaunch*; cuLaunch*, cuGraphLaunch*), all their variants.
+bool IsLaunchApiName(CUpti_CallbackDomain domain, const char* name);
 // Calls that get a Python stack: launches, copies, memsets, synchronizing
 // calls and, with `memory`, allocating calls.
 bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name,

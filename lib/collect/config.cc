@@ -48,6 +48,20 @@ const std::vector<std::string>& DefaultApiSkipList() {
   return *list;
 }
 
+bool InApiSkipList(const std::vector<std::string>& skip, const char* name) {
+  if (name == nullptr) return false;
+  std::string text = name;
+  size_t v = text.rfind("_v");
+  if (v != std::string::npos && v + 2 < text.size() &&
+      text.find_first_not_of("0123456789", v + 2) == std::string::npos) {
+    text.resize(v);
+  }
+  for (const std::string& s : skip) {
+    if (s == text || s == name) return true;
+  }
+  return false;
+}
+
 bool ParseCaptureRange(const std::string& value, CollectorConfig* config) {
   if (value.empty() || value == "none" || value == "whole") {
     config->capture = CaptureMode::kWholeRun;

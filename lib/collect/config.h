@@ -190,6 +190,9 @@ struct CollectorConfig {
 // API calls left out by default: cheap queries that programs call in tight
 // loops and that say nothing about performance.
 const std::vector<std::string>& DefaultApiSkipList();
+// Whether the API `name` (a CUPTI callback name, "cudaGetDevice_v3020") is in
+// `skip`, with or without CUPTI's _vNNNN suffix.
+bool InApiSkipList(const std::vector<std::string>& skip, const char* name);
 
 // Reads SIGHTLINE_* through `getenv_fn` (getenv when null). Bad values are
 // reported in *problems ("SIGHTLINE_DELAY: 'abc' is not a number") and the

@@ -135,6 +135,16 @@ TEST_F(ConfigTest, DriverLaunchRecordsFollowPythonStacks) {
   EXPECT_TRUE(problems_.empty());
 }
 
+TEST(ApiSkipListTest, MatchesWithOrWithoutCuptiVersionSuffix) {
+  const std::vector<std::string> skip = {"cudaGetDevice", "cuCtxGetCurrent"};
+  EXPECT_TRUE(InApiSkipList(skip, "cudaGetDevice_v3020"));
+  EXPECT_TRUE(InApiSkipList(skip, "cudaGetDevice"));
+  EXPECT_TRUE(InApiSkipList(skip, "cuCtxGetCurrent"));
+  EXPECT_FALSE(InApiSkipList(skip, "cudaGetDeviceCount_v3020"));
+  EXPECT_FALSE(InApiSkipList(skip, "cudaGetDevice_vX"));
+  EXPECT_FALSE(InApiSkipList(skip, nullptr));
+}
+
 TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {
   env_ = {{"SIGHTLINE_DELAY", "soon"},
           {"SIGHTLINE_CAPTURE", "nvtx:"},
