@@ -218,10 +218,28 @@ bool CollectorImpl::Initialize(InitSource source) {
     config_.capture_repeat = true;
     config_.trace_backtrace = false;
     flight_recorder_ = monitor_config_.flight_recorder_s > 0 && monitor_config_.max_captures > 0;
+    if (!flight_recorder_) {
+      // Nor the launch callbacks of Python stacks and driver-launch records:
+      // enabled, they cost every launch all the time, captured or not (on
+      // the H200 a monitored eager LM step ran 5-25 % slower with them), and
+      // the monitor's budget is 1 % of the step. Captures name kernels and
+      // API calls; for Python call sites, `sightline profile` or the flight
+      // recorder (which traces all the time anyway).
+      config_.trace_python = false;
+      config_.driver_launch_records = false;
+    }
   }
   if (source == InitSource::kLinkIn && !config_.capture_set &&
       std::getenv("CUDA_INJECTION64_PATH") == nullptr) {
     config_.capture = CaptureMode::kApi;  // linked in only: the program decides
+  }
+  // As ConfigFromEnvironment does for capture modes: windows open after the
+  // context exists, when runtime API records enabled API by API never arrive
+  // (the monitor's captures held 0 API records on the H200, so a per-step
+  // sync was invisible to them); windows use the RUNTIME kind.
+  if (config_.capture != CaptureMode::kWholeRun && !flight_recorder_ &&
+      std::getenv("SIGHTLINE_RUNTIME_PER_API") == nullptr) {
+    config_.runtime_records_per_api = false;
   }
   capture_ = std::make_unique<CaptureStateMachine>(config_.capture, config_.capture_nvtx_name,
                                                    config_.delay_s, config_.duration_s,
@@ -370,6 +388,7 @@ bool CollectorImpl::SetUpCupti() {
     // with -t cuda-driver (any driver callback costs every driver call, see
     // below), so direct driver launches (Triton) get stacks only then.
     python_ = std::make_unique<PythonStackCollector>(config_.python_require_gil);
+    python_->SetWakeWriter([](void* self) { static_cast<CollectorImpl*>(self)->Wake(); }, this);
     auto fill = [&](CUpti_CallbackDomain domain, CUpti_CallbackId size,
                     std::vector<uint8_t>* table) {
       table->assign(size, 0);

@@ -45,45 +45,96 @@ StepTimeDetector::StepTimeDetector(StepDetectorOptions options) : o_(options) {
   if (o_.consecutive < 1) o_.consecutive = 1;
 }
 
+void StepTimeDetector::Reset() {
+  window_.clear();
+  recent_.clear();
+  median_ = 0;
+  exceed_share_ = 0;
+}
+
+double BinomialTail(uint32_t n, uint32_t k, double p) {
+  if (k == 0) return 1;
+  if (k > n) return 0;
+  p = std::clamp(p, 0.0, 1.0);
+  double tail = 0;
+  for (uint32_t j = k; j <= n; ++j) {
+    // C(n, j) p^j (1-p)^(n-j) in logs (n is a few dozen at most).
+    double log_term = std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0);
+    if (p > 0) log_term += j * std::log(p);
+    else if (j > 0) continue;
+    if (p < 1) log_term += (n - j) * std::log1p(-p);
+    else if (n > j) continue;
+    tail += std::exp(log_term);
+  }
+  return std::min(tail, 1.0);
+}
+
 bool StepTimeDetector::Add(double seconds, Anomaly* anomaly) {
   if (!std::isfinite(seconds) || seconds < 0) return false;
-  if (window_.size() >= o_.warmup) {
-    std::vector<double> base(window_.begin(), window_.end());
-    double median = Median(base);
-    double sigma = std::max(1.4826 * MedianAbsoluteDeviation(base, median),
-                            o_.mad_floor_frac * median);
-    bool slow = sigma > 0 && (seconds - median) / sigma > o_.mad_k &&
-                seconds > median * (1 + o_.min_rel_increase);
-    if (slow) {
-      ++slow_run_;
-      slow_sum_ += seconds;
-      if (slow_run_ >= o_.consecutive) {
-        double mean_slow = slow_sum_ / slow_run_;
-        if (anomaly != nullptr) {
-          anomaly->kind = "step_time";
-          anomaly->value = mean_slow;
-          anomaly->baseline = median;
-          anomaly->message =
-              Format("step time %.3f ms over the last %.0f steps vs a rolling median of %.3f ms",
-                     mean_slow * 1e3, static_cast<double>(slow_run_), median * 1e3) +
-              Format(" (+%.0f%%, robust z %.1f)", (mean_slow / median - 1) * 100,
-                     (mean_slow - median) / sigma);
-        }
-        window_.clear();  // the new level becomes the baseline from now on
-        slow_run_ = 0;
-        slow_sum_ = 0;
-        median_ = seconds;
-        return true;
-      }
-      return false;
-    }
-    slow_run_ = 0;
-    slow_sum_ = 0;
+  const uint32_t k = o_.consecutive;
+  recent_.push_back(seconds);
+  if (recent_.size() > k) {
+    window_.push_back(recent_.front());
+    recent_.pop_front();
+    if (window_.size() > o_.window) window_.pop_front();
+    median_ = Median(std::vector<double>(window_.begin(), window_.end()));
+  } else if (window_.empty()) {
+    median_ = Median(std::vector<double>(recent_.begin(), recent_.end()));
   }
-  window_.push_back(seconds);
-  if (window_.size() > o_.window) window_.pop_front();
-  median_ = Median(std::vector<double>(window_.begin(), window_.end()));
-  return false;
+  if (window_.size() < o_.warmup || recent_.size() < k || median_ <= 0) return false;
+  // Limits from the smallest slowdown judged up; more limits, more tests
+  // (Bonferroni).
+  std::vector<double> factors = {1 + o_.min_rel_increase};
+  for (double f : {1.25, 1.5, 2.0}) {
+    if (f > factors.back()) factors.push_back(f);
+  }
+  const double n = static_cast<double>(window_.size());
+  double best_p = 2;
+  uint32_t best_count = 0;
+  double best_share = 0;
+  for (size_t i = 0; i < factors.size(); ++i) {
+    const double limit = median_ * factors[i];
+    uint32_t base_above = 0, recent_above = 0;
+    for (double v : window_) base_above += v > limit;
+    for (double v : recent_) recent_above += v > limit;
+    // Add half a step to each side: a baseline with no step above the limit
+    // still allows that one might be.
+    const double p0 = (base_above + 0.5) / (n + 1);
+    if (i == 0) exceed_share_ = base_above / n;
+    if (2 * recent_above <= k) continue;
+    double p = BinomialTail(k, recent_above, p0) * static_cast<double>(factors.size());
+    if (p < best_p) {
+      best_p = p;
+      best_count = recent_above;
+      best_share = p0;
+    }
+  }
+  if (best_p >= o_.p_value) return false;
+  const double limit = median_ * factors[0];
+  std::vector<double> slow;
+  for (double v : recent_) {
+    if (v > limit) slow.push_back(v);
+  }
+  if (slow.empty()) slow.assign(recent_.begin(), recent_.end());
+  const double level = Median(slow);
+  if (anomaly != nullptr) {
+    char buf[320];
+    std::snprintf(buf, sizeof(buf),
+                  "step time %.3f ms over %zu of the last %u steps vs a rolling median of %.3f ms "
+                  "(+%.0f%%; %u of %u steps above a limit that %.0f%% of normal steps passed: "
+                  "chance %.1g)",
+                  level * 1e3, slow.size(), k, median_ * 1e3, (level / median_ - 1) * 100,
+                  best_count, k, best_share * 100, std::max(best_p, 1e-99));
+    anomaly->kind = "step_time";
+    anomaly->value = level;
+    anomaly->baseline = median_;
+    anomaly->message = buf;
+  }
+  // The new level becomes the baseline from now on.
+  window_.assign(slow.begin(), slow.end());
+  recent_.clear();
+  median_ = level;
+  return true;
 }
 
 UtilizationDropDetector::UtilizationDropDetector(UtilizationDetectorOptions options)

@@ -4,13 +4,18 @@
 // NVML samples and acts on what they answer (count the anomaly, start a
 // capture). Tested on the CPU with synthetic series.
 //
-//  * StepTimeDetector: a step is slow when it exceeds the rolling median of
-//    the last `window` normal steps by `mad_k` robust standard deviations
-//    (1.4826 x MAD, floored at `mad_floor_frac` of the median so a perfectly
-//    steady loop does not fire on jitter) AND by `min_rel_increase` of the
-//    median. `consecutive` slow steps in a row make an anomaly. Slow steps
-//    never enter the baseline; after an anomaly the baseline restarts, so a
-//    lasting slowdown fires once and then becomes the new normal.
+//  * StepTimeDetector: a sign test of the last `consecutive` steps against
+//    the `window` steps before them, distribution-free. For each limit L in
+//    {1 + min_rel_increase, 1.25, 1.5, 2} x the baseline's median step, the
+//    baseline's own share of steps above L estimates p0, the chance a normal
+//    step exceeds it (so the baseline's noise shape, bimodal or alternating,
+//    is what the test compares with); the recent group is slow when most of
+//    its steps exceed L and the binomial chance of that many under p0,
+//    times the number of limits, is below `p_value`. One hiccup (a
+//    checkpoint, an eval step) is never a majority. A step enters the
+//    baseline when it leaves the recent group; after an anomaly the recent
+//    slow steps become the new baseline, so a lasting slowdown fires once
+//    and then is the new normal.
 //  * UtilizationDropDetector: GPU utilization (0..1) below the rolling median
 //    of the last `window` samples by `min_drop` for `consecutive` samples.
 //  * MemoryGrowthDetector: memory used above the lowest value of the last
@@ -42,10 +47,9 @@ double MedianAbsoluteDeviation(const std::vector<double>& values, double median)
 struct StepDetectorOptions {
   uint32_t window = 64;          // normal steps kept for the baseline
   uint32_t warmup = 16;          // steps needed before judging
-  double mad_k = 5.0;            // robust z above which a step is slow
-  double mad_floor_frac = 0.01;  // MAD floor, as a fraction of the median
+  double p_value = 1e-4;         // chance under the baseline's noise, below which it fires
   double min_rel_increase = 0.10;
-  uint32_t consecutive = 5;      // slow steps in a row that make an anomaly
+  uint32_t consecutive = 8;      // recent steps judged together (their median)
 };
 
 class StepTimeDetector {
@@ -56,15 +60,22 @@ class StepTimeDetector {
   bool Add(double seconds, Anomaly* anomaly);
   // Rolling median of the baseline (0 before the first step).
   double median() const { return median_; }
-  uint64_t slow_run() const { return slow_run_; }
+  // The baseline's share of steps above median x (1 + min_rel_increase):
+  // how noisy it is at the smallest slowdown judged (0 before a baseline).
+  double exceed_share() const { return exceed_share_; }
+  // Forget everything (a capture perturbed the steps; judge afresh).
+  void Reset();
 
  private:
   StepDetectorOptions o_;
-  std::deque<double> window_;
-  double median_ = 0;
-  uint32_t slow_run_ = 0;
-  double slow_sum_ = 0;
+  std::deque<double> window_;  // baseline
+  std::deque<double> recent_;  // the last `consecutive` steps, not yet in the baseline
+  double median_ = 0;  // median step of the baseline
+  double exceed_share_ = 0;
 };
+
+// P(X >= k) for X ~ Binomial(n, p).
+double BinomialTail(uint32_t n, uint32_t k, double p);
 
 struct UtilizationDetectorOptions {
   uint32_t window = 60;  // samples

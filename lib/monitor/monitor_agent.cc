@@ -157,11 +157,22 @@ void MonitorAgent::AppendEvent(const std::string& line) {
 }
 
 void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
+  std::string context;  // what the devices did then: a slow step from a clock drop reads so
   {
     MutexLock lock(state_mu_);
     ++snapshot_.anomalies[anomaly.kind];
+    if (anomaly.kind == "step_time") {
+      for (const DeviceSample& d : snapshot_.devices) {
+        if (!d.has_sm_clock && !d.has_power && !d.has_temperature) continue;
+        context += "; device " + std::to_string(d.index) + " now:";
+        if (d.has_utilization) context += " " + Fixed(d.utilization_ratio * 100, 0) + " % busy";
+        if (d.has_sm_clock) context += " SM " + Fixed(d.sm_clock_hz / 1e6, 0) + " MHz";
+        if (d.has_power) context += " " + Fixed(d.power_watts, 0) + " W";
+        if (d.has_temperature) context += " " + Fixed(d.temperature_celsius, 0) + " C";
+      }
+    }
   }
-  Log("anomaly (" + anomaly.kind + "): " + anomaly.message);
+  Log("anomaly (" + anomaly.kind + "): " + anomaly.message + context);
   AppendEvent("anomaly\t" + std::to_string(getpid()) + "\t" + anomaly.kind + "\t" +
               anomaly.message);
   bool manual = anomaly.kind == "manual";
@@ -204,6 +215,7 @@ void MonitorAgent::FinishCapture(const char* why) {
   capturing_.store(false);
   bool ok = control_.stop_and_flush && control_.stop_and_flush();
   last_capture_end_ns_ = NowNs();
+  settle_steps_ = std::max<uint32_t>(config_.step.consecutive, 4);
   if (!ok) {
     Log("capture #" + std::to_string(capture_index_) + " could not be written");
     return;
@@ -279,8 +291,16 @@ void MonitorAgent::Main() {
     std::vector<Anomaly> anomalies;
     {
       MutexLock lock(state_mu_);
+      // Steps traced by a capture (and the few after it, while tracing is
+      // torn down) run slower by our own doing: counted, never judged.
+      const bool judging = !capturing_.load();
       for (double s : steps) {
         snapshot_.steps.Observe(s);
+        if (!judging) continue;
+        if (settle_steps_ > 0) {
+          --settle_steps_;
+          continue;
+        }
         Anomaly a;
         if (step_detector_.Add(s, &a)) anomalies.push_back(a);
       }
@@ -335,13 +355,15 @@ void MonitorAgent::Main() {
       if (capturing_.load()) FinishCapture("process exit");
       // What the detector saw, for a run whose anomalies are not the
       // expected ones: how many steps reached it and its last baseline.
-      double median_ms = 0;
+      double median_ms = 0, share = 0;
       {
         MutexLock lock(state_mu_);
         median_ms = snapshot_.step_median_seconds * 1e3;
+        share = step_detector_.exceed_share();
       }
       Log(std::to_string(steps_total) + " steps seen; last baseline median " + Fixed(median_ms, 3) +
-          " ms");
+          " ms, " + Fixed(share * 100, 1) + " % of its steps over " +
+          Fixed(100 + config_.step.min_rel_increase * 100, 0) + " % of it");
       break;
     }
   }

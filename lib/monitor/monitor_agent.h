@@ -100,6 +100,7 @@ class MonitorAgent {
   std::vector<MemoryGrowthDetector> memory_detectors_;
   uint32_t capture_index_ = 0;
   uint32_t capture_steps_seen_ = 0;
+  uint32_t settle_steps_ = 0;  // steps after a capture not given to the detector
   uint64_t capture_start_ns_ = 0;
   uint64_t last_capture_end_ns_ = 0;
   Anomaly capture_reason_;

@@ -77,7 +77,7 @@ MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*)
   }
   Number(getenv_fn, "SIGHTLINE_FLIGHT_RECORDER_MB", 16, 1 << 20, &c.flight_recorder_mb, problems);
   Number(getenv_fn, "SIGHTLINE_ANOMALY_COOLDOWN_S", 0, 86400, &c.cooldown_s, problems);
-  Number(getenv_fn, "SIGHTLINE_ANOMALY_MAD_K", 0.5, 1000, &c.step.mad_k, problems);
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_P", 1e-12, 0.1, &c.step.p_value, problems);
   double min_pct = c.step.min_rel_increase * 100;
   Number(getenv_fn, "SIGHTLINE_ANOMALY_MIN_PCT", 0, 10000, &min_pct, problems);
   c.step.min_rel_increase = min_pct / 100;

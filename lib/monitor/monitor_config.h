@@ -19,7 +19,8 @@
 //   SIGHTLINE_ANOMALY_COOLDOWN_S  no anomaly-triggered capture sooner than this
 //                                 after the last one ended (default 60; on-demand
 //                                 triggers ignore it)
-//   SIGHTLINE_ANOMALY_MAD_K       robust z of a slow step (default 5)
+//   SIGHTLINE_ANOMALY_P           chance under the baseline's noise below which a
+//                                 group of steps is slow (default 1e-4)
 //   SIGHTLINE_ANOMALY_MIN_PCT     and at least this % over the median (default 10)
 //   SIGHTLINE_ANOMALY_STEPS       slow steps in a row that make an anomaly (5)
 //   SIGHTLINE_ANOMALY_WARMUP      steps before judging (default 16)

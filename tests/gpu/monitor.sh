@@ -4,8 +4,12 @@
 # under `sightline monitor`; after half of it a file flag switches on a
 # per-step sync. Checks: the app finishes normally; NVML gauges and steps on
 # the endpoint (and in a real Prometheus when installed); the anomaly starts a
-# capture within 10 steps of the switch; the capture's first finding names
-# the injected cause (sync_api); the counters say 1 anomaly-triggered capture.
+# capture within 10 steps of the switch (cooldown 5 s, so an earlier capture,
+# say of a clock drift, cannot hold it back); that capture's first finding
+# names the injected cause (sync_api); Prometheus shows the anomaly and the
+# capture. The host's own step times before and after the switch are printed.
+# MONITOR_FLIGHT=0 stops there (the 10-minute run); MONITOR_SERIES_OUT=FILE
+# saves Prometheus's series of the run.
 # Then --flight-recorder 5 with an on-demand capture (`sightline trigger`):
 # the capture also holds the 5 s before its trigger.
 source "$(dirname "$0")/lib.sh"
@@ -28,8 +32,9 @@ else
 fi
 note "sightline monitor, ${SECS}s, per-step sync from ${HALF}s"
 ( cd "$SRC_DIR/examples/pytorch" && SIGHTLINE_OUTPUT="$WORK/mon-%p.sltrace" "$SL" monitor \
-    --metrics-listen "127.0.0.1:$PORT" --job gpu-monitor --capture-steps 10 -- \
-    python3 monitor_train.py --seconds "$SECS" --sync-flag "$WORK/slow" --switch-after "$HALF" ) \
+    --metrics-listen "127.0.0.1:$PORT" --job gpu-monitor --capture-steps 10 --cooldown 5 -- \
+    python3 monitor_train.py --seconds "$SECS" --sync-flag "$WORK/slow" --switch-after "$HALF" \
+    --step-log "$WORK/steps.txt" ) \
   >"$WORK/mon.out" 2>"$WORK/mon.err" &
 MON=$!
 sleep $((HALF / 2))
@@ -41,15 +46,33 @@ cat "$WORK/mon.out"; grep -E "sightline" "$WORK/mon.err" | head -30
 grep -q MONITOR_DONE "$WORK/mon.out" || { echo "FAIL: the app did not finish"; fail=1; }
 grep -q 'sightline_gpu_utilization_ratio{job="gpu-monitor"' "$WORK/metrics.before" || { echo "FAIL: no NVML utilization on the endpoint"; fail=1; }
 grep -q 'sightline_step_duration_seconds_count{job="gpu-monitor"' "$WORK/metrics.before" || { echo "FAIL: no step histogram"; fail=1; }
+# What the host saw per step (the detector's input), before and after the switch.
+python3 - "$WORK/steps.txt" <<'PY' || true
+import statistics as st, sys
+pre, post = [], []
+for line in open(sys.argv[1]):
+    f = line.split()
+    (post if f[1] == "1" else pre).append(float(f[2]))
+for name, v in (("before", pre[50:]), ("after", post)):
+    if len(v) > 4:
+        q = st.quantiles(v, n=10)
+        print(f"host step times {name} the switch: n={len(v)} median {st.median(v):.2f} ms "
+              f"p10 {q[0]:.2f} p90 {q[-1]:.2f} ms")
+PY
 sw=$(sed -n 's/^MONITOR_SWITCH step=\([0-9]*\).*/\1/p' "$WORK/mon.out")
-cap=$(sed -n 's/.*capture #1 started at step \([0-9]*\).*/\1/p' "$WORK/mon.err" | head -1)
-echo "switch at step ${sw:-?}, capture #1 started at step ${cap:-?}"
-if [ -z "$sw" ] || [ -z "$cap" ] || [ $((cap - sw)) -lt 0 ] || [ $((cap - sw)) -gt 10 ]; then
-  echo "FAIL: the capture did not start within 10 steps of the switch"; fail=1
+# The capture of the injected slowdown: the first one started at or after
+# the switch (a drift of the workload before it may have taken an earlier one).
+n=; cap=
+while read -r i at; do
+  if [ -n "$sw" ] && [ "$at" -ge "$sw" ]; then n=$i; cap=$at; break; fi
+done < <(sed -n 's/.*capture #\([0-9]*\) started at step \([0-9]*\).*/\1 \2/p' "$WORK/mon.err")
+echo "switch at step ${sw:-?}, capture #${n:-?} started at step ${cap:-?}"
+if [ -z "$sw" ] || [ -z "$cap" ] || [ $((cap - sw)) -gt 10 ]; then
+  echo "FAIL: no capture started within 10 steps of the switch"; fail=1
 fi
 grep -q "anomaly (step_time)" "$WORK/mon.err" || { echo "FAIL: no step_time anomaly"; fail=1; }
-first=$(sed -n 's/.*capture #1 finding 1: \[\([a-z_]*\)\].*/\1/p' "$WORK/mon.err" | head -1)
-echo "capture #1 first finding: ${first:-none}"
+first=$(sed -n "s/.*capture #${n:-0} finding 1: \[\([a-z_]*\)\].*/\1/p" "$WORK/mon.err" | head -1)
+echo "capture #${n:-?} first finding: ${first:-none}"
 [ "$first" = "sync_api" ] || { echo "FAIL: the first finding is not sync_api (the injected per-step sync)"; fail=1; }
 if [ -n "$PROM_PID" ]; then
   q() { python3 -c "
@@ -63,8 +86,29 @@ r=d['data']['result']; print(r[0]['value'][1] if r else '')" "$1"; }
   echo "prometheus: anomalies=$a captures=$c median step min=$lo max=$hi"
   python3 -c "import sys; a,c,lo,hi=map(float,sys.argv[1:]); sys.exit(0 if a>=1 and c>=1 and hi>lo*1.1 else 1)" "${a:-0}" "${c:-0}" "${lo:-0}" "${hi:-0}" \
     || { echo "FAIL: Prometheus series do not show the slowdown, anomaly and capture"; fail=1; }
+  if [ -n "${MONITOR_SERIES_OUT:-}" ]; then  # the series as Prometheus holds them, every 5 s
+    python3 - "$PPORT" "$MONITOR_SERIES_OUT" <<'PY' || true
+import json, sys, time, urllib.parse, urllib.request
+port, out = sys.argv[1], sys.argv[2]
+end = time.time(); start = end - 900
+with open(out, "w") as f:
+    for q in ('sightline_step_duration_median_seconds{job="gpu-monitor"}',
+              'sightline_gpu_utilization_ratio{job="gpu-monitor"}',
+              'sightline_gpu_memory_used_bytes{job="gpu-monitor"}',
+              'sightline_anomalies_total{job="gpu-monitor"}',
+              'sightline_captures_total{job="gpu-monitor"}'):
+        u = (f"http://127.0.0.1:{port}/api/v1/query_range?query={urllib.parse.quote(q)}"
+             f"&start={start:.0f}&end={end:.0f}&step=5")
+        d = json.load(urllib.request.urlopen(u, timeout=10))
+        for r in d["data"]["result"]:
+            f.write("# " + q + " " + json.dumps(r["metric"], sort_keys=True) + "\n")
+            for t, v in r["values"]:
+                f.write(f"{t} {v}\n")
+PY
+  fi
   kill "$PROM_PID"; wait "$PROM_PID" 2>/dev/null
 fi
+[ "${MONITOR_FLIGHT:-1}" = 0 ] && exit $fail  # the long run: detection only
 note "flight recorder: --flight-recorder 5, 25 s, capture triggered on demand at ~15 s"
 # The mechanism, not the detector: under the flight recorder CUPTI traces every
 # step, and on the H200 that made this step host-bound, so the per-step sync

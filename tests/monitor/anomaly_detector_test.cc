@@ -35,7 +35,7 @@ TEST(StepTimeDetector, QuietOnJitterFiresWithinConsecutiveStepsOfASlowdown) {
   }
   ASSERT_EQ(fired.size(), 1u) << "one anomaly for one lasting slowdown";
   EXPECT_GE(fired[0], 200);
-  EXPECT_LE(fired[0], 204) << "5 slow steps in a row make the anomaly";
+  EXPECT_LE(fired[0], 207) << "a majority of the last 8 steps is slow within 8 steps";
   EXPECT_EQ(a.kind, "step_time");
   EXPECT_NEAR(a.baseline, 0.020, 0.001);
   EXPECT_NEAR(a.value, 0.030, 0.002);
@@ -55,6 +55,64 @@ TEST(StepTimeDetector, SingleSpikesAndSmallShiftsAreNotAnomalies) {
     fired += d.Add(s, &a);
   }
   EXPECT_EQ(fired, 0);
+}
+
+// A GPU-bound loop seen from the host: most steps end early, some (15 %)
+// block on a full launch queue and run 25 % longer, at irregular points.
+// The sign test compares the recent steps with the baseline's own share of
+// long steps: it fires on a lasting +40 % within the group of 8 and never on
+// the noise alone.
+TEST(StepTimeDetector, NoisyHostSideSeriesLevelShiftFiresNoiseDoesNot) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::normal_distribution<double> jitter(0, 0.0005);
+  auto step = [&](double scale) {
+    return scale * ((u(rng) < 0.85 ? 0.022 : 0.0275) + jitter(rng));
+  };
+  StepTimeDetector d;
+  Anomaly a;
+  int fired_before = 0;
+  for (int i = 0; i < 5000; ++i) fired_before += d.Add(step(1.0), &a);
+  EXPECT_EQ(fired_before, 0) << a.message;
+  EXPECT_NEAR(d.exceed_share(), 0.15, 0.1);
+  int fired_at = -1;
+  for (int i = 0; i < 100 && fired_at < 0; ++i) {
+    if (d.Add(step(1.4), &a)) fired_at = i;
+  }
+  ASSERT_GE(fired_at, 0) << "a lasting +40 % shift is an anomaly";
+  EXPECT_LE(fired_at, 8);
+  EXPECT_GT(a.value / a.baseline, 1.3) << a.message;
+  EXPECT_NE(a.message.find("chance "), std::string::npos) << a.message;
+}
+
+TEST(BinomialTail, Values) {
+  EXPECT_DOUBLE_EQ(BinomialTail(8, 0, 0.3), 1.0);
+  EXPECT_EQ(BinomialTail(8, 9, 0.3), 0.0);
+  EXPECT_NEAR(BinomialTail(8, 8, 0.3), std::pow(0.3, 8), 1e-12);
+  EXPECT_NEAR(BinomialTail(8, 7, 0.5), 9.0 / 256, 1e-12);
+  EXPECT_NEAR(BinomialTail(10, 1, 0.1), 1 - std::pow(0.9, 10), 1e-12);
+  EXPECT_EQ(BinomialTail(8, 3, 0.0), 0.0);
+  EXPECT_NEAR(BinomialTail(8, 3, 1.0), 1.0, 1e-12);
+}
+
+TEST(StepTimeDetector, GradualDriftIsFollowedNotFlagged) {
+  StepTimeDetector d;
+  Anomaly a;
+  int fired = 0;
+  for (int i = 0; i < 1000; ++i) fired += d.Add(0.020 * (1 + 0.3 * i / 1000.0), &a);
+  EXPECT_EQ(fired, 0) << a.message;
+  EXPECT_NEAR(d.median(), 0.026, 0.0005);
+}
+
+TEST(StepTimeDetector, ResetForgetsTheBaseline) {
+  StepTimeDetector d;
+  Anomaly a;
+  for (int i = 0; i < 100; ++i) d.Add(0.020, &a);
+  EXPECT_NEAR(d.median(), 0.020, 1e-9);
+  d.Reset();
+  EXPECT_EQ(d.median(), 0);
+  EXPECT_EQ(d.exceed_share(), 0);
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE(d.Add(0.050, &a)) << "warming up again";
 }
 
 TEST(StepTimeDetector, NotBeforeWarmupAndIgnoresGarbage) {

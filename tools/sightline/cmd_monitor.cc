@@ -44,7 +44,7 @@ constexpr EnvOption kFlags[] = {
     {"--flight-recorder", nullptr, "SIGHTLINE_FLIGHT_RECORDER_S"},
     {"--flight-recorder-mb", nullptr, "SIGHTLINE_FLIGHT_RECORDER_MB"},
     {"--cooldown", nullptr, "SIGHTLINE_ANOMALY_COOLDOWN_S"},
-    {"--anomaly-mad-k", nullptr, "SIGHTLINE_ANOMALY_MAD_K"},
+    {"--anomaly-p", nullptr, "SIGHTLINE_ANOMALY_P"},
     {"--anomaly-min-pct", nullptr, "SIGHTLINE_ANOMALY_MIN_PCT"},
     {"--anomaly-steps", nullptr, "SIGHTLINE_ANOMALY_STEPS"},
     {"--anomaly-warmup", nullptr, "SIGHTLINE_ANOMALY_WARMUP"},
@@ -195,7 +195,7 @@ int RunMonitor(const std::vector<std::string>& args) {
 SIGHTLINE_COMMAND("monitor",
                   "monitor [--metrics-listen HOST:PORT|unix:PATH] [--step-range NAMES] "
                   "[--capture-steps K] [--max-captures N] [--flight-recorder S] [--cooldown S] [--anomaly-min-pct P] "
-                  "[--anomaly-steps N] [--anomaly-mad-k K] [--anomaly-warmup N] "
+                  "[--anomaly-steps N] [--anomaly-p P] [--anomaly-warmup N] "
                   "[--interval-ms MS] [--job NAME] [--devices LIST] [-o PATH] [-q] -- CMD [ARGS...]",
                   "Run a command under the always-on monitor: step times, NVML metrics, "
                   "Prometheus endpoint, anomaly-triggered captures",
