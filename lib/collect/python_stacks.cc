@@ -400,6 +400,7 @@ uint32_t PythonStackCollector::Walk(const uint32_t* correlation_id) {
     return 0;
   }
   m.pairs.push_back({*correlation_id, id});
+  if (m.pairs.size() == m.max_pending / 2 && wake_fn_ != nullptr) wake_fn_(wake_arg_);
   return id;
 }
 

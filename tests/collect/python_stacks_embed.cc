@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -28,6 +29,8 @@ using sightline::collect::PythonStackPair;
 
 PythonStackCollector* g_collector = nullptr;
 PythonStackCollector* g_strict = nullptr;
+PythonStackCollector* g_small = nullptr;  // max_pending 4: the writer's wake-up
+std::atomic<int> g_wakes{0};
 std::mutex g_mu;
 struct Record {
   int tag;
@@ -143,6 +146,7 @@ void ExpectFrames(const std::map<uint32_t, PythonStackDef>& defs, uint32_t id, i
 extern "C" __attribute__((visibility("default"), noinline)) void sightline_test_capture(int tag) {
   uint32_t id = g_collector->Capture(static_cast<uint32_t>(tag));
   uint32_t strict = g_strict->CurrentStack();
+  if (g_small != nullptr) g_small->Capture(static_cast<uint32_t>(tag));
   std::lock_guard<std::mutex> lock(g_mu);
   if (tag == 9 && ++g_hammer_records > 3) return;
   g_records.push_back({tag, id, strict});
@@ -165,8 +169,11 @@ int main(int argc, char** argv) {
 
   PythonStackCollector collector;
   PythonStackCollector strict(/*require_gil=*/true);
+  PythonStackCollector small(/*require_gil=*/false, /*max_pending=*/4);
+  small.SetWakeWriter([](void*) { ++g_wakes; }, nullptr);
   g_collector = &collector;
   g_strict = &strict;
+  g_small = &small;
 
   // Before Py_Initialize: resolved, but nothing read.
   sightline_test_capture(0);
@@ -253,6 +260,13 @@ int main(int argc, char** argv) {
     if (p.correlation_id >= 1 && p.correlation_id <= 8) ++captured_pairs;
   }
   Expect(captured_pairs == 11, "pairs for tags 1-8: " + std::to_string(captured_pairs));
+  // The small collector woke its writer once, when 2 of its 4 pending pairs
+  // were there (nobody took them), and counted the captures past the bound
+  // (and the stack definitions past it: it holds at most 4 of those too).
+  Expect(g_wakes.load() == 1, "wake-ups at half of max_pending: " + std::to_string(g_wakes.load()));
+  auto small_stats = small.stats();  // one snapshot: the daemon thread still captures
+  Expect(small_stats.captured > 4 && small_stats.dropped >= small_stats.captured - 4,
+         "pairs past the bound not counted as dropped");
   auto st = collector.stats();
   Expect(st.captured_without_gil >= 5, "captures without the GIL not counted");
   Expect(st.no_thread_state >= 1, "thread unknown to Python not counted");
