@@ -196,7 +196,7 @@ int Long(double seconds, double rate) {
   int result = ReadCounter(counter);
   std::printf("SIGHTLINE_EXPECT kernel=%ld\n", launched);
   std::printf("FAULT_APP result=%d\n", result);
-  std::printf("FAULT_APP launches=%ld span_s=%.3f rss_kb_10pct=%ld rss_kb_end=%ld\n", launched,
+  std::printf("FAULT_APP launches=%ld span_s=%.6f rss_kb_10pct=%ld rss_kb_end=%ld\n", launched,
               last - first, rss_10, PeakRssKb());
   return 0;
 }

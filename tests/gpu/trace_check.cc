@@ -3,7 +3,7 @@
 //
 //   sightline_trace_check TRACE --stdout FILE [--allow-incomplete]
 //       [--timing-tolerance 0.02] [--min-timed-ms 1] [--windows N]
-//       [--keys kernel,memcpy] [--allow-loss]
+//       [--keys kernel,memcpy] [--allow-loss] [--count-only]
 //
 // FILE is the program's stdout. Its "SIGHTLINE_EXPECT k=v ..." line gives the
 // counts the trace must hold exactly (kernel, memcpy, memset, nvtx_range,
@@ -12,8 +12,11 @@
 // event_ms=T" lines are matched, in order, with the kernels of the trace (by
 // start time): every kernel of ≥ --min-timed-ms must agree within the
 // tolerance. "SIGHTLINE_EXPECT_NCCL rank=R allreduce=N" requires N AllReduce
-// NcclEvents from kernels. Prints one line per check; exit 0 all passed, 1 a
-// check failed, 2 unusable input.
+// NcclEvents from kernels. Always prints "KERNEL_SPAN first_start_ns=A
+// last_end_ns=B span_s=S" (the kernels' own time span, to compare with the
+// program's wall clock). --count-only keeps no kernel in memory (a trace of
+// hours of launches; no timing or NCCL checks). Prints one line per check;
+// exit 0 all passed, 1 a check failed, 2 unusable input.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,10 +34,16 @@ namespace {
 using namespace sightline;
 
 struct Seen : trace::EventVisitor {
+  bool keep_kernels = true;
+  uint64_t first_start_ns = UINT64_MAX, last_end_ns = 0;
   std::vector<KernelEvent> kernels;
   std::vector<CaptureWindowEvent> windows;
   std::vector<NcclEvent> nccl;
-  void OnKernel(const KernelEvent& e) override { kernels.push_back(e); }
+  void OnKernel(const KernelEvent& e) override {
+    first_start_ns = std::min(first_start_ns, e.start_ns);
+    last_end_ns = std::max(last_end_ns, e.end_ns);
+    if (keep_kernels) kernels.push_back(e);
+  }
   void OnCaptureWindow(const CaptureWindowEvent& e) override { windows.push_back(e); }
   void OnNccl(const NcclEvent& e) override { nccl.push_back(e); }
 };
@@ -65,7 +74,7 @@ int main(int argc, char** argv) {
   }
   std::string trace_path = argv[1], stdout_path;
   double tolerance = 0.02, min_timed_ms = 1.0;
-  bool allow_incomplete = false, no_loss = true;
+  bool allow_incomplete = false, no_loss = true, count_only = false;
   int windows_expected = -1;
   std::string keys_filter;  // ",kernel,memcpy," — only these counts
   for (int i = 2; i < argc; ++i) {
@@ -76,6 +85,7 @@ int main(int argc, char** argv) {
     else if (a == "--min-timed-ms") min_timed_ms = std::stod(next());
     else if (a == "--allow-incomplete") allow_incomplete = true;
     else if (a == "--allow-loss") no_loss = false;
+    else if (a == "--count-only") count_only = true;
     else if (a == "--windows") windows_expected = std::stoi(next());
     else if (a == "--keys") keys_filter = "," + next() + ",";
   }
@@ -85,7 +95,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   Seen seen;
+  seen.keep_kernels = !count_only;
   absl::Status st = (*reader)->ReadAll(seen);
+  if (seen.last_end_ns > 0 && seen.first_start_ns < seen.last_end_ns) {
+    std::printf("KERNEL_SPAN first_start_ns=%llu last_end_ns=%llu span_s=%.6f\n",
+                static_cast<unsigned long long>(seen.first_start_ns),
+                static_cast<unsigned long long>(seen.last_end_ns),
+                (seen.last_end_ns - seen.first_start_ns) / 1e9);
+  }
   const trace::Integrity& in = (*reader)->integrity();
   Check(st.ok(), "trace readable: " + std::string(st.message()));
   if (!allow_incomplete) Check(in.complete, "trace complete " + in.reason);
@@ -140,6 +157,10 @@ int main(int argc, char** argv) {
     Check(static_cast<int>(seen.windows.size()) == windows_expected,
           "capture windows: trace " + std::to_string(seen.windows.size()) + ", expected " +
               std::to_string(windows_expected));
+  }
+  if (count_only && (!timing.empty() || !nccl.empty())) {
+    std::fprintf(stderr, "sightline_trace_check: --count-only cannot check timing or NCCL lines\n");
+    return 2;
   }
   if (!timing.empty()) {
     std::sort(seen.kernels.begin(), seen.kernels.end(),
