@@ -48,7 +48,9 @@ namespace {
 // = kernel records only, what any tracer that times every kernel pays at
 // least; "same" = exactly the records sightline's default records for a
 // Python command: the same kinds (memory records included) and runtime API
-// records enabled API by API, all but sightline's skip list.
+// records enabled API by API, all but sightline's skip list; "callbacks" = no
+// activity kind, a subscriber with one runtime callback (the monitor mode's
+// CUPTI state between captures).
 std::string FloorMode() {
   const char* k = std::getenv("SIGHTLINE_FLOOR_KINDS");
   return k != nullptr ? k : "";
@@ -58,6 +60,7 @@ const std::vector<CUpti_ActivityKind>& Kinds() {
   static const std::vector<CUpti_ActivityKind> kinds = []() -> std::vector<CUpti_ActivityKind> {
     std::string mode = FloorMode();
     if (mode == "kernel") return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
+    if (mode == "callbacks") return {};
     if (mode == "same") {
       return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
               CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
@@ -73,6 +76,8 @@ const std::vector<CUpti_ActivityKind>& Kinds() {
   }();
   return kinds;
 }
+
+void CUPTIAPI NoOpCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
 // "same": runtime records of every API but sightline's skip list.
 void EnableRuntimeApis(bool enable) {
@@ -110,6 +115,15 @@ void StartFloorSubscriber() {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
   }
   EnableRuntimeApis(true);
+  if (FloorMode() == "callbacks") {
+    // What the monitor mode holds between captures: a subscriber with one
+    // runtime callback (cudaDeviceReset) and no activity kind.
+    static CUpti_SubscriberHandle subscriber;
+    if (cuptiSubscribe(&subscriber, &NoOpCallback, nullptr) == CUPTI_SUCCESS) {
+      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                          CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+    }
+  }
 }
 
 void ReportFloorSubscriber(FILE* out) {

@@ -12,12 +12,18 @@
 # (monitor / plain - 1, in %).
 #   MONITOR_ROUNDS (10)  MONITOR_STEPS (400)  MONITOR_WARMUP (40)
 #   MONITOR_ARGS ("--variant eager")  MONITOR_SCRIPT (examples/pytorch/lm_train.py)
+#   MONITOR_PIN (e.g. "taskset -c 2-7": both modes pinned alike)
+#   MONITOR_EXTRA ("": more modes measured in each round beside the pair, one
+#     column each: floor-callbacks = CUPTI subscribed with the monitor's one
+#     runtime callback and no activity kind (libfloor_inject.so), monitor-nolisten
+#     = the monitor without the endpoint)
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SL=${SIGHTLINE_BIN:-$ROOT/build/release/tools/sightline/sightline}
 SCRIPT=${MONITOR_SCRIPT:-$ROOT/examples/pytorch/lm_train.py}
 ROUNDS=${MONITOR_ROUNDS:-10}
+PIN=${MONITOR_PIN:-}
 ARGS=(${MONITOR_ARGS:---variant eager} --nvtx --steps "${MONITOR_STEPS:-400}" --warmup "${MONITOR_WARMUP:-40}")
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
@@ -26,8 +32,12 @@ median_ms() { sed -n 's/.*SIGHTLINE_STEPS.* median_ms=\([0-9.]*\).*/\1/p' "$1" |
 one() {  # MODE ROUND
   local o="$W/$1.$2.out"
   case $1 in
-    plain) python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
-    monitor) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
+    plain) $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    floor-callbacks) SIGHTLINE_FLOOR_KINDS=callbacks CUDA_INJECTION64_PATH=$(dirname "$(dirname "$SL")")/../bench/overhead/libfloor_inject.so \
+               $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor-nolisten) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q \
+               -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
                -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
   esac
   median_ms "$o"
@@ -37,7 +47,9 @@ for r in $(seq 1 "$ROUNDS"); do
   if [ $((r % 2)) -eq 1 ]; then p=$(one plain "$r"); m=$(one monitor "$r")
   else m=$(one monitor "$r"); p=$(one plain "$r"); fi
   if [ -z "$p" ] || [ -z "$m" ]; then echo "round $r: a run printed no SIGHTLINE_STEPS line" >&2; cat "$W"/*."$r".out >&2; exit 1; fi
-  python3 -c "import sys; p,m=float(sys.argv[2]),float(sys.argv[3]); print(f'{sys.argv[1]} {p:.4f} {m:.4f} {(m/p-1)*100:+.2f}')" "$r" "$p" "$m" | tee -a "$W/rounds"
+  extra=""
+  for x in ${MONITOR_EXTRA:-}; do v=$(one "$x" "$r"); extra="$extra $x=$(python3 -c "import sys; print(f'{(float(sys.argv[1])/float(sys.argv[2])-1)*100:+.2f}%' if sys.argv[1] else 'nan')" "$v" "$p")"; done
+  python3 -c "import sys; p,m=float(sys.argv[2]),float(sys.argv[3]); print(f'{sys.argv[1]} {p:.4f} {m:.4f} {(m/p-1)*100:+.2f}{sys.argv[4]}')" "$r" "$p" "$m" "$extra" | tee -a "$W/rounds"
 done
 python3 - "$W/rounds" <<'PY'
 import statistics, sys
