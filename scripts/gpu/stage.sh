@@ -9,7 +9,7 @@ D=${2:?usage: stage.sh SRC_BUILD DEST [EXTRA_FILES...]}
 shift 2
 rm -rf "$D"
 for f in tools/sightline/sightline injection/libsightline_inject.so \
-         tests/gpu/sightline_trace_check tests/gpu/sightline_other_subscriber \
+         tests/gpu/sightline_trace_check tests/gpu/sightline_other_subscriber tests/gpu/sightline_fault_app \
          bench/overhead/launch_overhead bench/overhead/libfloor_inject.so \
          bench/overhead/torch_overhead.py examples/pytorch_train.py \
          share/sightline/python/sitecustomize.py \
