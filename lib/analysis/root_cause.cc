@@ -118,6 +118,16 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
         .Number("standalone_saving_ns", double(standalone), "ns");
     SetSaving(&f, marginal, window);
   }
+  // A synchronization that idles nothing itself fired for the host time it
+  //    blocks (sync_api.cc): it is a cause only if removing its waits saves
+  //    something (overlap regained); a final sync that waits for work the
+  //    GPU must do anyway saves nothing and is no finding.
+  for (size_t i = 0; i < fs.size(); ++i) {
+    if (drop[i] || fs[i].rule != "sync_api" || fs[i].EvidenceNumber("gpu_idle_caused_ns", 0) > 0) {
+      continue;
+    }
+    if (w.empty() || fs[i].est_saving_pct < 1) drop[i] = 1;
+  }
   // 3. Fold idle symptoms and modelled causes that save (almost) nothing
   //    into the top cause.
   size_t top = fs.size();

@@ -359,7 +359,7 @@ absl::StatusOr<WindowSpec> ParseWindowSpec(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--window '", std::string(text), "': ", std::string(why),
-        " (use steady, all, steps:A-B or T0..T1 with units ns/us/ms/s)"));
+        " (use steady, all, steps:A-B, capture:N or T0..T1 with units ns/us/ms/s)"));
   };
   if (text == "steady" || text.empty()) return spec;
   if (text == "all" || text == "whole") {
@@ -378,6 +378,15 @@ absl::StatusOr<WindowSpec> ParseWindowSpec(std::string_view text) {
     spec.kind = WindowSpec::kSteps;
     spec.first = x;
     spec.last = y;
+    return spec;
+  }
+  if (text.rfind("capture:", 0) == 0) {
+    uint64_t n = 0;
+    if (!absl::SimpleAtoi(std::string(text.substr(8)), &n) || n == 0) {
+      return bad("a capture number from 1 expected");
+    }
+    spec.kind = WindowSpec::kCapture;
+    spec.first = spec.last = n;
     return spec;
   }
   size_t dots = text.find("..");
@@ -422,6 +431,25 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
       c.start_ns = model.first_ns + spec.first;
       c.end_ns = model.first_ns + spec.last;
       return c;
+    case WindowSpec::kCapture: {
+      std::vector<const CaptureWindow*> windows;
+      for (const CaptureWindow& w : model.capture_windows) windows.push_back(&w);
+      std::stable_sort(windows.begin(), windows.end(),
+                       [](const CaptureWindow* a, const CaptureWindow* b) {
+                         return a->start_ns < b->start_ns;
+                       });
+      if (spec.first == 0 || spec.first > windows.size()) {
+        note(absl::StrCat("--window capture:", spec.first, ": the trace has ", windows.size(),
+                          " capture windows; analysing the whole trace"));
+        return c;
+      }
+      const CaptureWindow& w = *windows[spec.first - 1];
+      c.kind = "time";
+      c.start_ns = w.start_ns;
+      c.end_ns = w.end_ns > w.start_ns ? w.end_ns : model.last_ns;
+      note(absl::StrCat("scope: capture window ", spec.first, " of ", windows.size()));
+      return c;
+    }
     case WindowSpec::kSteps:
       if (steps.steps.empty() || spec.first >= steps.steps.size()) {
         note(absl::StrCat("--window steps:", spec.first, "-", spec.last, ": the trace has ",

@@ -69,10 +69,13 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
 size_t WarmupSteps(const std::vector<uint64_t>& durations);
 
 struct WindowSpec {
-  enum Kind { kSteady, kAll, kSteps, kTime } kind = kSteady;
-  uint64_t first = 0, last = 0;  // steps A..B, or time offsets (ns) T0..T1
+  enum Kind { kSteady, kAll, kSteps, kTime, kCapture } kind = kSteady;
+  uint64_t first = 0, last = 0;  // steps A..B, time offsets (ns) T0..T1, or capture N
 };
-// Parses --window: "steady", "all", "steps:A-B" (or "steps:A"), "T0..T1".
+// Parses --window: "steady", "all", "steps:A-B" (or "steps:A"), "T0..T1",
+// "capture:N" (the N-th capture window, from 1, in start order: what a
+// monitor capture or one --capture-range window recorded; the unrecorded
+// time around it is not idle time).
 absl::StatusOr<WindowSpec> ParseWindowSpec(std::string_view text);
 
 struct ScopeChoice {

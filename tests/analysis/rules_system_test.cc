@@ -225,6 +225,34 @@ TEST_P(SystemRuleTest, SyncApiFiresWithCallSites) {
   EXPECT_NE(f->offenders[0].detail.find("train_loop"), std::string::npos);
 }
 
+// A per-step sync that waits for a busy GPU (no sync-wait gap), then 600 µs
+// of host work (the next batch) while the GPU idles: the idle reads as host
+// work, but removing the wait lets that work overlap the kernel. sync_api
+// fires on the host time it blocks, and the what-if replay gives it the
+// overlap regained.
+TEST_P(SystemRuleTest, SyncApiFiresWhenItStopsHostWorkOverlapping) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  for (int i = 0; i < 20; ++i) {
+    uint64_t start = t + us(15), end = start + ms(1);
+    b.Kernel("k", start, end, 7, t, us(3));
+    b.Api("cudaStreamSynchronize", t + us(5), end + us(2));
+    t = end + us(2) + us(600);
+  }
+  AnalysisOptions with_replay;
+  with_replay.params["root_causes"] = 1;
+  Report report = Analyze(b, with_replay);
+  const Finding* f = FindFinding(report, "sync_api");
+  ASSERT_NE(f, nullptr) << "a sync that serializes host work is a cause";
+  EXPECT_EQ(f->EvidenceNumber("gpu_idle_caused_ns"), 0);
+  EXPECT_GT(f->EvidenceNumber("host_blocked_pct"), 50);
+  std::string ranking;
+  for (const Finding& x : report.findings) {
+    ranking += x.rule + " " + std::to_string(x.est_saving_pct) + "; ";
+  }
+  EXPECT_GT(f->est_saving_pct, 10) << "the replay regains the overlap: " << ranking;
+}
+
 TEST_P(SystemRuleTest, SyncApiSilentWithoutSynchronization) {
   EXPECT_EQ(FindFinding(Analyze(SyncLoopTrace(false)), "sync_api"), nullptr);
 }

@@ -70,10 +70,40 @@ TEST(WindowSpecTest, ParsesEveryFormAndRefusesTheRest) {
   EXPECT_EQ(s->kind, WindowSpec::kTime);
   EXPECT_EQ(s->first, 1'500'000'000u);
   EXPECT_EQ(s->last, 2'500'000'000u);
+  s = ParseWindowSpec("capture:2");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->kind, WindowSpec::kCapture);
+  EXPECT_EQ(s->first, 2u);
   for (const char* bad : {"steps:7-3", "steps:x", "2..1", "nan..3", "inf..1", "-1..2", "weird",
-                          "1e400..1e401"}) {
+                          "1e400..1e401", "capture:0", "capture:", "capture:x"}) {
     EXPECT_FALSE(ParseWindowSpec(bad).ok()) << bad;
   }
+}
+
+// A monitor trace holds every capture of the process; capture:N is the N-th
+// window in start order, not the unrecorded time around it.
+TEST(WindowSpecTest, CaptureNIsThatWindowOnly) {
+  TimelineModel m;
+  m.first_ns = 100;
+  m.last_ns = 10'000;
+  CaptureWindow late, early;
+  late.start_ns = 5'000;
+  late.end_ns = 6'000;
+  early.start_ns = 1'000;
+  early.end_ns = 2'000;
+  m.capture_windows = {late, early};
+  std::vector<std::string> notes;
+  ScopeChoice c = ChooseScope(m, StepDetection{}, *ParseWindowSpec("capture:2"), &notes);
+  EXPECT_EQ(c.kind, "time");
+  EXPECT_EQ(c.start_ns, 5'000u);
+  EXPECT_EQ(c.end_ns, 6'000u);
+  c = ChooseScope(m, StepDetection{}, *ParseWindowSpec("capture:1"), &notes);
+  EXPECT_EQ(c.start_ns, 1'000u);
+  notes.clear();
+  c = ChooseScope(m, StepDetection{}, *ParseWindowSpec("capture:3"), &notes);
+  EXPECT_EQ(c.kind, "whole");
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("2 capture windows"), std::string::npos) << notes[0];
 }
 
 TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {

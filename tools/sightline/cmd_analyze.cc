@@ -141,7 +141,7 @@ int RunAnalyze(const std::vector<std::string>& args) {
 
 SIGHTLINE_COMMAND("analyze",
                   "analyze TRACE... [--format text|json] [-o FILE] [--set KEY=VALUE]... "
-                  "[--step-range NAME] [--window steady|all|steps:A-B|T0..T1] [--rules A,B] "
+                  "[--step-range NAME] [--window steady|all|steps:A-B|capture:N|T0..T1] [--rules A,B] "
                   "[--fail-on high|medium|low] [--group-by python|op|kernel] [--kernel REGEX]",
                   "Find bottlenecks: summary, top kernels and findings ranked by saving",
                   RunAnalyze);

@@ -121,7 +121,7 @@ int RunDiff(const std::vector<std::string>& args) {
 SIGHTLINE_COMMAND("diff",
                   "diff BASE NEW [--format text|json] [-o FILE] [--fail-on-regression PCT] "
                   "(BASE/NEW: traces or JSON reports) "
-                  "[--min-kernel-share PCT] [--window steady|all|steps:A-B|T0..T1]",
+                  "[--min-kernel-share PCT] [--window steady|all|steps:A-B|capture:N|T0..T1]",
                   "Compare two runs; exit 1 on a regression beyond PCT (CI gate)", RunDiff);
 
 }  // namespace sightline::cli

@@ -83,7 +83,12 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   std::fprintf(stderr, "sightline: capture #%s of pid %s (%s: %s), %s steps -> %s\n",
                f[2].c_str(), f[1].c_str(), f[3].c_str(), f[6].c_str(), f[4].c_str(),
                trace.c_str());
-  absl::StatusOr<analysis::Report> report = analysis::Analyze({trace}, analysis::AnalysisOptions());
+  // This capture's window only: the trace holds every capture of the process,
+  // and the unrecorded time between them is not GPU idle time (capture #2
+  // of an H200 run read "gpu_idle 95.7 %" over both windows and the gap).
+  analysis::AnalysisOptions options;
+  options.window = "capture:" + f[2];
+  absl::StatusOr<analysis::Report> report = analysis::Analyze({trace}, options);
   if (!report.ok()) {
     std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", f[2].c_str(),
                  std::string(report.status().message()).c_str());

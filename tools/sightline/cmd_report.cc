@@ -119,7 +119,7 @@ int RunReport(const std::vector<std::string>& args) {
 
 }  // namespace
 
-SIGHTLINE_COMMAND("report", "report TRACE... -o report.html [--merge] [--max-events N] [--window steady|all|steps:A-B|T0..T1]",
+SIGHTLINE_COMMAND("report", "report TRACE... -o report.html [--merge] [--max-events N] [--window steady|all|steps:A-B|capture:N|T0..T1]",
                   "Write a self-contained HTML report (two traces: before/after comparison)",
                   RunReport);
 
