@@ -54,7 +54,14 @@ done
 python3 - "$W/rounds" <<'PY'
 import statistics, sys
 ex = [float(l.split()[3]) for l in open(sys.argv[1])]
+# Decided only when most rounds agree: MET when the upper quartile of the
+# paired excess is within the target (and >= 8 rounds), NOT MET when the
+# lower quartile is above it; otherwise UNDECIDED (the H200's step moves
+# +-15 % run to run, far more than the 1 % looked for).
+q = statistics.quantiles(ex, n=4) if len(ex) >= 2 else [ex[0]] * 3
+verdict = ("MET" if q[2] <= 1.0 and len(ex) >= 8 else
+           "NOT MET" if q[0] > 1.0 else "UNDECIDED")
 print(f"MONITOR_OVERHEAD rounds={len(ex)} median_excess_pct={statistics.median(ex):+.2f} "
-      f"min={min(ex):+.2f} max={max(ex):+.2f} target=+1.00 "
-      f"{'MET' if statistics.median(ex) <= 1.0 else 'NOT MET'}")
+      f"quartiles={q[0]:+.2f}..{q[2]:+.2f} min={min(ex):+.2f} max={max(ex):+.2f} target=+1.00 "
+      f"{verdict}")
 PY
