@@ -49,8 +49,9 @@ namespace {
 // least; "same" = exactly the records sightline's default records for a
 // Python command: the same kinds (memory records included) and runtime API
 // records enabled API by API, all but sightline's skip list; "callbacks" = no
-// activity kind, a subscriber with one runtime callback (the monitor mode's
-// CUPTI state between captures).
+// activity kind, a subscriber with one runtime callback (part of the monitor
+// mode's CUPTI state between captures, which also has NVTX and resource
+// callbacks: a lower bound of it).
 std::string FloorMode() {
   const char* k = std::getenv("SIGHTLINE_FLOOR_KINDS");
   return k != nullptr ? k : "";
@@ -116,8 +117,8 @@ void StartFloorSubscriber() {
   }
   EnableRuntimeApis(true);
   if (FloorMode() == "callbacks") {
-    // What the monitor mode holds between captures: a subscriber with one
-    // runtime callback (cudaDeviceReset) and no activity kind.
+    // Part of what the monitor mode holds between captures: a subscriber
+    // with one runtime callback (cudaDeviceReset) and no activity kind.
     static CUpti_SubscriberHandle subscriber;
     if (cuptiSubscribe(&subscriber, &NoOpCallback, nullptr) == CUPTI_SUCCESS) {
       cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,

@@ -14,9 +14,10 @@
 #   MONITOR_ARGS ("--variant eager")  MONITOR_SCRIPT (examples/pytorch/lm_train.py)
 #   MONITOR_PIN (e.g. "taskset -c 2-7": both modes pinned alike)
 #   MONITOR_EXTRA ("": more modes measured in each round beside the pair, one
-#     column each: floor-callbacks = CUPTI subscribed with the monitor's one
-#     runtime callback and no activity kind (libfloor_inject.so), monitor-nolisten
-#     = the monitor without the endpoint)
+#     column each, run after the pair (not rotated): floor-callbacks = CUPTI
+#     subscribed with the monitor's one runtime callback and no activity kind
+#     (libfloor_inject.so; the monitor also has NVTX and resource callbacks),
+#     monitor-nolisten = the monitor without the endpoint)
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"

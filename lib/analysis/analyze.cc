@@ -154,10 +154,23 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
       findings.push_back(std::move(f));
     }
   }
+  // A sync_api finding that fired only for the host time it blocks has no
+  // saving of its own: the what-if replay gives it one (root_cause.cc), or,
+  // without the replay, it is no finding.
+  const bool root_causes = options.Global("root_causes", 1) != 0 && !skip_timeline;
+  auto blocked_only_sync = [](const Finding& f) {
+    return f.rule == "sync_api" && f.EvidenceNumber("gpu_idle_caused_ns", 0) <= 0;
+  };
+  if (!root_causes) {
+    findings.erase(std::remove_if(findings.begin(), findings.end(), blocked_only_sync),
+                   findings.end());
+  }
   double min_pct = options.Global("min_saving_pct", 0);
   if (min_pct > 0) {
     findings.erase(std::remove_if(findings.begin(), findings.end(),
-                                  [&](const Finding& f) { return f.est_saving_pct < min_pct; }),
+                                  [&](const Finding& f) {
+                                    return f.est_saving_pct < min_pct && !blocked_only_sync(f);
+                                  }),
                    findings.end());
   }
   // Not on traces whose timing replay distorted: the what-if replays timing.

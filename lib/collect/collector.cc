@@ -224,9 +224,15 @@ bool CollectorImpl::Initialize(InitSource source) {
       // the H200 a monitored eager LM step ran 5-25 % slower with them), and
       // the monitor's budget is 1 % of the step. Captures name kernels and
       // API calls; for Python call sites, `sightline profile` or the flight
-      // recorder (which traces all the time anyway).
-      config_.trace_python = false;
-      config_.driver_launch_records = false;
+      // recorder (which traces all the time anyway). Asked for explicitly
+      // (SIGHTLINE_PYTHON_BACKTRACE, SIGHTLINE_DRIVER_LAUNCH_RECORDS), they
+      // stay, and their cost with them.
+      auto unset = [](const char* name) {
+        const char* v = std::getenv(name);
+        return v == nullptr || *v == '\0';
+      };
+      if (unset("SIGHTLINE_PYTHON_BACKTRACE")) config_.trace_python = false;
+      if (unset("SIGHTLINE_DRIVER_LAUNCH_RECORDS")) config_.driver_launch_records = false;
     }
   }
   if (source == InitSource::kLinkIn && !config_.capture_set &&
@@ -237,8 +243,9 @@ bool CollectorImpl::Initialize(InitSource source) {
   // context exists, when runtime API records enabled API by API never arrive
   // (the monitor's captures held 0 API records on the H200, so a per-step
   // sync was invisible to them); windows use the RUNTIME kind.
-  if (config_.capture != CaptureMode::kWholeRun && !flight_recorder_ &&
-      std::getenv("SIGHTLINE_RUNTIME_PER_API") == nullptr) {
+  if (const char* per_api = std::getenv("SIGHTLINE_RUNTIME_PER_API");
+      config_.capture != CaptureMode::kWholeRun && !flight_recorder_ &&
+      (per_api == nullptr || *per_api == '\0')) {
     config_.runtime_records_per_api = false;
   }
   capture_ = std::make_unique<CaptureStateMachine>(config_.capture, config_.capture_nvtx_name,

@@ -42,31 +42,46 @@ StepTimeDetector::StepTimeDetector(StepDetectorOptions options) : o_(options) {
   if (o_.window < 3) o_.window = 3;
   if (o_.warmup < 3) o_.warmup = 3;
   if (o_.warmup > o_.window) o_.warmup = o_.window;
-  if (o_.consecutive < 1) o_.consecutive = 1;
-}
-
-void StepTimeDetector::Reset() {
-  window_.clear();
-  recent_.clear();
-  median_ = 0;
-  exceed_share_ = 0;
+  if (!(o_.p_value > 0)) o_.p_value = 1e-5;
+  // A group too small to ever be unlikely enough would silently never fire:
+  // even all of it over a limit no baseline step passed has the chance
+  // 6 x u^k (u: the 95 % bound of 0 in `window` steps, 4.6 % for 64). At
+  // the defaults the smallest group is 5.
+  const double u = BinomialUpperBound(o_.window, 0, 0.95);
+  uint32_t smallest = 1;
+  while (smallest < 1000 && 6 * std::pow(u, smallest) >= o_.p_value) ++smallest;
+  if (o_.consecutive < smallest) o_.consecutive = smallest;
 }
 
 double BinomialTail(uint32_t n, uint32_t k, double p) {
   if (k == 0) return 1;
   if (k > n) return 0;
-  p = std::clamp(p, 0.0, 1.0);
+  if (!(p > 0)) return 0;
+  if (p >= 1) return 1;
+  // pmf(j) in logs, built term by term (no lgamma: it writes glibc's global
+  // signgam, and this runs beside the application's threads).
+  const double lp = std::log(p), lq = std::log1p(-p);
+  double log_c = 0;  // log C(n, j)
   double tail = 0;
-  for (uint32_t j = k; j <= n; ++j) {
-    // C(n, j) p^j (1-p)^(n-j) in logs (n is a few dozen at most).
-    double log_term = std::lgamma(n + 1.0) - std::lgamma(j + 1.0) - std::lgamma(n - j + 1.0);
-    if (p > 0) log_term += j * std::log(p);
-    else if (j > 0) continue;
-    if (p < 1) log_term += (n - j) * std::log1p(-p);
-    else if (n > j) continue;
-    tail += std::exp(log_term);
+  for (uint32_t j = 0; j <= n; ++j) {
+    if (j > 0) log_c += std::log(static_cast<double>(n - j + 1) / j);
+    if (j >= k) tail += std::exp(log_c + j * lp + (n - j) * lq);
   }
   return std::min(tail, 1.0);
+}
+
+double BinomialUpperBound(uint32_t n, uint32_t x, double confidence) {
+  if (n == 0 || x >= n) return 1;
+  // Clopper-Pearson: the p at which P(X <= x) = 1 - confidence.
+  const double alpha = 1 - confidence;
+  double lo = static_cast<double>(x) / n, hi = 1;
+  for (int i = 0; i < 60; ++i) {
+    double mid = (lo + hi) / 2;
+    double cdf = 1 - BinomialTail(n, x + 1, mid);  // P(X <= x)
+    if (cdf > alpha) lo = mid;
+    else hi = mid;
+  }
+  return hi;
 }
 
 bool StepTimeDetector::Add(double seconds, Anomaly* anomaly) {
@@ -76,64 +91,76 @@ bool StepTimeDetector::Add(double seconds, Anomaly* anomaly) {
   if (recent_.size() > k) {
     window_.push_back(recent_.front());
     recent_.pop_front();
-    if (window_.size() > o_.window) window_.pop_front();
+    while (window_.size() > o_.window) window_.pop_front();
     median_ = Median(std::vector<double>(window_.begin(), window_.end()));
   } else if (window_.empty()) {
     median_ = Median(std::vector<double>(recent_.begin(), recent_.end()));
   }
   if (window_.size() < o_.warmup || recent_.size() < k || median_ <= 0) return false;
-  // Limits from the smallest slowdown judged up; more limits, more tests
-  // (Bonferroni).
-  std::vector<double> factors = {1 + o_.min_rel_increase};
-  for (double f : {1.25, 1.5, 2.0}) {
-    if (f > factors.back()) factors.push_back(f);
-  }
   const double n = static_cast<double>(window_.size());
-  double best_p = 2;
+  const double rel = 1 + o_.min_rel_increase;
+  std::vector<double> base(window_.begin(), window_.end());
+  std::sort(base.begin(), base.end());
+  auto quantile = [&](double q) {
+    double i = (n - 1) * q;
+    size_t lo = static_cast<size_t>(i), hi = std::min(lo + 1, base.size() - 1);
+    return base[lo] + (base[hi] - base[lo]) * (i - static_cast<double>(lo));
+  };
+  {
+    uint32_t above = 0;
+    for (double v : window_) above += v > median_ * rel;
+    exceed_share_ = above / n;
+  }
+  // Test 1, a sign test: most of the recent steps above a limit that the
+  // baseline's steps rarely pass. Limits: multiples of the median, and the
+  // upper quartile and decile with the margin (a baseline with many long
+  // steps). The chance a normal step passes is the 95 % upper bound of the
+  // baseline's share (a few dozen steps estimate it), times the number of
+  // limits (Bonferroni).
+  const double limits[] = {median_ * rel, median_ * std::max(rel, 1.25),
+                           median_ * std::max(rel, 1.5),  median_ * std::max(rel, 2.0),
+                           quantile(0.75) * rel,          quantile(0.90) * rel};
+  const double tests = static_cast<double>(std::size(limits));
+  double best_p = 2, best_share = 0;
   uint32_t best_count = 0;
-  double best_share = 0;
-  for (size_t i = 0; i < factors.size(); ++i) {
-    const double limit = median_ * factors[i];
+  for (double limit : limits) {
     uint32_t base_above = 0, recent_above = 0;
     for (double v : window_) base_above += v > limit;
     for (double v : recent_) recent_above += v > limit;
-    // Add half a step to each side: a baseline with no step above the limit
-    // still allows that one might be.
-    const double p0 = (base_above + 0.5) / (n + 1);
-    if (i == 0) exceed_share_ = base_above / n;
     if (2 * recent_above <= k) continue;
-    double p = BinomialTail(k, recent_above, p0) * static_cast<double>(factors.size());
+    double p0 = BinomialUpperBound(static_cast<uint32_t>(n), base_above, 0.95);
+    double p = BinomialTail(k, recent_above, p0) * tests;
     if (p < best_p) {
       best_p = p;
       best_count = recent_above;
-      best_share = p0;
+      best_share = base_above / n;
     }
   }
   if (best_p >= o_.p_value) return false;
-  const double limit = median_ * factors[0];
   std::vector<double> slow;
   for (double v : recent_) {
-    if (v > limit) slow.push_back(v);
+    if (v > median_ * rel) slow.push_back(v);
   }
   if (slow.empty()) slow.assign(recent_.begin(), recent_.end());
   const double level = Median(slow);
   if (anomaly != nullptr) {
-    char buf[320];
+    char buf[400];
     std::snprintf(buf, sizeof(buf),
-                  "step time %.3f ms over %zu of the last %u steps vs a rolling median of %.3f ms "
-                  "(+%.0f%%; %u of %u steps above a limit that %.0f%% of normal steps passed: "
-                  "chance %.1g)",
+                  "step time %.3f ms over %zu of the last %u steps vs a rolling median of "
+                  "%.3f ms (+%.0f%%; %u of %u steps above a limit that %.0f%% of the %.0f "
+                  "normal steps passed: chance %.1g)",
                   level * 1e3, slow.size(), k, median_ * 1e3, (level / median_ - 1) * 100,
-                  best_count, k, best_share * 100, std::max(best_p, 1e-99));
+                  best_count, k, best_share * 100, n, std::max(best_p, 1e-99));
     anomaly->kind = "step_time";
     anomaly->value = level;
     anomaly->baseline = median_;
     anomaly->message = buf;
   }
-  // The new level becomes the baseline from now on.
-  window_.assign(slow.begin(), slow.end());
+  // The recent group is the new level's first steps: the baseline from now on.
+  window_.assign(recent_.begin(), recent_.end());
+  while (window_.size() > o_.window) window_.pop_front();
   recent_.clear();
-  median_ = level;
+  median_ = Median(std::vector<double>(window_.begin(), window_.end()));
   return true;
 }
 

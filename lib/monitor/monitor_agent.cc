@@ -215,7 +215,7 @@ void MonitorAgent::FinishCapture(const char* why) {
   capturing_.store(false);
   bool ok = control_.stop_and_flush && control_.stop_and_flush();
   last_capture_end_ns_ = NowNs();
-  settle_steps_ = std::max<uint32_t>(config_.step.consecutive, 4);
+  settle_steps_ = std::max<uint32_t>(step_detector_.group_steps(), 4);
   if (!ok) {
     Log("capture #" + std::to_string(capture_index_) + " could not be written");
     return;
@@ -316,7 +316,8 @@ void MonitorAgent::Main() {
     // utilization change by design during start-up and the first steps
     // (allocator growth, cuDNN workspaces, autotuning). With steps, after
     // the step detector's warm-up; without any step, after 60 s.
-    const bool device_steady = steps_total > 0 ? steps_total >= config_.step.warmup + 1
+    const bool device_steady = steps_total > 0
+                                   ? steps_total >= config_.step.warmup + step_detector_.group_steps()
                                                : now_ms >= started_ms + config_.device_grace_ms;
     if (nvml.open() && now_ms >= next_poll_ms) {
       bool up = nvml.Poll(&samples);

@@ -78,10 +78,16 @@ MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*)
   Number(getenv_fn, "SIGHTLINE_FLIGHT_RECORDER_MB", 16, 1 << 20, &c.flight_recorder_mb, problems);
   Number(getenv_fn, "SIGHTLINE_ANOMALY_COOLDOWN_S", 0, 86400, &c.cooldown_s, problems);
   Number(getenv_fn, "SIGHTLINE_ANOMALY_P", 1e-12, 0.1, &c.step.p_value, problems);
+  if (const char* v = Get(getenv_fn, "SIGHTLINE_ANOMALY_MAD_K");
+      v != nullptr && *v != '\0' && problems != nullptr) {
+    problems->push_back(
+        "SIGHTLINE_ANOMALY_MAD_K (--anomaly-mad-k) is no longer used: the step detector is a "
+        "sign test now; SIGHTLINE_ANOMALY_P (--anomaly-p) sets its false-alarm chance");
+  }
   double min_pct = c.step.min_rel_increase * 100;
   Number(getenv_fn, "SIGHTLINE_ANOMALY_MIN_PCT", 0, 10000, &min_pct, problems);
   c.step.min_rel_increase = min_pct / 100;
-  Number(getenv_fn, "SIGHTLINE_ANOMALY_STEPS", 1, 1000, &c.step.consecutive, problems);
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_STEPS", 4, 1000, &c.step.consecutive, problems);
   Number(getenv_fn, "SIGHTLINE_ANOMALY_WARMUP", 3, 100000, &c.step.warmup, problems);
   if (c.step.window < c.step.warmup) c.step.window = c.step.warmup;
   if (const char* v = Get(getenv_fn, "SIGHTLINE_JOB"); v != nullptr) c.job = v;

@@ -20,9 +20,9 @@
 //                                 after the last one ended (default 60; on-demand
 //                                 triggers ignore it)
 //   SIGHTLINE_ANOMALY_P           chance under the baseline's noise below which a
-//                                 group of steps is slow (default 1e-4)
+//                                 group of steps is slow (default 1e-5)
 //   SIGHTLINE_ANOMALY_MIN_PCT     and at least this % over the median (default 10)
-//   SIGHTLINE_ANOMALY_STEPS       slow steps in a row that make an anomaly (5)
+//   SIGHTLINE_ANOMALY_STEPS       steps judged together, 4..1000 (default 8)
 //   SIGHTLINE_ANOMALY_WARMUP      steps before judging (default 16)
 //   SIGHTLINE_JOB                 the job label (default: program name)
 //   SIGHTLINE_MONITOR_EVENTS      file each finished capture appends a line to

@@ -69,7 +69,9 @@ if kernels + lost < launches:
 # The kernels' span (CUPTI clock) tracks the launches' wall span: no drift
 # beyond 0.1 % + 50 ms.
 print(f"long: kernel span {tspan:.6f} s vs launch span {span:.6f} s: {(tspan / span - 1) * 100 if span else 0:+.4f} %")
-if abs(tspan - span) > 0.001 * span + 0.05:
+if lost > 0:
+    print(f"long: {lost} records lost: the first or last kernel may be among them, drift not judged")
+elif abs(tspan - span) > 0.001 * span + 0.05:
     print(f"FAIL long: kernel span {tspan:.3f} s vs wall {span:.3f} s (drift)"); ok = False
 # Memory after the first tenth stays flat (pool + one chunk; no growth per launch).
 if rss10 > 0 and rssend - rss10 > 64 * 1024:

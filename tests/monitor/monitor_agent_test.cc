@@ -135,7 +135,9 @@ TEST(MonitorAgent, ServesMetricsAndCapturesTheNextStepsAfterASlowdown) {
   EXPECT_NE(r.find("sightline_nvml_up{job=\"unit\",rank=\"-1\"} 0\n"), std::string::npos);
   EXPECT_EQ(fake.starts.load(), 0);
 
-  FeedSteps(agent.get(), &t, 5, 0.040);  // +100 %: anomaly after 5 steps
+  // +100 %: an anomaly within the group of 8 (a baseline of 32 steps bounds
+  // the chance of a slow step at 8.9 %, so it takes 7 of 8).
+  FeedSteps(agent.get(), &t, 8, 0.040);
   ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
   EXPECT_EQ(fake.stops.load(), 0) << "the capture records the next steps";
   FeedSteps(agent.get(), &t, 5, 0.040);

@@ -45,6 +45,7 @@ constexpr EnvOption kFlags[] = {
     {"--flight-recorder-mb", nullptr, "SIGHTLINE_FLIGHT_RECORDER_MB"},
     {"--cooldown", nullptr, "SIGHTLINE_ANOMALY_COOLDOWN_S"},
     {"--anomaly-p", nullptr, "SIGHTLINE_ANOMALY_P"},
+    {"--anomaly-mad-k", nullptr, "SIGHTLINE_ANOMALY_MAD_K"},  // retired: a warning says so
     {"--anomaly-min-pct", nullptr, "SIGHTLINE_ANOMALY_MIN_PCT"},
     {"--anomaly-steps", nullptr, "SIGHTLINE_ANOMALY_STEPS"},
     {"--anomaly-warmup", nullptr, "SIGHTLINE_ANOMALY_WARMUP"},
@@ -92,6 +93,16 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   if (!report.ok()) {
     std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", f[2].c_str(),
                  std::string(report.status().message()).c_str());
+    return;
+  }
+  if (report->summary.scope != "time") {
+    // The window is not in the trace (a window the program opened itself
+    // shifted the numbering, or the capture was cut): the whole trace would
+    // count the unrecorded time between captures as idle. Say so instead.
+    std::fprintf(stderr,
+                 "sightline: capture #%s: its window was not found in %s; not analysed (see "
+                 "sightline info)\n",
+                 f[2].c_str(), trace.c_str());
     return;
   }
   if (report->findings.empty()) {

@@ -27,6 +27,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   uint64_t calls = 0, blocked = 0;
   std::map<std::pair<std::string, std::string>, Offender> sites;  // (name, stack)
   std::map<uint32_t, Offender*> by_api;  // api index → its site
+  std::map<const Offender*, uint64_t> blocked_by_site;
   for (size_t i = 0; i < model.api_calls.size(); ++i) {
     const ApiCall& c = model.api_calls[i];
     if ((c.flags & kApiSync) == 0) continue;
@@ -38,6 +39,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     o.name = name;
     o.detail = stack.empty() ? "no call stack recorded" : stack;
     o.count++;
+    blocked_by_site[&o] += c.duration();
     by_api[static_cast<uint32_t>(i)] = &o;
   }
   if (calls == 0) return;
@@ -67,7 +69,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       .Number("sync_wait_gaps", double(gaps), "count")
       .Number("cupti_sync_records", double(model.host_syncs.size()), "count");
   for (auto& [key, o] : sites) {
-    o.share_pct = PctOf(double(o.total_ns), double(caused));
+    // Without idle of their own, the sites rank by the host time they block.
+    if (caused == 0) o.total_ns = blocked_by_site[&o];
+    o.share_pct = PctOf(double(o.total_ns), double(caused == 0 ? blocked : caused));
     f.offenders.push_back(o);
   }
   KeepTopOffenders(&f.offenders, 8);
