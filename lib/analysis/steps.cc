@@ -438,12 +438,21 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
                        [](const CaptureWindow* a, const CaptureWindow* b) {
                          return a->start_ns < b->start_ns;
                        });
-      if (spec.first == 0 || spec.first > windows.size()) {
+      bool numbered = false;
+      for (const CaptureWindow* x : windows) numbered |= x->index == spec.first;
+      if (spec.first == 0 || (!numbered && spec.first > windows.size())) {
         note(absl::StrCat("--window capture:", spec.first, ": the trace has ", windows.size(),
                           " capture windows; analysing the whole trace"));
         return c;
       }
-      const CaptureWindow& w = *windows[spec.first - 1];
+      // The window the collector numbered N (a monitor capture's event names
+      // it), else the N-th by start.
+      const CaptureWindow* chosen = nullptr;
+      for (const CaptureWindow* x : windows) {
+        if (x->index == spec.first) chosen = x;
+      }
+      if (chosen == nullptr) chosen = windows[spec.first - 1];  // in range: checked above
+      const CaptureWindow& w = *chosen;
       c.kind = "time";
       c.start_ns = w.start_ns;
       c.end_ns = w.end_ns > w.start_ns ? w.end_ns : model.last_ns;

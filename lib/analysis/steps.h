@@ -73,9 +73,9 @@ struct WindowSpec {
   uint64_t first = 0, last = 0;  // steps A..B, time offsets (ns) T0..T1, or capture N
 };
 // Parses --window: "steady", "all", "steps:A-B" (or "steps:A"), "T0..T1",
-// "capture:N" (the N-th capture window, from 1, in start order: what a
-// monitor capture or one --capture-range window recorded; the unrecorded
-// time around it is not idle time).
+// "capture:N" (the capture window the collector numbered N, else the N-th
+// in start order, from 1: what a monitor capture or one --capture-range
+// window recorded; the unrecorded time around it is not idle time).
 absl::StatusOr<WindowSpec> ParseWindowSpec(std::string_view text);
 
 struct ScopeChoice {

@@ -918,7 +918,17 @@ void CollectorImpl::RangePop() {
 
 void CollectorImpl::StartMonitor() {
   monitor::CaptureControl control;
-  control.start = [this] { return ApiStart() == 0; };
+  control.start = [this]() -> uint32_t {
+    uint32_t before = 0;
+    {
+      MutexLock lock(control_mu_);
+      before = capture_->window_index();
+    }
+    if (ApiStart() != 0) return 0;
+    MutexLock lock(control_mu_);
+    const uint32_t now = capture_->window_index();
+    return now != before && capture_->capturing() ? now : 0;
+  };
   control.stop_and_flush = [this] { return ApiStop() == 0 && ApiFlush() == 0; };
   control.trace_path = output_path_;
   monitor_ = monitor::MonitorAgent::Start(monitor_config_, std::move(control));

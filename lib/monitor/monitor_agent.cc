@@ -192,10 +192,13 @@ void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
 }
 
 void MonitorAgent::StartCapture(const Anomaly& anomaly, uint64_t now_ns) {
-  if (!control_.start || !control_.start()) {
-    Log("capture could not start (tracing is unavailable in this process)");
+  const uint32_t window = control_.start ? control_.start() : 0;
+  if (window == 0) {
+    Log("capture could not start (tracing is unavailable in this process, or a window the "
+        "program opened is still open)");
     return;
   }
+  capture_window_ = window;
   ++capture_index_;
   capture_steps_seen_ = 0;
   capture_start_ns_ = now_ns;
@@ -228,7 +231,8 @@ void MonitorAgent::FinishCapture(const char* why) {
       " steps, " + why + ") written to " + control_.trace_path);
   AppendEvent("capture\t" + std::to_string(getpid()) + "\t" + std::to_string(capture_index_) +
               "\t" + capture_reason_.kind + "\t" + std::to_string(capture_steps_seen_) + "\t" +
-              control_.trace_path + "\t" + capture_reason_.message);
+              control_.trace_path + "\t" + capture_reason_.message + "\t" +
+              std::to_string(capture_window_));
 }
 
 void MonitorAgent::Main() {

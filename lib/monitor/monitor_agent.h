@@ -37,7 +37,10 @@ inline constexpr const char* kAgentThreadName = "sl-monitor";
 // How the agent records a capture (the collector's capture window in the
 // injected library; fakes in tests). Called on the agent's thread only.
 struct CaptureControl {
-  std::function<bool()> start;           // open a capture window
+  // Opens a capture window; returns its index in the trace (1-based, what
+  // `--window capture:N` names), 0 when none opened (tracing off, or a
+  // window already open).
+  std::function<uint32_t()> start;
   std::function<bool()> stop_and_flush;  // close it, write its records to disk
   std::string trace_path;                // where the records go (for the log)
 };
@@ -100,7 +103,8 @@ class MonitorAgent {
   std::vector<MemoryGrowthDetector> memory_detectors_;
   uint32_t capture_index_ = 0;
   uint32_t capture_steps_seen_ = 0;
-  uint32_t settle_steps_ = 0;  // steps after a capture not given to the detector
+  uint32_t settle_steps_ = 0;
+  uint32_t capture_window_ = 0;  // the open capture's window index in the trace  // steps after a capture not given to the detector
   uint64_t capture_start_ns_ = 0;
   uint64_t last_capture_end_ns_ = 0;
   Anomaly capture_reason_;

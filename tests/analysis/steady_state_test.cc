@@ -104,6 +104,13 @@ TEST(WindowSpecTest, CaptureNIsThatWindowOnly) {
   EXPECT_EQ(c.kind, "whole");
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("2 capture windows"), std::string::npos) << notes[0];
+  // Numbered by the collector (a monitor capture's event names the number):
+  // the number wins over the position, even past the count.
+  m.capture_windows[0].index = 7;  // the late one
+  m.capture_windows[1].index = 6;
+  c = ChooseScope(m, StepDetection{}, *ParseWindowSpec("capture:7"), &notes);
+  EXPECT_EQ(c.kind, "time");
+  EXPECT_EQ(c.start_ns, 5'000u);
 }
 
 TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {

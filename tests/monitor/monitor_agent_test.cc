@@ -96,7 +96,7 @@ struct FakeCapture {
   std::atomic<int> starts{0}, stops{0};
   CaptureControl Control() {
     CaptureControl c;
-    c.start = [this] { ++starts; return true; };
+    c.start = [this]() -> uint32_t { return static_cast<uint32_t>(++starts); };
     c.stop_and_flush = [this] { ++stops; return true; };
     c.trace_path = "/tmp/fake.sltrace";
     return c;
@@ -166,8 +166,12 @@ TEST(MonitorAgent, ServesMetricsAndCapturesTheNextStepsAfterASlowdown) {
   ss << f.rdbuf();
   EXPECT_NE(ss.str().find("anomaly\t" + std::to_string(getpid()) + "\tstep_time\t"),
             std::string::npos) << ss.str();
-  EXPECT_NE(ss.str().find("capture\t" + std::to_string(getpid()) + "\t1\tstep_time\t5\t/tmp/fake.sltrace\t"),
-            std::string::npos) << ss.str();
+  const std::string all = ss.str();
+  const size_t at = all.find("capture\t" + std::to_string(getpid()) + "\t1\tstep_time\t5\t/tmp/fake.sltrace\t");
+  ASSERT_NE(at, std::string::npos) << all;
+  // Its last field: the window the collector opened for it (the fake's 1st).
+  const std::string line = all.substr(at, all.find('\n', at) - at);
+  EXPECT_EQ(line.substr(line.rfind('\t')), "\t1") << line;
 
   // The new level is the baseline: no second anomaly while it lasts.
   FeedSteps(agent.get(), &t, 60, 0.040);

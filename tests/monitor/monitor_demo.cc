@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   MonitorConfig config = MonitorConfigFromEnvironment(nullptr, &problems);
   for (const std::string& p : problems) std::fprintf(stderr, "demo: %s\n", p.c_str());
   CaptureControl control;
-  control.start = [] { return true; };
+  control.start = []() -> uint32_t { return 1; };
   control.stop_and_flush = [] { return true; };
   control.trace_path = "(demo: no trace)";
   auto agent = MonitorAgent::Start(config, control);

@@ -77,7 +77,9 @@ struct Tally {
   int captures = 0;
 };
 
-// "capture\tPID\tINDEX\tKIND\tSTEPS\tTRACE\tMESSAGE": analyze the trace now.
+// "capture\tPID\tINDEX\tKIND\tSTEPS\tTRACE\tMESSAGE\tWINDOW": analyze the
+// trace's window WINDOW (the collector's index of the window it opened for
+// capture INDEX; older agents wrote no WINDOW: INDEX then) now.
 void OnCapture(const std::vector<std::string>& f, bool quiet) {
   if (f.size() < 7) return;
   const std::string& trace = f[5];
@@ -88,7 +90,7 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   // and the unrecorded time between them is not GPU idle time (capture #2
   // of an H200 run read "gpu_idle 95.7 %" over both windows and the gap).
   analysis::AnalysisOptions options;
-  options.window = "capture:" + f[2];
+  options.window = "capture:" + (f.size() >= 8 && !f[7].empty() ? f[7] : f[2]);
   absl::StatusOr<analysis::Report> report = analysis::Analyze({trace}, options);
   if (!report.ok()) {
     std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", f[2].c_str(),
