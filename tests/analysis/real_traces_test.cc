@@ -283,7 +283,9 @@ TEST(PytorchCorpusTest, KernelTimeIsAttributedToTheUsersLines) {
     auto r = Analyze(std::vector<std::string>{path}, {});
     ASSERT_TRUE(r.ok()) << name << ": " << r.status();
     EXPECT_GE(r->python_attributed_gpu_pct, 95.0) << name;
-    if (std::string(name) == "lm_eager") EXPECT_GE(r->op_attributed_gpu_pct, 95.0) << name;
+    if (std::string(name) == "lm_eager") {
+      EXPECT_GE(r->op_attributed_gpu_pct, 95.0) << name;
+    }
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no recorded corpus traces";
