@@ -13,11 +13,6 @@ std::string Format(const char* fmt, double a, double b, double c) {
   std::snprintf(buf, sizeof(buf), fmt, a, b, c);
   return buf;
 }
-std::string Format(const char* fmt, double a, double b) {
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), fmt, a, b);
-  return buf;
-}
 
 }  // namespace
 
