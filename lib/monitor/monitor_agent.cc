@@ -176,8 +176,9 @@ void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
   AppendEvent("anomaly\t" + std::to_string(getpid()) + "\t" + anomaly.kind + "\t" +
               anomaly.message);
   bool manual = anomaly.kind == "manual";
+  if (!manual) anomaly_seen_ = true;
   if (capturing_.load()) return;
-  if (capture_index_ >= config_.max_captures) {
+  if (capture_index_ - baseline_captures_ >= config_.max_captures) {
     Log("capture not started: " + std::to_string(config_.max_captures) +
         " captures already taken (SIGHTLINE_MAX_CAPTURES)");
     return;
@@ -209,15 +210,17 @@ void MonitorAgent::StartCapture(const Anomaly& anomaly, uint64_t now_ns) {
     MutexLock lock(state_mu_);
     steps_so_far = snapshot_.steps.count();
   }
-  Log("capture #" + std::to_string(capture_index_) + " started at step " +
-      std::to_string(steps_so_far) + ": recording the next " +
-      std::to_string(config_.capture_steps) + " steps");
+  Log(std::string(anomaly.kind == "baseline" ? "baseline " : "") + "capture #" +
+      std::to_string(capture_index_) + " started at step " + std::to_string(steps_so_far) +
+      ": recording the next " + std::to_string(config_.capture_steps) + " steps");
 }
 
 void MonitorAgent::FinishCapture(const char* why) {
   capturing_.store(false);
   bool ok = control_.stop_and_flush && control_.stop_and_flush();
-  last_capture_end_ns_ = NowNs();
+  // The cooldown is between anomaly captures: the baseline's does not hold
+  // back the first anomaly.
+  if (capture_reason_.kind != "baseline") last_capture_end_ns_ = NowNs();
   settle_steps_ = std::max<uint32_t>(step_detector_.group_steps(), 4);
   if (!ok) {
     Log("capture #" + std::to_string(capture_index_) + " could not be written");
@@ -308,6 +311,7 @@ void MonitorAgent::Main() {
           --settle_steps_;
           continue;
         }
+        ++judged_steps_;
         Anomaly a;
         if (step_detector_.Add(s, &a)) anomalies.push_back(a);
       }
@@ -351,6 +355,23 @@ void MonitorAgent::Main() {
       anomalies.push_back(a);
     }
     for (const Anomaly& a : anomalies) HandleAnomaly(a, now_ns);
+    // The baseline: the steady state once the detector's baseline is full and
+    // nothing was anomalous yet, captured once, for later captures to be
+    // compared with (`sightline monitor` prints what changed).
+    if (config_.baseline_capture && !baseline_done_ && !capturing_.load() &&
+        config_.max_captures > 0 && config_.flight_recorder_s <= 0) {
+      if (anomaly_seen_) {
+        baseline_done_ = true;
+      } else if (judged_steps_ >= config_.step.window + step_detector_.group_steps()) {
+        baseline_done_ = true;
+        Anomaly b;
+        b.kind = "baseline";
+        b.message = "the steady state, for comparison with later captures";
+        const uint32_t before = capture_index_;
+        StartCapture(b, now_ns);
+        if (capture_index_ != before) ++baseline_captures_;
+      }
+    }
     if (capturing_.load()) {
       if (capture_steps_seen_ >= config_.capture_steps) {
         FinishCapture("complete");

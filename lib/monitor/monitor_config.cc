@@ -102,6 +102,12 @@ MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*)
   if (const char* v = Get(getenv_fn, "SIGHTLINE_MONITOR_DEVICES"); v != nullptr) c.devices = v;
   if (const char* v = Get(getenv_fn, "CUDA_VISIBLE_DEVICES"); v != nullptr) c.visible_devices = v;
   if (const char* v = Get(getenv_fn, "SIGHTLINE_NVML_LIB"); v != nullptr) c.nvml_library = v;
+  if (const char* b = Get(getenv_fn, "SIGHTLINE_BASELINE_CAPTURE"); b != nullptr) {
+    if (!trace::ParseBoolValue(b, &c.baseline_capture) && problems != nullptr) {
+      problems->push_back(std::string("SIGHTLINE_BASELINE_CAPTURE: '") + b +
+                          "' is not a boolean (" + trace::BoolValueWords() + ")");
+    }
+  }
   if (const char* q = Get(getenv_fn, "SIGHTLINE_QUIET"); q != nullptr) {
     if (!trace::ParseBoolValue(q, &c.quiet) && problems != nullptr) {
       problems->push_back(std::string("SIGHTLINE_QUIET: '") + q + "' is not a boolean (" +

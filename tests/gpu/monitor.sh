@@ -71,6 +71,11 @@ if [ -z "$sw" ] || [ -z "$cap" ] || [ $((cap - sw)) -gt 10 ]; then
   echo "FAIL: no capture started within 10 steps of the switch"; fail=1
 fi
 grep -q "anomaly (step_time)" "$WORK/mon.err" || { echo "FAIL: no step_time anomaly"; fail=1; }
+# The baseline capture (the steady state before the switch) and what the
+# slowdown's capture changed against it: the per-step sync must be named.
+grep -E "baseline capture #[0-9]+ of pid|capture #${n:-0} vs baseline:" "$WORK/mon.err"
+grep -Eq "capture #${n:-0} vs baseline: new: CUDA call cuda(Device|Stream)Synchronize" "$WORK/mon.err" ||
+  { echo "FAIL: the comparison with the baseline does not name the new synchronize call"; fail=1; }
 first=$(sed -n "s/.*capture #${n:-0} finding 1: \[\([a-z_]*\)\].*/\1/p" "$WORK/mon.err" | head -1)
 echo "capture #${n:-?} first finding: ${first:-none}"
 [ "$first" = "sync_api" ] || { echo "FAIL: the first finding is not sync_api (the injected per-step sync)"; fail=1; }

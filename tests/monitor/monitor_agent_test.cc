@@ -86,6 +86,7 @@ MonitorConfig TestConfig() {
   c.interval_ms = 50;
   c.device_grace_ms = 0;  // no steps in these tests: device detectors judge at once
   c.capture_steps = 5;
+  c.baseline_capture = false;  // its own test below
   c.handle_sigusr2 = false;
   c.nvml_library = "/nonexistent/libnvidia-ml.so.1";
   c.quiet = true;
@@ -177,6 +178,48 @@ TEST(MonitorAgent, ServesMetricsAndCapturesTheNextStepsAfterASlowdown) {
   FeedSteps(agent.get(), &t, 60, 0.040);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(fake.starts.load(), 1);
+  agent.reset();
+  unlink(events.c_str());
+  rmdir(dir.c_str());
+}
+
+// The steady state is captured once the detector's baseline is full (64 +
+// 8 judged steps); it holds back neither the first anomaly's capture (no
+// cooldown after it) nor counts in max_captures.
+TEST(MonitorAgent, BaselineCaptureOnceThenAnomalyCapturesAsUsual) {
+  std::string dir = TempDir();
+  std::string events = dir + "/events";
+  close(open(events.c_str(), O_CREAT | O_WRONLY, 0600));
+  MonitorConfig c = TestConfig();
+  c.events_path = events;
+  c.baseline_capture = true;
+  c.max_captures = 1;
+  c.cooldown_s = 3600;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  uint64_t t = 1000000000;
+  agent->OnStepBegin(t);
+  FeedSteps(agent.get(), &t, 60, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 60; }));
+  EXPECT_EQ(fake.starts.load(), 0) << "not before the baseline is full";
+  FeedSteps(agent.get(), &t, 12, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+  FeedSteps(agent.get(), &t, 5, 0.020);  // the baseline capture's steps
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+  FeedSteps(agent.get(), &t, 100, 0.020);  // settle, then a full detector window again
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(fake.starts.load(), 1) << "one baseline only";
+  FeedSteps(agent.get(), &t, 8, 0.040);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }))
+      << "the anomaly's capture: no cooldown after a baseline, not counted in max_captures";
+  FeedSteps(agent.get(), &t, 5, 0.040);
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
+  std::ifstream f(events);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string pid = std::to_string(getpid());
+  EXPECT_NE(ss.str().find("capture\t" + pid + "\t1\tbaseline\t5\t"), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("capture\t" + pid + "\t2\tstep_time\t5\t"), std::string::npos) << ss.str();
   agent.reset();
   unlink(events.c_str());
   rmdir(dir.c_str());
@@ -307,6 +350,8 @@ TEST(MonitorConfig, FromEnvironment) {
          {"SIGHTLINE_ANOMALY_MIN_PCT", "nan"},
          {"SIGHTLINE_MONITOR_INTERVAL_MS", "5"},
          {"RANK", "2"},
+         {"SIGHTLINE_BASELINE_CAPTURE", "off"},
+         {"SIGHTLINE_ANOMALY_MAD_K", "5"},
          {"SIGHTLINE_JOB", "llm"}};
   std::vector<std::string> problems;
   MonitorConfig c = MonitorConfigFromEnvironment(
@@ -322,7 +367,11 @@ TEST(MonitorConfig, FromEnvironment) {
   EXPECT_EQ(c.job, "llm");
   EXPECT_DOUBLE_EQ(c.step.min_rel_increase, 0.10) << "NaN refused, default kept";
   EXPECT_EQ(c.interval_ms, 1000u) << "out of range refused";
-  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_FALSE(c.baseline_capture);
+  ASSERT_EQ(problems.size(), 3u);
+  bool retired = false;
+  for (const std::string& p : problems) retired |= p.find("SIGHTLINE_ANOMALY_MAD_K") == 0;
+  EXPECT_TRUE(retired) << "the retired variable is named";
   EXPECT_TRUE(MatchesStepName(c.step_names, "ProfilerStep#12"));
   EXPECT_TRUE(MatchesStepName(c.step_names, "iter"));
   EXPECT_FALSE(MatchesStepName(c.step_names, "iteration"));

@@ -18,11 +18,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "lib/analysis/analyze.h"
+#include "lib/analysis/baseline_compare.h"
 #include "lib/export/report_render.h"
+#include "lib/trace/terminal_text.h"
 #include "tools/sightline/child_process.h"
 #include "tools/sightline/cli_support.h"
 #include "tools/sightline/command.h"
@@ -41,6 +44,7 @@ constexpr EnvOption kFlags[] = {
     {"--capture-steps", nullptr, "SIGHTLINE_CAPTURE_STEPS"},
     {"--capture-max-s", nullptr, "SIGHTLINE_CAPTURE_MAX_S"},
     {"--max-captures", nullptr, "SIGHTLINE_MAX_CAPTURES"},
+    {"--baseline-capture", nullptr, "SIGHTLINE_BASELINE_CAPTURE"},
     {"--flight-recorder", nullptr, "SIGHTLINE_FLIGHT_RECORDER_S"},
     {"--flight-recorder-mb", nullptr, "SIGHTLINE_FLIGHT_RECORDER_MB"},
     {"--cooldown", nullptr, "SIGHTLINE_ANOMALY_COOLDOWN_S"},
@@ -75,12 +79,14 @@ std::vector<std::string> Split(const std::string& line, char sep) {
 struct Tally {
   int anomalies = 0;
   int captures = 0;
+  // Each process's baseline capture (by pid), for its later captures.
+  std::map<std::string, analysis::Report> baselines;
 };
 
 // "capture\tPID\tINDEX\tKIND\tSTEPS\tTRACE\tMESSAGE\tWINDOW": analyze the
 // trace's window WINDOW (the collector's index of the window it opened for
 // capture INDEX; older agents wrote no WINDOW: INDEX then) now.
-void OnCapture(const std::vector<std::string>& f, bool quiet) {
+void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
   if (f.size() < 7) return;
   const std::string& trace = f[5];
   std::fprintf(stderr, "sightline: capture #%s of pid %s (%s: %s), %s steps -> %s\n",
@@ -107,6 +113,25 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
                  f[2].c_str(), trace.c_str());
     return;
   }
+  if (f[3] == "baseline") {
+    const analysis::StepSummary& s = report->summary.steps;
+    std::fprintf(stderr,
+                 "sightline: baseline capture #%s of pid %s: %llu steps, step %.3f ms, GPU busy "
+                 "%.0f %% of the step; later captures are compared with it\n",
+                 f[2].c_str(), f[1].c_str(), static_cast<unsigned long long>(s.count),
+                 s.p50_ns / 1e6, s.mean_gpu_utilization_pct);
+    tally->baselines[f[1]] = *std::move(report);
+    return;
+  }
+  if (auto base = tally->baselines.find(f[1]); base != tally->baselines.end()) {
+    // What changed since the steady state: the step, the calls and kernels
+    // that took the extra time, the findings that are new.
+    for (const std::string& line :
+         analysis::DescribeComparison(analysis::CompareWithBaseline(base->second, *report))) {
+      std::fprintf(stderr, "sightline: capture #%s vs baseline: %s\n", f[2].c_str(),
+                   trace::EscapeTerminalText(line).c_str());
+    }
+  }
   if (report->findings.empty()) {
     std::fprintf(stderr, "sightline: capture #%s: no findings\n", f[2].c_str());
   }
@@ -114,7 +139,8 @@ void OnCapture(const std::vector<std::string>& f, bool quiet) {
   for (const analysis::Finding& finding : report->findings) {
     if (++shown > 5) break;
     std::fprintf(stderr, "sightline: capture #%s finding %zu: [%s] %s (est. saving %s)\n",
-                 f[2].c_str(), shown, finding.rule.c_str(), finding.title.c_str(),
+                 f[2].c_str(), shown, finding.rule.c_str(),
+                 trace::EscapeTerminalText(finding.title).c_str(),
                  exporter::FormatPct(finding.est_saving_pct).c_str());
   }
   if (!quiet) {
@@ -138,7 +164,7 @@ void DrainEvents(int fd, std::string* partial, Tally* tally, bool quiet) {
     if (f[0] == "anomaly") ++tally->anomalies;
     if (f[0] == "capture") {
       ++tally->captures;
-      OnCapture(f, quiet);
+      OnCapture(f, quiet, tally);
     }
   }
 }

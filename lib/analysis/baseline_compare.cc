@@ -1,0 +1,130 @@
+// lib/analysis/baseline_compare.cc — see baseline_compare.h.
+#include "lib/analysis/baseline_compare.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+namespace sightline::analysis {
+namespace {
+
+std::string Ms(double ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.3f ms", ns / 1e6);
+  return buf;
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), v >= 10 ? "%.0f" : "%.1f", v);
+  return buf;
+}
+
+std::string Pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%+.0f %%", v);
+  return buf;
+}
+
+}  // namespace
+
+BaselineComparison CompareWithBaseline(const Report& base, const Report& now,
+                                       const BaselineCompareOptions& options) {
+  BaselineComparison c;
+  c.per_step = base.summary.steps.count > 0 && now.summary.steps.count > 0;
+  // Divisors: steps, or seconds of window.
+  auto units = [&](const Report& r) {
+    if (c.per_step) return static_cast<double>(r.summary.steps.count);
+    return std::max(1e-9, static_cast<double>(r.summary.window_ns) / 1e9);
+  };
+  const double ub = units(base), un = units(now);
+  if (c.per_step) {
+    c.base_step_ns = static_cast<double>(base.summary.steps.p50_ns);
+    c.now_step_ns = static_cast<double>(now.summary.steps.p50_ns);
+    c.base_gpu_pct = base.summary.steps.mean_gpu_utilization_pct;
+    c.now_gpu_pct = now.summary.steps.mean_gpu_utilization_pct;
+  }
+  const double threshold =
+      std::max(options.min_growth_ns,
+               c.per_step ? options.min_growth_pct / 100 * c.base_step_ns : 0.0);
+  auto collect = [&](const char* what, const auto& base_rows, const auto& now_rows,
+                     size_t limit) {
+    std::map<std::string, std::pair<double, double>> before;  // name -> (ns, count) per unit
+    for (const auto& r : base_rows) {
+      auto& b = before[r.name];
+      b.first += static_cast<double>(r.total_ns) / ub;
+      b.second += static_cast<double>(r.count) / ub;
+    }
+    std::map<std::string, std::pair<double, double>> after;
+    for (const auto& r : now_rows) {
+      auto& a = after[r.name];
+      a.first += static_cast<double>(r.total_ns) / un;
+      a.second += static_cast<double>(r.count) / un;
+    }
+    std::vector<BaselineChange> found;
+    for (const auto& [name, a] : after) {
+      auto it = before.find(name);
+      BaselineChange ch;
+      ch.what = what;
+      ch.name = name;
+      ch.is_new = it == before.end() || it->second.second == 0;
+      if (it != before.end()) {
+        ch.base_ns = it->second.first;
+        ch.base_count = it->second.second;
+      }
+      ch.now_ns = a.first;
+      ch.now_count = a.second;
+      if (ch.now_ns - ch.base_ns >= threshold) found.push_back(ch);
+    }
+    std::stable_sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+      return x.now_ns - x.base_ns > y.now_ns - y.base_ns;
+    });
+    if (found.size() > limit) found.resize(limit);
+    c.changes.insert(c.changes.end(), found.begin(), found.end());
+  };
+  collect("api", base.apis, now.apis, options.max_apis);
+  collect("kernel", base.kernels, now.kernels, options.max_kernels);
+  std::set<std::string> before_rules;
+  for (const Finding& f : base.findings) {
+    if (f.est_saving_pct >= 1) before_rules.insert(f.rule);
+  }
+  for (const Finding& f : now.findings) {
+    if (f.est_saving_pct >= 1 && before_rules.count(f.rule) == 0) c.new_findings.push_back(&f);
+  }
+  return c;
+}
+
+std::vector<std::string> DescribeComparison(const BaselineComparison& c) {
+  std::vector<std::string> lines;
+  const char* unit = c.per_step ? "step" : "s";
+  if (c.per_step && c.base_step_ns > 0) {
+    lines.push_back("step " + Ms(c.base_step_ns) + " -> " + Ms(c.now_step_ns) + " (" +
+                    Pct((c.now_step_ns / c.base_step_ns - 1) * 100) + "), GPU busy " +
+                    Num(c.base_gpu_pct) + " -> " + Num(c.now_gpu_pct) + " % of the step");
+  }
+  for (const BaselineChange& ch : c.changes) {
+    std::string count_word = ch.what == "api" ? " calls" : " launches";
+    std::string s = (ch.is_new ? "new: " : "grown: ") +
+                    std::string(ch.what == "api" ? "CUDA call " : "kernel ") + ch.name + " ";
+    if (ch.is_new) {
+      s += Num(ch.now_count) + count_word + " and " + Ms(ch.now_ns) + " per " + unit;
+    } else {
+      s += Ms(ch.base_ns) + " -> " + Ms(ch.now_ns) + " per " + unit + " (" +
+           Num(ch.base_count) + " -> " + Num(ch.now_count) + count_word + ")";
+    }
+    lines.push_back(s);
+  }
+  if (!c.new_findings.empty()) {
+    std::string s = "findings new since the baseline:";
+    for (size_t i = 0; i < c.new_findings.size(); ++i) {
+      char pct[32];
+      std::snprintf(pct, sizeof(pct), "%.1f %%", c.new_findings[i]->est_saving_pct);
+      s += std::string(i ? "," : "") + " " + c.new_findings[i]->rule + " (" + pct + ")";
+    }
+    lines.push_back(s);
+  }
+  return lines;
+}
+
+}  // namespace sightline::analysis

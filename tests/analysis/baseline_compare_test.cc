@@ -1,0 +1,100 @@
+// What changed between a baseline window and a later one
+// (lib/analysis/baseline_compare.h), on hand-made reports.
+#include "lib/analysis/baseline_compare.h"
+
+#include <gtest/gtest.h>
+
+namespace sightline::analysis {
+namespace {
+
+Report Window(uint64_t steps, uint64_t step_ns, double gpu_pct) {
+  Report r;
+  r.summary.steps.count = steps;
+  r.summary.steps.p50_ns = step_ns;
+  r.summary.steps.mean_gpu_utilization_pct = gpu_pct;
+  r.summary.window_ns = steps * step_ns;
+  return r;
+}
+
+ApiRow Api(const char* name, uint64_t count, uint64_t total_ns) {
+  ApiRow a;
+  a.name = name;
+  a.count = count;
+  a.total_ns = total_ns;
+  return a;
+}
+
+// The H200 monitor run's shape: a per-step sync appears, launches stay.
+TEST(BaselineCompare, NamesTheCallThatAppearedAndTheNewFindings) {
+  Report base = Window(10, 37'400'000, 98);
+  base.apis = {Api("cudaLaunchKernel", 4500, 40'000'000)};
+  Report now = Window(10, 47'500'000, 77);
+  now.apis = {Api("cudaLaunchKernel", 4490, 41'700'000),
+              Api("cudaDeviceSynchronize", 10, 56'000'000)};
+  Finding occupancy;
+  occupancy.rule = "occupancy_limited";
+  occupancy.est_saving_pct = 2.2;
+  base.findings = {occupancy};
+  Finding cpu, sync, small;
+  cpu.rule = "cpu_bound";
+  cpu.est_saving_pct = 18.7;
+  sync.rule = "sync_api";
+  sync.est_saving_pct = 9.4;
+  small.rule = "small_grid";
+  small.est_saving_pct = 0.5;  // under 1 %: not news
+  now.findings = {cpu, sync, occupancy, small};
+
+  BaselineComparison c = CompareWithBaseline(base, now);
+  ASSERT_TRUE(c.per_step);
+  ASSERT_EQ(c.changes.size(), 1u) << "launches grew by 0.17 ms a step: under 2 % of 37.4 ms";
+  EXPECT_EQ(c.changes[0].name, "cudaDeviceSynchronize");
+  EXPECT_TRUE(c.changes[0].is_new);
+  EXPECT_DOUBLE_EQ(c.changes[0].now_count, 1.0);
+  EXPECT_DOUBLE_EQ(c.changes[0].now_ns, 5'600'000);
+  ASSERT_EQ(c.new_findings.size(), 2u);
+  EXPECT_EQ(c.new_findings[0]->rule, "cpu_bound");
+  EXPECT_EQ(c.new_findings[1]->rule, "sync_api");
+
+  std::vector<std::string> lines = DescribeComparison(c);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "step 37.400 ms -> 47.500 ms (+27 %), GPU busy 98 -> 77 % of the step");
+  EXPECT_EQ(lines[1], "new: CUDA call cudaDeviceSynchronize 1.0 calls and 5.600 ms per step");
+  EXPECT_EQ(lines[2], "findings new since the baseline: cpu_bound (18.7 %), sync_api (9.4 %)");
+}
+
+TEST(BaselineCompare, GrownKernelsAndPerSecondWithoutSteps) {
+  Report base = Window(0, 0, 0);
+  base.summary.window_ns = 2'000'000'000;  // 2 s
+  KernelRow k;
+  k.name = "gemm";
+  k.count = 200;
+  k.total_ns = 400'000'000;  // 200 ms per second
+  base.kernels = {k};
+  Report now = Window(0, 0, 0);
+  now.summary.window_ns = 1'000'000'000;
+  k.count = 100;
+  k.total_ns = 300'000'000;  // 300 ms per second: the same launches, 1.5x longer
+  now.kernels = {k};
+  BaselineComparison c = CompareWithBaseline(base, now);
+  EXPECT_FALSE(c.per_step);
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_FALSE(c.changes[0].is_new);
+  EXPECT_DOUBLE_EQ(c.changes[0].base_ns, 200'000'000);
+  EXPECT_DOUBLE_EQ(c.changes[0].now_ns, 300'000'000);
+  std::vector<std::string> lines = DescribeComparison(c);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0], "grown: kernel gemm 200.000 ms -> 300.000 ms per s (100 -> 100 launches)");
+}
+
+TEST(BaselineCompare, NothingChangedSaysNothing) {
+  Report base = Window(10, 20'000'000, 90);
+  base.apis = {Api("cudaLaunchKernel", 1000, 10'000'000)};
+  Report now = base;
+  BaselineComparison c = CompareWithBaseline(base, now);
+  EXPECT_TRUE(c.changes.empty());
+  EXPECT_TRUE(c.new_findings.empty());
+  ASSERT_EQ(DescribeComparison(c).size(), 1u);  // the step line only
+}
+
+}  // namespace
+}  // namespace sightline::analysis
