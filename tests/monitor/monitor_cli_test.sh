@@ -30,4 +30,21 @@ expect_exit 2 "monitor: command not found" "$SL" monitor -- /nonexistent/cmd
 check "names the command" grep -q "/nonexistent/cmd" "$WORK/last.err"
 expect_exit 3 "monitor: exit status passed through" "$SL" monitor -- sh -c 'exit 3'
 check "summary line" grep -q "0 anomalies, 0 captures" "$WORK/last.err"
+
+# What sightline monitor does with the agent's capture events: a baseline is
+# kept per process, a later capture is analysed on its own window and
+# compared with it (synthetic traces: the later one's kernels twice as long).
+"$GEN" "$WORK/base.sltrace" --steps 20 --kernel-us 50 > /dev/null
+"$GEN" "$WORK/slow.sltrace" --steps 20 --kernel-us 100 > /dev/null
+emit='printf "capture\t77\t1\tbaseline\t20\t%s\tthe steady state\t1\n" "$0" >> "$SIGHTLINE_MONITOR_EVENTS"
+      printf "capture\t77\t2\tstep_time\t20\t%s\tstep time up\t1\n" "$1" >> "$SIGHTLINE_MONITOR_EVENTS"
+      printf "capture\t78\t1\tstep_time\t20\t%s\tanother process, no baseline\t1\n" "$1" >> "$SIGHTLINE_MONITOR_EVENTS"
+      printf "capture\t79\t1\tstep_time\t20\t%s\tits window is not in the trace\t5\n" "$1" >> "$SIGHTLINE_MONITOR_EVENTS"'
+expect_exit 0 "monitor: capture events analysed" "$SL" monitor -- sh -c "$emit" "$WORK/base.sltrace" "$WORK/slow.sltrace"
+check "the baseline is announced, not listed as findings" grep -q "baseline capture #1 of pid 77: [0-9]* steps, step " "$WORK/last.err"
+check "the later capture is compared with it: the step" grep -q "capture #2 vs baseline: step .* -> .* (+" "$WORK/last.err"
+check "and the kernel that grew" grep -q "capture #2 vs baseline: grown: kernel" "$WORK/last.err"
+check "another process's capture is not compared" bash -c "! grep -q 'capture #1 vs baseline' '$WORK/last.err'"
+check "a capture whose window is missing is not analysed as the whole trace" grep -q "capture #1: its window was not found" "$WORK/last.err"
+check "summary counts them" grep -q "0 anomalies, 4 captures" "$WORK/last.err"
 finish
