@@ -159,7 +159,11 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   // without the replay, it is no finding.
   const bool root_causes = options.Global("root_causes", 1) != 0 && !skip_timeline;
   auto blocked_only_sync = [](const Finding& f) {
-    return f.rule == "sync_api" && f.EvidenceNumber("gpu_idle_caused_ns", 0) <= 0;
+    if (f.rule != "sync_api") return false;
+    for (const EvidenceItem& e : f.evidence) {
+      if (e.key == "fired_on") return e.text == "host_blocked";
+    }
+    return false;
   };
   if (!root_causes) {
     findings.erase(std::remove_if(findings.begin(), findings.end(), blocked_only_sync),
@@ -176,6 +180,13 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   // Not on traces whose timing replay distorted: the what-if replays timing.
   if (options.Global("root_causes", 1) != 0 && !skip_timeline) {
     ApplyRootCauses(model, options, report->summary.window_ns, &findings);
+    if (min_pct > 0) {  // the blocked-only syncs, now that the replay judged them
+      findings.erase(std::remove_if(findings.begin(), findings.end(),
+                                    [&](const Finding& f) {
+                                      return blocked_only_sync(f) && f.est_saving_pct < min_pct;
+                                    }),
+                     findings.end());
+    }
   }
   // Overview findings say where the GPU idles, not why: they rank below any
   // cause finding that explains at least a quarter of their saving.

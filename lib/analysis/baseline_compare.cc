@@ -21,6 +21,12 @@ std::string Num(double v) {
   return buf;
 }
 
+// Long template names would fill the terminal: the start and the end.
+std::string Short(const std::string& name) {
+  if (name.size() <= 80) return name;
+  return name.substr(0, 50) + "..." + name.substr(name.size() - 27);
+}
+
 std::string Pct(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%+.0f %%", v);
@@ -33,10 +39,23 @@ BaselineComparison CompareWithBaseline(const Report& base, const Report& now,
                                        const BaselineCompareOptions& options) {
   BaselineComparison c;
   c.per_step = base.summary.steps.count > 0 && now.summary.steps.count > 0;
-  // Divisors: steps, or seconds of window.
+  // Divisors: steps, or seconds of window. The totals hold everything
+  // launched in the analysed host range, whole steps and the parts of steps
+  // at its edges (a capture opens mid-step), so the steps are counted as
+  // that range over the median step, not as the whole steps inside it.
   auto units = [&](const Report& r) {
-    if (c.per_step) return static_cast<double>(r.summary.steps.count);
-    return std::max(1e-9, static_cast<double>(r.summary.window_ns) / 1e9);
+    const Summary& s = r.summary;
+    const double span = s.scope_end_ns > s.scope_start_ns
+                            ? static_cast<double>(s.scope_end_ns - s.scope_start_ns)
+                            : static_cast<double>(s.window_ns);
+    if (c.per_step) {
+      const double whole = static_cast<double>(s.steps.count);
+      if (s.steps.p50_ns > 0 && span > 0) {
+        return std::max(whole, span / static_cast<double>(s.steps.p50_ns));
+      }
+      return whole;
+    }
+    return std::max(1e-9, span / 1e9);
   };
   const double ub = units(base), un = units(now);
   if (c.per_step) {
@@ -45,9 +64,10 @@ BaselineComparison CompareWithBaseline(const Report& base, const Report& now,
     c.base_gpu_pct = base.summary.steps.mean_gpu_utilization_pct;
     c.now_gpu_pct = now.summary.steps.mean_gpu_utilization_pct;
   }
+  // A share of the step, or of each second without steps.
   const double threshold =
       std::max(options.min_growth_ns,
-               c.per_step ? options.min_growth_pct / 100 * c.base_step_ns : 0.0);
+               options.min_growth_pct / 100 * (c.per_step ? c.base_step_ns : 1e9));
   auto collect = [&](const char* what, const auto& base_rows, const auto& now_rows,
                      size_t limit) {
     std::map<std::string, std::pair<double, double>> before;  // name -> (ns, count) per unit
@@ -106,7 +126,7 @@ std::vector<std::string> DescribeComparison(const BaselineComparison& c) {
   for (const BaselineChange& ch : c.changes) {
     std::string count_word = ch.what == "api" ? " calls" : " launches";
     std::string s = (ch.is_new ? "new: " : "grown: ") +
-                    std::string(ch.what == "api" ? "CUDA call " : "kernel ") + ch.name + " ";
+                    std::string(ch.what == "api" ? "CUDA call " : "kernel ") + Short(ch.name) + " ";
     if (ch.is_new) {
       s += Num(ch.now_count) + count_word + " and " + Ms(ch.now_ns) + " per " + unit;
     } else {

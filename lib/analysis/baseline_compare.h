@@ -3,8 +3,9 @@
 // its baseline capture): the step, the CUDA calls and kernels that grew or
 // appeared per step, and the findings that appeared.
 //
-// Quantities are per step when both reports have steps (a capture records
-// whole steps), else per second of window. A call or kernel is listed when
+// Quantities are per step when both reports have steps (the analysed host
+// range over the median step: a capture opens mid-step), else per second of
+// window. A call or kernel is listed when
 // its time per step grew by at least `min_growth_ns` and `min_growth_pct` of
 // the baseline step (so a slower step names what took the extra time), the
 // largest growth first. Pure function of two reports; no I/O.
@@ -20,7 +21,7 @@ namespace sightline::analysis {
 
 struct BaselineCompareOptions {
   double min_growth_ns = 200'000;  // per step (or per second without steps)
-  double min_growth_pct = 2;       // of the baseline step
+  double min_growth_pct = 2;       // of the baseline step (of a second without steps)
   size_t max_apis = 3, max_kernels = 2;
 };
 

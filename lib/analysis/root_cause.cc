@@ -123,9 +123,11 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
   //    something (overlap regained); a final sync that waits for work the
   //    GPU must do anyway saves nothing and is no finding.
   for (size_t i = 0; i < fs.size(); ++i) {
-    if (drop[i] || fs[i].rule != "sync_api" || fs[i].EvidenceNumber("gpu_idle_caused_ns", 0) > 0) {
-      continue;
+    bool blocked_only = false;
+    for (const EvidenceItem& e : fs[i].evidence) {
+      if (e.key == "fired_on") blocked_only = e.text == "host_blocked";
     }
+    if (drop[i] || fs[i].rule != "sync_api" || !blocked_only) continue;
     if (w.empty() || fs[i].est_saving_pct < 1) drop[i] = 1;
   }
   // 3. Fold idle symptoms and modelled causes that save (almost) nothing

@@ -438,9 +438,15 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
                        [](const CaptureWindow* a, const CaptureWindow* b) {
                          return a->start_ns < b->start_ns;
                        });
-      bool numbered = false;
-      for (const CaptureWindow* x : windows) numbered |= x->index == spec.first;
-      if (spec.first == 0 || (!numbered && spec.first > windows.size())) {
+      // Windows the collector numbered are found by number only; unnumbered
+      // ones (older traces, synthetic ones) by position.
+      bool any_numbered = false, found = false;
+      for (const CaptureWindow* x : windows) {
+        any_numbered |= x->index != 0;
+        found |= x->index == spec.first;
+      }
+      if (spec.first == 0 || (any_numbered && !found) ||
+          (!any_numbered && spec.first > windows.size())) {
         note(absl::StrCat("--window capture:", spec.first, ": the trace has ", windows.size(),
                           " capture windows; analysing the whole trace"));
         return c;
@@ -451,7 +457,7 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
       for (const CaptureWindow* x : windows) {
         if (x->index == spec.first) chosen = x;
       }
-      if (chosen == nullptr) chosen = windows[spec.first - 1];  // in range: checked above
+      if (chosen == nullptr) chosen = windows[spec.first - 1];  // unnumbered, in range
       const CaptureWindow& w = *chosen;
       c.kind = "time";
       c.start_ns = w.start_ns;

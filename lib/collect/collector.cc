@@ -231,8 +231,14 @@ bool CollectorImpl::Initialize(InitSource source) {
         const char* v = std::getenv(name);
         return v == nullptr || *v == '\0';
       };
-      if (unset("SIGHTLINE_PYTHON_BACKTRACE")) config_.trace_python = false;
-      if (unset("SIGHTLINE_DRIVER_LAUNCH_RECORDS")) config_.driver_launch_records = false;
+      const char* trace_items = std::getenv("SIGHTLINE_TRACE");
+      const bool python_asked = !unset("SIGHTLINE_PYTHON_BACKTRACE") ||
+                                (trace_items != nullptr && std::strstr(trace_items, "python"));
+      if (!python_asked) config_.trace_python = false;
+      // As in the config: driver-launch records follow Python stacks.
+      if (unset("SIGHTLINE_DRIVER_LAUNCH_RECORDS")) {
+        config_.driver_launch_records = config_.trace_python;
+      }
     }
   }
   if (source == InitSource::kLinkIn && !config_.capture_set &&
@@ -916,19 +922,31 @@ void CollectorImpl::RangePop() {
   PushHostEvent(std::move(e));
 }
 
+uint32_t CollectorImpl::MonitorStart() {
+  if (!initialized_ || tracing_off_) return 0;
+  uint32_t opened = 0;
+  bool closed = false;
+  {
+    MutexLock lock(control_mu_);
+    if (capture_->capturing()) return 0;  // the program's own window: not ours to close
+    const uint64_t now = Now();
+    const uint32_t before = capture_->window_index();
+    closed = ApplyLocked(capture_->OnApiStart(now), now);
+    if (capture_->capturing() && capture_->window_index() != before) {
+      opened = capture_->window_index();
+    } else {
+      // Held back (delay, count): withdraw the request, or the window would
+      // open later with nobody to close it.
+      closed = ApplyLocked(capture_->OnApiStop(now), now) || closed;
+    }
+  }
+  if (closed) AfterWindowClosed();
+  return opened;
+}
+
 void CollectorImpl::StartMonitor() {
   monitor::CaptureControl control;
-  control.start = [this]() -> uint32_t {
-    uint32_t before = 0;
-    {
-      MutexLock lock(control_mu_);
-      before = capture_->window_index();
-    }
-    if (ApiStart() != 0) return 0;
-    MutexLock lock(control_mu_);
-    const uint32_t now = capture_->window_index();
-    return now != before && capture_->capturing() ? now : 0;
-  };
+  control.start = [this] { return MonitorStart(); };
   control.stop_and_flush = [this] { return ApiStop() == 0 && ApiFlush() == 0; };
   control.trace_path = output_path_;
   monitor_ = monitor::MonitorAgent::Start(monitor_config_, std::move(control));

@@ -8,6 +8,8 @@
 namespace sightline::monitor {
 namespace {
 
+constexpr size_t kStepLimits = 6;  // the sign test's limits (Bonferroni)
+
 std::string Format(const char* fmt, double a, double b, double c) {
   char buf[256];
   std::snprintf(buf, sizeof(buf), fmt, a, b, c);
@@ -44,7 +46,7 @@ StepTimeDetector::StepTimeDetector(StepDetectorOptions options) : o_(options) {
   // the defaults the smallest group is 5.
   const double u = BinomialUpperBound(o_.window, 0, 0.95);
   uint32_t smallest = 1;
-  while (smallest < 1000 && 6 * std::pow(u, smallest) >= o_.p_value) ++smallest;
+  while (smallest < 1000 && kStepLimits * std::pow(u, smallest) >= o_.p_value) ++smallest;
   if (o_.consecutive < smallest) o_.consecutive = smallest;
 }
 
@@ -67,7 +69,9 @@ double BinomialTail(uint32_t n, uint32_t k, double p) {
 
 double BinomialUpperBound(uint32_t n, uint32_t x, double confidence) {
   if (n == 0 || x >= n) return 1;
-  // Clopper-Pearson: the p at which P(X <= x) = 1 - confidence.
+  // Clopper-Pearson: the p at which P(X <= x) = 1 - confidence, by
+  // bisection above x / n (where P(X <= x) > 1 - confidence for any
+  // confidence >= 0.5, as used here).
   const double alpha = 1 - confidence;
   double lo = static_cast<double>(x) / n, hi = 1;
   for (int i = 0; i < 60; ++i) {
@@ -115,6 +119,7 @@ bool StepTimeDetector::Add(double seconds, Anomaly* anomaly) {
   const double limits[] = {median_ * rel, median_ * std::max(rel, 1.25),
                            median_ * std::max(rel, 1.5),  median_ * std::max(rel, 2.0),
                            quantile(0.75) * rel,          quantile(0.90) * rel};
+  static_assert(std::size(limits) == kStepLimits, "the constructor's smallest group uses it");
   const double tests = static_cast<double>(std::size(limits));
   double best_p = 2, best_share = 0;
   uint32_t best_count = 0;

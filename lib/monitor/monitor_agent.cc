@@ -150,7 +150,9 @@ void MonitorAgent::AppendEvent(const std::string& line) {
   // interleave. Never follows a symlink, never creates.
   int fd = open(config_.events_path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
-  std::string l = line.substr(0, 4000) + "\n";
+  // Callers bound their free-text fields (messages), never the structured
+  // ones: a cut line would carry a wrong number in its last field.
+  std::string l = line + "\n";
   ssize_t n = write(fd, l.data(), l.size());
   (void)n;
   close(fd);
@@ -174,10 +176,17 @@ void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
   }
   Log("anomaly (" + anomaly.kind + "): " + anomaly.message + context);
   AppendEvent("anomaly\t" + std::to_string(getpid()) + "\t" + anomaly.kind + "\t" +
-              anomaly.message);
+              anomaly.message.substr(0, 1000));
   bool manual = anomaly.kind == "manual";
   if (!manual) anomaly_seen_ = true;
-  if (capturing_.load()) return;
+  if (capturing_.load() && capture_reason_.kind == "baseline") {
+    // The anomaly's capture matters more than the rest of the baseline.
+    FinishCapture("ended early for an anomaly");
+  }
+  if (capturing_.load()) {
+    Log("capture not started: capture #" + std::to_string(capture_index_) + " is still recording");
+    return;
+  }
   if (capture_index_ - baseline_captures_ >= config_.max_captures) {
     Log("capture not started: " + std::to_string(config_.max_captures) +
         " captures already taken (SIGHTLINE_MAX_CAPTURES)");
@@ -232,9 +241,23 @@ void MonitorAgent::FinishCapture(const char* why) {
   }
   Log("capture #" + std::to_string(capture_index_) + " (" + std::to_string(capture_steps_seen_) +
       " steps, " + why + ") written to " + control_.trace_path);
+  std::string kind = capture_reason_.kind;
+  if (kind == "baseline" && !baseline_steps_.empty()) {
+    // A slowdown that began during the baseline capture (its steps are not
+    // judged) would make it no baseline: kept only near the detector's level.
+    const double level = Median(baseline_steps_);
+    const double normal = step_detector_median_at_start_;
+    const double rel = 1 + config_.step.min_rel_increase;
+    if (normal > 0 && (level > normal * rel || level * rel < normal)) {
+      kind = "baseline_rejected";
+      Log("baseline capture #" + std::to_string(capture_index_) + " rejected: its steps ran " +
+          Fixed(level * 1e3, 3) + " ms against a baseline of " + Fixed(normal * 1e3, 3) + " ms");
+    }
+  }
+  baseline_steps_.clear();
   AppendEvent("capture\t" + std::to_string(getpid()) + "\t" + std::to_string(capture_index_) +
-              "\t" + capture_reason_.kind + "\t" + std::to_string(capture_steps_seen_) + "\t" +
-              control_.trace_path + "\t" + capture_reason_.message + "\t" +
+              "\t" + kind + "\t" + std::to_string(capture_steps_seen_) + "\t" +
+              control_.trace_path + "\t" + capture_reason_.message.substr(0, 1000) + "\t" +
               std::to_string(capture_window_));
 }
 
@@ -304,8 +327,10 @@ void MonitorAgent::Main() {
       // Steps traced by a capture (and the few after it, while tracing is
       // torn down) run slower by our own doing: counted, never judged.
       const bool judging = !capturing_.load();
+      const bool in_baseline = !judging && capture_reason_.kind == "baseline";
       for (double s : steps) {
         snapshot_.steps.Observe(s);
+        if (in_baseline) baseline_steps_.push_back(s);
         if (!judging) continue;
         if (settle_steps_ > 0) {
           --settle_steps_;
@@ -363,13 +388,19 @@ void MonitorAgent::Main() {
       if (anomaly_seen_) {
         baseline_done_ = true;
       } else if (judged_steps_ >= config_.step.window + step_detector_.group_steps()) {
-        baseline_done_ = true;
         Anomaly b;
         b.kind = "baseline";
         b.message = "the steady state, for comparison with later captures";
         const uint32_t before = capture_index_;
+        {
+          MutexLock lock(state_mu_);
+          step_detector_median_at_start_ = step_detector_.median();
+        }
         StartCapture(b, now_ns);
-        if (capture_index_ != before) ++baseline_captures_;
+        if (capture_index_ != before) {
+          ++baseline_captures_;
+          baseline_done_ = true;  // else: tried again at the next poll
+        }
       }
     }
     if (capturing_.load()) {

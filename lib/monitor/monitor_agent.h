@@ -103,12 +103,14 @@ class MonitorAgent {
   std::vector<MemoryGrowthDetector> memory_detectors_;
   uint32_t capture_index_ = 0;
   uint32_t capture_steps_seen_ = 0;
-  uint32_t settle_steps_ = 0;
+  uint32_t settle_steps_ = 0;    // steps after a capture not given to the detector
   uint32_t capture_window_ = 0;  // the open capture's window index in the trace
   uint64_t judged_steps_ = 0;    // steps given to the step detector
   bool anomaly_seen_ = false;    // an automatic anomaly came (no baseline after it)
   bool baseline_done_ = false;
-  uint32_t baseline_captures_ = 0;  // 0 or 1: not counted in max_captures  // steps after a capture not given to the detector
+  uint32_t baseline_captures_ = 0;  // 0 or 1: not counted in max_captures
+  std::vector<double> baseline_steps_;  // step times seen during the baseline capture
+  double step_detector_median_at_start_ = 0;
   uint64_t capture_start_ns_ = 0;
   uint64_t last_capture_end_ns_ = 0;
   Anomaly capture_reason_;

@@ -87,7 +87,8 @@ MonitorConfig MonitorConfigFromEnvironment(const char* (*getenv_fn)(const char*)
   double min_pct = c.step.min_rel_increase * 100;
   Number(getenv_fn, "SIGHTLINE_ANOMALY_MIN_PCT", 0, 10000, &min_pct, problems);
   c.step.min_rel_increase = min_pct / 100;
-  Number(getenv_fn, "SIGHTLINE_ANOMALY_STEPS", 4, 1000, &c.step.consecutive, problems);
+  // 1..3 too: the detector raises a group too small to ever fire.
+  Number(getenv_fn, "SIGHTLINE_ANOMALY_STEPS", 1, 1000, &c.step.consecutive, problems);
   Number(getenv_fn, "SIGHTLINE_ANOMALY_WARMUP", 3, 100000, &c.step.warmup, problems);
   if (c.step.window < c.step.warmup) c.step.window = c.step.warmup;
   if (const char* v = Get(getenv_fn, "SIGHTLINE_JOB"); v != nullptr) c.job = v;

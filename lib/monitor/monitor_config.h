@@ -28,7 +28,8 @@
 //   SIGHTLINE_ANOMALY_P           chance under the baseline's noise below which a
 //                                 group of steps is slow (default 1e-5)
 //   SIGHTLINE_ANOMALY_MIN_PCT     and at least this % over the median (default 10)
-//   SIGHTLINE_ANOMALY_STEPS       steps judged together, 4..1000 (default 8)
+//   SIGHTLINE_ANOMALY_STEPS       steps judged together, 1..1000 (default 8; raised
+//                                 to the smallest group that can fire: 5 by default)
 //   SIGHTLINE_ANOMALY_WARMUP      steps before judging (default 16)
 //   SIGHTLINE_JOB                 the job label (default: program name)
 //   SIGHTLINE_MONITOR_EVENTS      file each finished capture appends a line to

@@ -86,6 +86,41 @@ TEST(BaselineCompare, GrownKernelsAndPerSecondWithoutSteps) {
   EXPECT_EQ(lines[0], "grown: kernel gemm 200.000 ms -> 300.000 ms per s (100 -> 100 launches)");
 }
 
+// A capture opens mid-step: 10 whole steps in a range of 10.5 median steps.
+// Per step is over the range (10.5), not the whole steps (10), so the same
+// work per step reads the same on both sides; and 2 % of a 100 ms step is
+// the bar, over the 0.2 ms floor.
+TEST(BaselineCompare, PartialStepsAtTheEdgesAndTheShareOfTheStep) {
+  Report base = Window(10, 100'000'000, 90);
+  base.summary.scope_start_ns = 0;
+  base.summary.scope_end_ns = 1'000'000'000;  // exactly 10 steps
+  base.apis = {Api("cudaLaunchKernel", 10'000, 50'000'000)};  // 5 ms a step
+  Report now = Window(10, 100'000'000, 90);
+  now.summary.scope_start_ns = 0;
+  now.summary.scope_end_ns = 1'050'000'000;  // 10.5 steps' worth recorded
+  now.apis = {Api("cudaLaunchKernel", 10'500, 52'500'000),
+              Api("cudaMemsetAsync", 105, 10'500'000)};  // new, 1 ms a step: under 2 %
+  BaselineComparison c = CompareWithBaseline(base, now);
+  EXPECT_TRUE(c.changes.empty()) << c.changes.size() << " " << c.changes[0].name;
+  now.apis.push_back(Api("cudaStreamSynchronize", 105, 315'000'000));  // 30 ms a step
+  c = CompareWithBaseline(base, now);
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].name, "cudaStreamSynchronize");
+  EXPECT_NEAR(c.changes[0].now_ns, 30'000'000, 1);
+  EXPECT_NEAR(c.changes[0].now_count, 10, 1e-9);
+}
+
+TEST(BaselineCompare, WithoutStepsTheBarIsAShareOfASecond) {
+  Report base = Window(0, 0, 0);
+  base.summary.window_ns = 1'000'000'000;
+  base.apis = {Api("cudaLaunchKernel", 1000, 100'000'000)};
+  Report now = base;
+  now.apis = {Api("cudaLaunchKernel", 1000, 110'000'000)};  // +10 ms a second: under 2 %
+  EXPECT_TRUE(CompareWithBaseline(base, now).changes.empty());
+  now.apis = {Api("cudaLaunchKernel", 1000, 130'000'000)};  // +30 ms a second
+  EXPECT_EQ(CompareWithBaseline(base, now).changes.size(), 1u);
+}
+
 TEST(BaselineCompare, NothingChangedSaysNothing) {
   Report base = Window(10, 20'000'000, 90);
   base.apis = {Api("cudaLaunchKernel", 1000, 10'000'000)};

@@ -57,7 +57,8 @@ TEST(StepTimeDetector, SingleSpikesAndSmallShiftsAreNotAnomalies) {
   EXPECT_EQ(fired, 0);
 }
 
-// Noise alone: no false alarm in 200 000 steps of three noise shapes (a
+// Noise alone: no false alarm in 200 000 steps (3 seeds x 66 666) of each of
+// three noise shapes (a
 // GPU-bound loop seen from the host, whose steps are bimodal; 8 % normal
 // jitter; an exponential tail), over three seeds each.
 TEST(StepTimeDetector, NoFalseAlarmsOnNoiseOfSeveralShapes) {
@@ -83,7 +84,7 @@ TEST(StepTimeDetector, NoFalseAlarmsOnNoiseOfSeveralShapes) {
 
 // The same bimodal series slowed down by 50 %: found within the group of 8
 // every time; the H200's steady series (0.8 % jitter) slowed by 13 %: found
-// at the 5th slow step.
+// at the 6th slow step.
 TEST(StepTimeDetector, LevelShiftsOnNoisySeriesFireWithinTheGroup) {
   int missed = 0, late = 0;
   for (uint32_t seed = 100; seed < 140; ++seed) {
@@ -101,7 +102,7 @@ TEST(StepTimeDetector, LevelShiftsOnNoisySeriesFireWithinTheGroup) {
       if (d.Add(step(1.5), &a)) at = i;
     }
     missed += at < 0;
-    late += at > 8;
+    late += at > 7;
     if (at >= 0) {
       EXPECT_GT(a.value / a.baseline, 1.3) << a.message;
       EXPECT_NE(a.message.find("chance "), std::string::npos) << a.message;

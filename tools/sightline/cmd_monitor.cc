@@ -89,9 +89,17 @@ struct Tally {
 void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
   if (f.size() < 7) return;
   const std::string& trace = f[5];
+  // Every field came from the monitored process (or its trace): escaped.
+  auto esc = [](const std::string& s) { return trace::EscapeTerminalText(s); };
+  const std::string index = esc(f[2]), pid = esc(f[1]), shown_trace = esc(trace);
   std::fprintf(stderr, "sightline: capture #%s of pid %s (%s: %s), %s steps -> %s\n",
-               f[2].c_str(), f[1].c_str(), f[3].c_str(), f[6].c_str(), f[4].c_str(),
-               trace.c_str());
+               index.c_str(), pid.c_str(), esc(f[3]).c_str(), esc(f[6]).c_str(),
+               esc(f[4]).c_str(), shown_trace.c_str());
+  if (f[3] == "baseline_rejected") {
+    std::fprintf(stderr, "sightline: capture #%s: not kept as the baseline (its steps were off "
+                 "the detector's level)\n", index.c_str());
+    return;
+  }
   // This capture's window only: the trace holds every capture of the process,
   // and the unrecorded time between them is not GPU idle time (capture #2
   // of an H200 run read "gpu_idle 95.7 %" over both windows and the gap).
@@ -99,8 +107,8 @@ void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
   options.window = "capture:" + (f.size() >= 8 && !f[7].empty() ? f[7] : f[2]);
   absl::StatusOr<analysis::Report> report = analysis::Analyze({trace}, options);
   if (!report.ok()) {
-    std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", f[2].c_str(),
-                 std::string(report.status().message()).c_str());
+    std::fprintf(stderr, "sightline: capture #%s could not be analyzed: %s\n", index.c_str(),
+                 esc(std::string(report.status().message())).c_str());
     return;
   }
   if (report->summary.scope != "time") {
@@ -110,7 +118,7 @@ void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
     std::fprintf(stderr,
                  "sightline: capture #%s: its window was not found in %s; not analysed (see "
                  "sightline info)\n",
-                 f[2].c_str(), trace.c_str());
+                 index.c_str(), shown_trace.c_str());
     return;
   }
   if (f[3] == "baseline") {
@@ -118,7 +126,7 @@ void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
     std::fprintf(stderr,
                  "sightline: baseline capture #%s of pid %s: %llu steps, step %.3f ms, GPU busy "
                  "%.0f %% of the step; later captures are compared with it\n",
-                 f[2].c_str(), f[1].c_str(), static_cast<unsigned long long>(s.count),
+                 index.c_str(), pid.c_str(), static_cast<unsigned long long>(s.count),
                  s.p50_ns / 1e6, s.mean_gpu_utilization_pct);
     tally->baselines[f[1]] = *std::move(report);
     return;
@@ -128,23 +136,23 @@ void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
     // that took the extra time, the findings that are new.
     for (const std::string& line :
          analysis::DescribeComparison(analysis::CompareWithBaseline(base->second, *report))) {
-      std::fprintf(stderr, "sightline: capture #%s vs baseline: %s\n", f[2].c_str(),
+      std::fprintf(stderr, "sightline: capture #%s vs baseline: %s\n", index.c_str(),
                    trace::EscapeTerminalText(line).c_str());
     }
   }
   if (report->findings.empty()) {
-    std::fprintf(stderr, "sightline: capture #%s: no findings\n", f[2].c_str());
+    std::fprintf(stderr, "sightline: capture #%s: no findings\n", index.c_str());
   }
   size_t shown = 0;
   for (const analysis::Finding& finding : report->findings) {
     if (++shown > 5) break;
     std::fprintf(stderr, "sightline: capture #%s finding %zu: [%s] %s (est. saving %s)\n",
-                 f[2].c_str(), shown, finding.rule.c_str(),
+                 index.c_str(), shown, finding.rule.c_str(),
                  trace::EscapeTerminalText(finding.title).c_str(),
                  exporter::FormatPct(finding.est_saving_pct).c_str());
   }
   if (!quiet) {
-    std::fprintf(stderr, "sightline: full report: sightline analyze %s\n", trace.c_str());
+    std::fprintf(stderr, "sightline: full report: sightline analyze %s\n", shown_trace.c_str());
   }
 }
 

@@ -61,6 +61,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   f.title = std::to_string(calls) + " synchronizing calls block the host for " +
             FormatNs(double(blocked)) + " and leave the GPU idle " + FormatNs(double(caused)) +
             " (" + FormatPct(idle_pct) + ")";
+  // Which threshold fired: the idle the calls cause, or only the host time
+  // they block (then the what-if replay gives the saving, root_cause.cc).
+  const bool idle_fired = caused > 0 && idle_pct >= min_idle_pct;
+  f.Text("fired_on", idle_fired ? "gpu_idle" : "host_blocked");
   f.Number("sync_calls", double(calls), "count")
       .Number("host_blocked_ns", double(blocked), "ns")
       .Number("host_blocked_pct", ctx.PctOfWindow(blocked), "pct")
@@ -69,9 +73,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       .Number("sync_wait_gaps", double(gaps), "count")
       .Number("cupti_sync_records", double(model.host_syncs.size()), "count");
   for (auto& [key, o] : sites) {
-    // Without idle of their own, the sites rank by the host time they block.
-    if (caused == 0) o.total_ns = blocked_by_site[&o];
-    o.share_pct = PctOf(double(o.total_ns), double(caused == 0 ? blocked : caused));
+    // Fired on blocked time only: the sites rank by the host time they block.
+    if (!idle_fired) o.total_ns = blocked_by_site[&o];
+    o.share_pct = PctOf(double(o.total_ns), double(idle_fired ? caused : blocked));
     f.offenders.push_back(o);
   }
   KeepTopOffenders(&f.offenders, 8);
