@@ -22,7 +22,7 @@ std::string Number(double v) {
 
 class Writer {
  public:
-  Writer(const MetricsSnapshot& s, bool om) : s_(s), om_(om) {
+  Writer(const MetricsSnapshot& s, bool om) : om_(om) {
     base_ = "job=\"" + EscapeLabelValue(s.job) + "\",rank=\"" +
             EscapeLabelValue(s.rank.empty() ? "-1" : s.rank) + "\"";
   }
@@ -43,7 +43,6 @@ class Writer {
   }
 
  private:
-  const MetricsSnapshot& s_;
   bool om_;
   std::string base_;
   std::string out_;
