@@ -147,4 +147,25 @@ std::vector<std::string> DescribeComparison(const BaselineComparison& c) {
   return lines;
 }
 
+std::vector<const Finding*> FindingsByChange(const BaselineComparison& c, const Report& now) {
+  std::set<std::string> changed;
+  for (const BaselineChange& ch : c.changes) changed.insert(ch.name);
+  std::set<const Finding*> fresh(c.new_findings.begin(), c.new_findings.end());
+  auto names_change = [&](const Finding& f) {
+    for (const Offender& o : f.offenders) {
+      if (changed.count(o.name) != 0) return true;
+    }
+    return false;
+  };
+  std::vector<const Finding*> first, second, rest;
+  for (const Finding& f : now.findings) {
+    if (fresh.count(&f) != 0 && names_change(f)) first.push_back(&f);
+    else if (fresh.count(&f) != 0) second.push_back(&f);
+    else rest.push_back(&f);
+  }
+  first.insert(first.end(), second.begin(), second.end());
+  first.insert(first.end(), rest.begin(), rest.end());
+  return first;
+}
+
 }  // namespace sightline::analysis

@@ -55,6 +55,17 @@ TEST(BaselineCompare, NamesTheCallThatAppearedAndTheNewFindings) {
   EXPECT_EQ(c.new_findings[0]->rule, "cpu_bound");
   EXPECT_EQ(c.new_findings[1]->rule, "sync_api");
 
+  // The finding that names the new call comes first, then the other new one.
+  now.findings[1].offenders.push_back(Offender{});
+  now.findings[1].offenders.back().name = "cudaDeviceSynchronize";
+  c = CompareWithBaseline(base, now);
+  std::vector<const Finding*> order = FindingsByChange(c, now);
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_EQ(order[0]->rule, "sync_api");
+  EXPECT_EQ(order[1]->rule, "cpu_bound");
+  EXPECT_EQ(order[2]->rule, "occupancy_limited");
+  EXPECT_EQ(order[3]->rule, "small_grid");
+
   std::vector<std::string> lines = DescribeComparison(c);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0], "step 37.400 ms -> 47.500 ms (+27 %), GPU busy 98 -> 77 % of the step");

@@ -131,20 +131,26 @@ void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
     tally->baselines[f[1]] = *std::move(report);
     return;
   }
+  // Without a baseline, the report's order; with one, the findings that
+  // explain the change first (baseline_compare.h FindingsByChange).
+  std::vector<const analysis::Finding*> order;
+  for (const analysis::Finding& finding : report->findings) order.push_back(&finding);
   if (auto base = tally->baselines.find(f[1]); base != tally->baselines.end()) {
     // What changed since the steady state: the step, the calls and kernels
     // that took the extra time, the findings that are new.
-    for (const std::string& line :
-         analysis::DescribeComparison(analysis::CompareWithBaseline(base->second, *report))) {
+    analysis::BaselineComparison comparison = analysis::CompareWithBaseline(base->second, *report);
+    for (const std::string& line : analysis::DescribeComparison(comparison)) {
       std::fprintf(stderr, "sightline: capture #%s vs baseline: %s\n", index.c_str(),
                    trace::EscapeTerminalText(line).c_str());
     }
+    order = analysis::FindingsByChange(comparison, *report);
   }
   if (report->findings.empty()) {
     std::fprintf(stderr, "sightline: capture #%s: no findings\n", index.c_str());
   }
   size_t shown = 0;
-  for (const analysis::Finding& finding : report->findings) {
+  for (const analysis::Finding* shown_finding : order) {
+    const analysis::Finding& finding = *shown_finding;
     if (++shown > 5) break;
     std::fprintf(stderr, "sightline: capture #%s finding %zu: [%s] %s (est. saving %s)\n",
                  index.c_str(), shown, finding.rule.c_str(),
