@@ -158,22 +158,15 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   // saving of its own: the what-if replay gives it one (root_cause.cc), or,
   // without the replay, it is no finding.
   const bool root_causes = options.Global("root_causes", 1) != 0 && !skip_timeline;
-  auto blocked_only_sync = [](const Finding& f) {
-    if (f.rule != "sync_api") return false;
-    for (const EvidenceItem& e : f.evidence) {
-      if (e.key == "fired_on") return e.text == "host_blocked";
-    }
-    return false;
-  };
   if (!root_causes) {
-    findings.erase(std::remove_if(findings.begin(), findings.end(), blocked_only_sync),
+    findings.erase(std::remove_if(findings.begin(), findings.end(), IsBlockedOnlySync),
                    findings.end());
   }
   double min_pct = options.Global("min_saving_pct", 0);
   if (min_pct > 0) {
     findings.erase(std::remove_if(findings.begin(), findings.end(),
                                   [&](const Finding& f) {
-                                    return f.est_saving_pct < min_pct && !blocked_only_sync(f);
+                                    return f.est_saving_pct < min_pct && !IsBlockedOnlySync(f);
                                   }),
                    findings.end());
   }
@@ -183,7 +176,7 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
     if (min_pct > 0) {  // the blocked-only syncs, now that the replay judged them
       findings.erase(std::remove_if(findings.begin(), findings.end(),
                                     [&](const Finding& f) {
-                                      return blocked_only_sync(f) && f.est_saving_pct < min_pct;
+                                      return IsBlockedOnlySync(f) && f.est_saving_pct < min_pct;
                                     }),
                      findings.end());
     }

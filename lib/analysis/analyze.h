@@ -58,6 +58,10 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
 // Runs on the rules' findings before ranking.
 void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options, uint64_t window_ns,
                      std::vector<Finding>* findings);
+// A sync_api finding that fired only on the host time its calls block
+// (evidence fired_on = host_blocked): its saving comes from the what-if
+// replay (ApplyRootCauses), none of its own.
+bool IsBlockedOnlySync(const Finding& f);
 // After ranking: savings capped in rank order (sum ≤ window), first action.
 void CapSavingsAndChooseFirst(Report* report);
 

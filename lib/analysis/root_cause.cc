@@ -69,6 +69,14 @@ void SetSaving(Finding* f, uint64_t ns, uint64_t window) {
 
 }  // namespace
 
+bool IsBlockedOnlySync(const Finding& f) {
+  if (f.rule != "sync_api") return false;
+  for (const EvidenceItem& e : f.evidence) {
+    if (e.key == "fired_on") return e.text == "host_blocked";
+  }
+  return false;
+}
+
 void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
                      uint64_t window_ns, std::vector<Finding>* findings) {
   std::vector<Finding>& fs = *findings;
@@ -123,11 +131,7 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
   //    something (overlap regained); a final sync that waits for work the
   //    GPU must do anyway saves nothing and is no finding.
   for (size_t i = 0; i < fs.size(); ++i) {
-    bool blocked_only = false;
-    for (const EvidenceItem& e : fs[i].evidence) {
-      if (e.key == "fired_on") blocked_only = e.text == "host_blocked";
-    }
-    if (drop[i] || fs[i].rule != "sync_api" || !blocked_only) continue;
+    if (drop[i] || !IsBlockedOnlySync(fs[i])) continue;
     if (w.empty() || fs[i].est_saving_pct < 1) drop[i] = 1;
   }
   // 3. Fold idle symptoms and modelled causes that save (almost) nothing

@@ -44,6 +44,16 @@ void Writer(int out_fd) {
   SignalFlushDone();
 }
 
+// In the child: the app's disposition of `sig` (installed before us, as
+// Python's are), our flush handler over it, and the writer thread.
+void StartFlushingChild(int out_fd, int sig, void (*app)(int)) {
+  if (pipe(g_wake) != 0) _exit(3);
+  signal(sig, app);
+  InstallSignalFlush(&Request, nullptr, 3000);
+  std::thread writer(Writer, out_fd);
+  writer.detach();
+}
+
 void AppHandler(int) { g_app_handler_ran = 1; }
 
 // Runs `body` in a child; returns the child's wait status and what the
@@ -71,11 +81,7 @@ TEST(SignalFlushTest, DefaultActionFlushesFinishesAndDiesOfTheSignal) {
   std::string written;
   int status = RunChild(
       [](int out_fd) {
-        if (pipe(g_wake) != 0) _exit(3);
-        signal(SIGTERM, SIG_DFL);
-        InstallSignalFlush(&Request, nullptr, 3000);
-        std::thread writer(Writer, out_fd);
-        writer.detach();
+        StartFlushingChild(out_fd, SIGTERM, SIG_DFL);
         raise(SIGTERM);
         _exit(4);  // not reached: the process dies of SIGTERM
       },
@@ -92,11 +98,7 @@ TEST(SignalFlushTest, AbortFlushesFinishesAndDiesOfSigabrt) {
   std::string written;
   int status = RunChild(
       [](int out_fd) {
-        if (pipe(g_wake) != 0) _exit(3);
-        signal(SIGABRT, SIG_DFL);
-        InstallSignalFlush(&Request, nullptr, 3000);
-        std::thread writer(Writer, out_fd);
-        writer.detach();
+        StartFlushingChild(out_fd, SIGABRT, SIG_DFL);
         std::abort();
       },
       &written);
@@ -109,11 +111,7 @@ TEST(SignalFlushTest, AppHandlerIsChainedAfterTheFlush) {
   std::string written;
   int status = RunChild(
       [](int out_fd) {
-        if (pipe(g_wake) != 0) _exit(3);
-        signal(SIGINT, &AppHandler);  // installed before us, like Python's
-        InstallSignalFlush(&Request, nullptr, 3000);
-        std::thread writer(Writer, out_fd);
-        writer.detach();
+        StartFlushingChild(out_fd, SIGINT, &AppHandler);  // installed before us, like Python's
         raise(SIGINT);
         _exit(g_app_handler_ran ? 0 : 5);
       },
@@ -127,11 +125,7 @@ TEST(SignalFlushTest, IgnoredSignalStaysIgnored) {
   std::string written;
   int status = RunChild(
       [](int out_fd) {
-        if (pipe(g_wake) != 0) _exit(3);
-        signal(SIGTERM, SIG_IGN);
-        InstallSignalFlush(&Request, nullptr, 3000);
-        std::thread writer(Writer, out_fd);
-        writer.detach();
+        StartFlushingChild(out_fd, SIGTERM, SIG_IGN);
         struct sigaction now = {};
         sigaction(SIGTERM, nullptr, &now);
         if (now.sa_handler != SIG_IGN) _exit(7);  // left alone: inherited by exec'd children
@@ -180,11 +174,7 @@ TEST(SignalFlushTest, AbortWithAnAppHandlerStillFinishes) {
   std::string written;
   int status = RunChild(
       [](int out_fd) {
-        if (pipe(g_wake) != 0) _exit(3);
-        signal(SIGABRT, &AppHandler);
-        InstallSignalFlush(&Request, nullptr, 3000);
-        std::thread writer(Writer, out_fd);
-        writer.detach();
+        StartFlushingChild(out_fd, SIGABRT, &AppHandler);
         std::abort();
       },
       &written);

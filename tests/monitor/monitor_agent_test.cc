@@ -32,6 +32,23 @@ std::string TempDir() {
   return mkdtemp(tmpl);
 }
 
+// A private events file (what `sightline monitor` reads), removed at the end.
+struct EventsFile {
+  std::string dir = TempDir();
+  std::string path = dir + "/events";
+  EventsFile() { close(open(path.c_str(), O_CREAT | O_WRONLY, 0600)); }
+  ~EventsFile() {
+    unlink(path.c_str());
+    rmdir(dir.c_str());
+  }
+  std::string Read() const {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+};
+
 // GET `path` from "HOST:PORT" or "unix:PATH"; returns the whole response.
 std::string Get(const std::string& address, const std::string& path,
                 const std::string& accept = "") {
@@ -113,11 +130,9 @@ void FeedSteps(MonitorAgent* a, uint64_t* t, int n, double seconds) {
 }
 
 TEST(MonitorAgent, ServesMetricsAndCapturesTheNextStepsAfterASlowdown) {
-  std::string dir = TempDir();
-  std::string events = dir + "/events";
-  close(open(events.c_str(), O_CREAT | O_WRONLY, 0600));
+  EventsFile events;
   MonitorConfig c = TestConfig();
-  c.events_path = events;
+  c.events_path = events.path;
   FakeCapture fake;
   auto agent = MonitorAgent::Start(c, fake.Control());
   ASSERT_TRUE(WaitFor([&] { return !agent->bound_address().empty(); }));
@@ -156,18 +171,10 @@ TEST(MonitorAgent, ServesMetricsAndCapturesTheNextStepsAfterASlowdown) {
   EXPECT_NE(Get(addr, "/admin").find("404 Not Found"), std::string::npos);
 
   // The events file says what was captured, for `sightline monitor`.
-  ASSERT_TRUE(WaitFor([&] {
-    std::ifstream f(events);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str().find("capture\t") != std::string::npos;
-  }));
-  std::ifstream f(events);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  EXPECT_NE(ss.str().find("anomaly\t" + std::to_string(getpid()) + "\tstep_time\t"),
-            std::string::npos) << ss.str();
-  const std::string all = ss.str();
+  ASSERT_TRUE(WaitFor([&] { return events.Read().find("capture\t") != std::string::npos; }));
+  const std::string all = events.Read();
+  EXPECT_NE(all.find("anomaly\t" + std::to_string(getpid()) + "\tstep_time\t"),
+            std::string::npos) << all;
   // (The steps field may read 5 or more: steps after the firing one can land
   // in the capture's first poll.)
   const size_t at = all.find("capture\t" + std::to_string(getpid()) + "\t1\tstep_time\t");
@@ -181,19 +188,15 @@ TEST(MonitorAgent, ServesMetricsAndCapturesTheNextStepsAfterASlowdown) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(fake.starts.load(), 1);
   agent.reset();
-  unlink(events.c_str());
-  rmdir(dir.c_str());
 }
 
 // The steady state is captured once the detector's baseline is full (64 +
 // 8 judged steps); it holds back neither the first anomaly's capture (no
 // cooldown after it) nor counts in max_captures.
 TEST(MonitorAgent, BaselineCaptureOnceThenAnomalyCapturesAsUsual) {
-  std::string dir = TempDir();
-  std::string events = dir + "/events";
-  close(open(events.c_str(), O_CREAT | O_WRONLY, 0600));
+  EventsFile events;
   MonitorConfig c = TestConfig();
-  c.events_path = events;
+  c.events_path = events.path;
   c.baseline_capture = true;
   c.max_captures = 1;
   c.cooldown_s = 3600;
@@ -216,22 +219,11 @@ TEST(MonitorAgent, BaselineCaptureOnceThenAnomalyCapturesAsUsual) {
       << "the anomaly's capture: no cooldown after a baseline, not counted in max_captures";
   FeedSteps(agent.get(), &t, 5, 0.040);
   ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
-  std::ifstream f(events);
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string all = events.Read();
   const std::string pid = std::to_string(getpid());
-  EXPECT_NE(ss.str().find("capture\t" + pid + "\t1\tbaseline\t"), std::string::npos) << ss.str();
-  EXPECT_NE(ss.str().find("capture\t" + pid + "\t2\tstep_time\t"), std::string::npos) << ss.str();
+  EXPECT_NE(all.find("capture\t" + pid + "\t1\tbaseline\t"), std::string::npos) << all;
+  EXPECT_NE(all.find("capture\t" + pid + "\t2\tstep_time\t"), std::string::npos) << all;
   agent.reset();
-  unlink(events.c_str());
-  rmdir(dir.c_str());
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
 }
 
 // No baseline once an anomaly came first (the "normal" is unknown then),
@@ -267,12 +259,10 @@ TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
     EXPECT_EQ(fake.starts.load(), 0) << "no baseline with the flight recorder";
   }
   {
-    std::string dir = TempDir();
-    std::string events = dir + "/events";
-    close(open(events.c_str(), O_CREAT | O_WRONLY, 0600));
+    EventsFile events;
     MonitorConfig c = TestConfig();
     c.baseline_capture = true;
-    c.events_path = events;
+    c.events_path = events.path;
     c.capture_steps = 1000;  // the baseline would record long
     FakeCapture fake;
     auto agent = MonitorAgent::Start(c, fake.Control());
@@ -284,12 +274,10 @@ TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
     ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 90; }));
     agent->RequestCapture();  // on demand: ends the baseline, is taken
     ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2 && fake.stops.load() == 1; }));
-    const std::string all = ReadAll(events);
+    const std::string all = events.Read();
     const std::string pid = std::to_string(getpid());
     EXPECT_NE(all.find("capture\t" + pid + "\t1\tbaseline_rejected\t"), std::string::npos) << all;
     agent.reset();
-    unlink(events.c_str());
-    rmdir(dir.c_str());
   }
 }
 
