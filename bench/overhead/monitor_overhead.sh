@@ -17,7 +17,10 @@
 #     column each, run after the pair (not rotated): floor-callbacks = CUPTI
 #     subscribed with the monitor's one runtime callback and no activity kind
 #     (libfloor_inject.so; the monitor also has NVTX and resource callbacks),
-#     monitor-nolisten = the monitor without the endpoint)
+#     monitor-nolisten = the monitor without the endpoint, monitor-nobase =
+#     without the baseline capture: no CUPTI activity at all in the run;
+#     without it and without the writer's periodic CUPTI flush (every 500 ms
+#     otherwise): monitor-noflush; without NVML: monitor-nonvml)
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -36,6 +39,12 @@ one() {  # MODE ROUND
     plain) $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     floor-callbacks) SIGHTLINE_FLOOR_KINDS=callbacks CUDA_INJECTION64_PATH=$(dirname "$(dirname "$SL")")/../bench/overhead/libfloor_inject.so \
                $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor-nobase) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
+               --baseline-capture off -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor-noflush | monitor-nonvml)  # bisecting what monitor mode costs between captures
+      env $([ "$1" = monitor-noflush ] && echo SIGHTLINE_FLUSH_MS=600000 || echo SIGHTLINE_NVML_LIB=/nonexistent) \
+        SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --baseline-capture off \
+        -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     monitor-nolisten) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q \
                -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     monitor) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \

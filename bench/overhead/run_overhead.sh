@@ -105,6 +105,10 @@ launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
     plain) $PIN "$LO" --mode plain --reps=3 >"$o" ;;
     floor) $PIN "$LO" --mode floor --reps=3 >"$o" ;;
     floor-kernel) SIGHTLINE_FLOOR_KINDS=kernel $PIN "$LO" --mode floor --reps=3 >"$o" ;;
+    monitor)  # `sightline monitor`: no capture opens in this loop (no steps, no anomaly)
+      $PIN "$SL" monitor -q -o "$W/ov_m.sltrace" -- "$LO" --mode plain --reps=3 >"$o" 2>"$W/ov_m.err" ||
+        { echo "FAIL: round $2 monitor run"; tail -3 "$W/ov_m.err"; fail=1; }
+      rm -f "$W"/ov_m*.sltrace ;;
     sightline*)
       env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_sl.sltrace" -- "$LO" --mode plain --reps=3 \
         >"$o" 2>"$W/ov_sl.err"
@@ -132,6 +136,10 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
       env $([ "$1" = floor-kernel ] && echo SIGHTLINE_FLOOR_KINDS=kernel) CUDA_INJECTION64_PATH=$FLOOR \
         $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1
       grep -q 'floor subscriber: [1-9]' "$o" || { echo "FAIL: floor injection did not record"; tail -3 "$o"; fail=1; } ;;
+    monitor)
+      $PIN "$SL" monitor -q -o "$W/ov_tm.sltrace" -- python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ||
+        { echo "FAIL: round $2 monitor run"; tail -3 "$o"; fail=1; }
+      rm -f "$W"/ov_tm*.sltrace ;;
     sightline*)
       env $(sl_env "$1") $PIN "$SL" profile -q -o "$W/ov_t.sltrace" -- python3 "$TO" --mode plain "${args[@]}" \
         >"$o" 2>&1
@@ -189,6 +197,12 @@ after_one() {  # MODE ROUND: repetition 0 captured, 1..4 after the capture close
   local lo=("$LO" --launches=100000 --reps=5 --capture-first-rep) v rc=0 env=()
   case $1 in
     plain) v=$($PIN "${lo[@]}" --mode plain | val after_median_us_per_launch) ;;
+    monitor)  # `sightline monitor`: the program's cudaProfilerStart/Stop opens one capture (rep 0)
+      $PIN "$SL" monitor -q -o "$W/ov_am.sltrace" -- "${lo[@]}" --mode plain >"$W/ov_a.out" 2>"$W/ov_a.err"
+      rc=$?
+      v=$(val after_median_us_per_launch <"$W/ov_a.out")
+      [ "$2" = 1 ] && ls -l "$W"/ov_am*.sltrace 2>&1 | head -3
+      rm -f "$W"/ov_am*.sltrace ;;
     floor-disable | floor-finalize)  # CUPTI alone: kinds off (and cuptiFinalize) after rep 0
       v=$($PIN "${lo[@]}" --mode floor --after="${1#floor-}" | val after_median_us_per_launch) ;;
     floor-late-disable)  # the same, kinds enabled only after the context and module exist

@@ -12,12 +12,18 @@
 //   SIGHTLINE_CAPTURE_STEPS       steps one capture records (default 10)
 //   SIGHTLINE_CAPTURE_MAX_S       a capture ends after this even without steps (30)
 //   SIGHTLINE_MAX_CAPTURES        captures per process at most (default 5)
-//   SIGHTLINE_BASELINE_CAPTURE    bool (default on): once the step detector's
+//   SIGHTLINE_BASELINE_CAPTURE    bool (default off): once the step detector's
 //                                 baseline is full (window + group steps) and
 //                                 no anomaly came first, capture the steady
 //                                 state once, so later captures can be
 //                                 compared with it; not with the flight
-//                                 recorder, not counted in MAX_CAPTURES
+//                                 recorder, not counted in MAX_CAPTURES. Off
+//                                 by default: after any capture CUPTI leaves
+//                                 the app slower (H200: +20 % per launch in
+//                                 the launch loop; an eager LM step ran a
+//                                 median ~20 points slower with it than
+//                                 without, 4 rounds), so an always-on
+//                                 baseline would charge every monitored run
 //   SIGHTLINE_FLIGHT_RECORDER_S   seconds of lead-up a capture includes: CUPTI
 //                                 stays on and the last N s of events wait in
 //                                 memory (0 = off, default; 1..3600)
@@ -59,7 +65,7 @@ struct MonitorConfig {
   uint32_t capture_steps = 10;
   double capture_max_s = 30;
   uint32_t max_captures = 5;
-  bool baseline_capture = true;
+  bool baseline_capture = false;  // see SIGHTLINE_BASELINE_CAPTURE above
   double flight_recorder_s = 0;        // 0: off (collector: lib/collect/flight_recorder.h)
   uint32_t flight_recorder_mb = 1024;
   double cooldown_s = 60;

@@ -406,7 +406,7 @@ TEST(MonitorConfig, FromEnvironment) {
          {"SIGHTLINE_ANOMALY_MIN_PCT", "nan"},
          {"SIGHTLINE_MONITOR_INTERVAL_MS", "5"},
          {"RANK", "2"},
-         {"SIGHTLINE_BASELINE_CAPTURE", "off"},
+         {"SIGHTLINE_BASELINE_CAPTURE", "on"},
          {"SIGHTLINE_ANOMALY_MAD_K", "5"},
          {"SIGHTLINE_JOB", "llm"}};
   std::vector<std::string> problems;
@@ -423,7 +423,8 @@ TEST(MonitorConfig, FromEnvironment) {
   EXPECT_EQ(c.job, "llm");
   EXPECT_DOUBLE_EQ(c.step.min_rel_increase, 0.10) << "NaN refused, default kept";
   EXPECT_EQ(c.interval_ms, 1000u) << "out of range refused";
-  EXPECT_FALSE(c.baseline_capture);
+  EXPECT_TRUE(c.baseline_capture) << "asked for";
+  EXPECT_FALSE(MonitorConfig().baseline_capture) << "off by default (CUPTI's cost after a capture)";
   ASSERT_EQ(problems.size(), 3u);
   bool retired = false;
   for (const std::string& p : problems) retired |= p.find("SIGHTLINE_ANOMALY_MAD_K") == 0;

@@ -253,7 +253,7 @@ int RunMonitor(const std::vector<std::string>& args) {
 SIGHTLINE_COMMAND("monitor",
                   "monitor [--metrics-listen HOST:PORT|unix:PATH] [--step-range NAMES] "
                   "[--capture-steps K] [--max-captures N] [--flight-recorder S] [--cooldown S] [--anomaly-min-pct P] "
-                  "[--anomaly-steps N] [--anomaly-p P] [--anomaly-warmup N] "
+                  "[--anomaly-steps N] [--anomaly-p P] [--anomaly-warmup N] [--baseline-capture on|off] "
                   "[--interval-ms MS] [--job NAME] [--devices LIST] [-o PATH] [-q] -- CMD [ARGS...]",
                   "Run a command under the always-on monitor: step times, NVML metrics, "
                   "Prometheus endpoint, anomaly-triggered captures",
