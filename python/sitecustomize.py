@@ -16,6 +16,9 @@
 #      (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved),
 #      so the analyzer can put the tensors' bytes next to the reserved bytes
 #      the allocation records show. Without that API it does nothing, silently.
+# SIGHTLINE_PYTORCH=memory (what `sightline monitor` sets for Python commands)
+# does 3. only: no op ranges, one marker per optimizer step, which the monitor
+# serves as sightline_pytorch_memory_*_bytes.
 # It never raises: without torch, or with an API it does not know, it prints
 # one warning on stderr and the program runs unchanged.
 import os
@@ -24,7 +27,9 @@ import sys
 
 def _sightline_warn(message):
     try:
-        sys.stderr.write("sightline: --pytorch: %s\n" % message)
+        who = ("monitor: PyTorch hook" if os.environ.get("SIGHTLINE_PYTORCH") == "memory"
+               else "--pytorch")
+        sys.stderr.write("sightline: %s: %s\n" % (who, message))
     except Exception:
         pass
 
@@ -97,6 +102,8 @@ def _sightline_enable_ops():
     _sightline_state["done"] = True
     _sightline_enable_memory_samples()
     mode = os.environ.get("SIGHTLINE_PYTORCH", "ops")
+    if mode == "memory":
+        return
     try:
         import torch.autograd.profiler as profiler
 

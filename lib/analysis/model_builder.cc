@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/analysis/api_names.h"
 #include "lib/analysis/model_builder_impl.h"
+#include "lib/trace/torch_memory_marker.h"
 
 namespace sightline::analysis {
 
@@ -367,43 +368,16 @@ void ModelBuilder::Impl::OnNvtxRange(const NvtxRangeEvent& e) {
 
 void ModelBuilder::Impl::OnNvtxMarker(const NvtxMarkerEvent& e) {
   Count(EventKind::kNvtxMarker);
-  // Only the --pytorch hook's allocator samples are kept (TorchMemorySample).
-  static constexpr std::string_view kPrefix = "sightline.torch_memory ";
+  // Only the Python hook's allocator samples are kept (TorchMemorySample).
   if (!resolve_string) return;
-  std::string_view name = resolve_string(e.name_id);
-  if (name.substr(0, kPrefix.size()) != kPrefix) return;
+  trace::TorchMemoryMarker m;
+  if (!trace::ParseTorchMemoryMarker(resolve_string(e.name_id), &m) || e.timestamp_ns == 0) return;
   TorchMemorySample s;
-  uint64_t device_id = 0;
-  bool have_device = false;
-  name.remove_prefix(kPrefix.size());
-  while (!name.empty()) {
-    size_t space = name.find(' ');
-    std::string_view field = name.substr(0, space);
-    name = space == std::string_view::npos ? std::string_view() : name.substr(space + 1);
-    size_t eq = field.find('=');
-    if (eq == std::string_view::npos) continue;
-    std::string_view key = field.substr(0, eq), digits = field.substr(eq + 1);
-    uint64_t v = 0;
-    bool ok = !digits.empty() && digits.size() <= 19;
-    for (char ch : digits) {
-      ok &= ch >= '0' && ch <= '9';
-      v = v * 10 + uint64_t(ch - '0');
-    }
-    if (!ok) return;  // not ours after all: ignored
-    if (key == "device") {
-      device_id = v;
-      have_device = v <= 0xffff;
-    } else if (key == "allocated") {
-      s.allocated = v;
-    } else if (key == "max_allocated") {
-      s.max_allocated = v;
-    } else if (key == "reserved") {
-      s.reserved = v;
-    }
-  }
-  if (!have_device || e.timestamp_ns == 0) return;
+  s.allocated = m.allocated;
+  s.max_allocated = m.max_allocated;
+  s.reserved = m.reserved;
   s.timestamp_ns = e.timestamp_ns + offset;
-  s.device = Device(static_cast<uint32_t>(device_id));
+  s.device = Device(m.device);
   s.trace = trace_index;
   model.torch_memory.push_back(s);
 }

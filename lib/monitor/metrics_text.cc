@@ -143,6 +143,30 @@ std::string RenderMetrics(const MetricsSnapshot& s, bool om) {
     }
   }
 
+  struct TorchGauge {
+    const char* name;
+    const char* help;
+    uint64_t TorchMemoryGauge::*value;
+  };
+  const TorchGauge torch_gauges[] = {
+      {"sightline_pytorch_memory_allocated_bytes",
+       "Bytes in PyTorch tensors after the last optimizer step (torch.cuda.memory_allocated).",
+       &TorchMemoryGauge::allocated},
+      {"sightline_pytorch_memory_max_allocated_bytes",
+       "Peak bytes in PyTorch tensors so far (torch.cuda.max_memory_allocated).",
+       &TorchMemoryGauge::max_allocated},
+      {"sightline_pytorch_memory_reserved_bytes",
+       "Bytes PyTorch's caching allocator holds from the GPU (torch.cuda.memory_reserved).",
+       &TorchMemoryGauge::reserved},
+  };
+  for (const TorchGauge& g : torch_gauges) {
+    w.Family(g.name, "gauge", g.help);
+    for (const TorchMemoryGauge& t : s.torch_memory) {
+      w.Sample(g.name, "cuda_device=\"" + std::to_string(t.cuda_device) + "\"",
+               static_cast<double>(t.*(g.value)));
+    }
+  }
+
   w.Family("sightline_anomalies", "counter",
            "Anomalies detected, by kind (step_time, utilization_drop, memory_growth, manual).");
   for (const char* kind : kAnomalyKinds) {

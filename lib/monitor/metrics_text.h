@@ -16,6 +16,12 @@
 //   sightline_anomalies_total            counter    {job, rank, kind}
 //   sightline_captures_total             counter    {job, rank}
 //   sightline_nvml_up                    gauge      {job, rank}  1 when NVML answers
+//   sightline_pytorch_memory_allocated_bytes     gauge {job, rank, cuda_device}
+//   sightline_pytorch_memory_max_allocated_bytes gauge {job, rank, cuda_device}
+//   sightline_pytorch_memory_reserved_bytes      gauge {job, rank, cuda_device}
+//       PyTorch's caching allocator after the last optimizer step (the Python
+//       hook's sample; cuda_device is torch's device index, in
+//       CUDA_VISIBLE_DEVICES order, not NVML's); absent until a sample came
 // A device's gauge is left out while NVML does not report it (no fake zeros).
 #ifndef SIGHTLINE_LIB_MONITOR_METRICS_TEXT_H_
 #define SIGHTLINE_LIB_MONITOR_METRICS_TEXT_H_
@@ -60,6 +66,11 @@ struct DeviceSample {
   double temperature_celsius = 0;
 };
 
+struct TorchMemoryGauge {
+  uint32_t cuda_device = 0;
+  uint64_t allocated = 0, max_allocated = 0, reserved = 0;
+};
+
 inline constexpr const char* kAnomalyKinds[] = {"step_time", "utilization_drop", "memory_growth",
                                                 "manual"};
 
@@ -71,6 +82,7 @@ struct MetricsSnapshot {
   uint64_t steps_dropped = 0;
   bool nvml_up = false;
   std::vector<DeviceSample> devices;
+  std::vector<TorchMemoryGauge> torch_memory;  // by cuda_device, ascending
   std::map<std::string, uint64_t> anomalies;  // kind -> count
   uint64_t captures = 0;
 };

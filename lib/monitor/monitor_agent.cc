@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string_view>
 #include <cstdio>
 #include <cstring>
 
@@ -107,6 +108,36 @@ void MonitorAgent::OnStepBegin(uint64_t now_ns) {
     ssize_t n = write(wake_[1], &b, 1);
     (void)n;
   }
+}
+
+void MonitorAgent::OnRangeOpened(const char* name, uint64_t now_ns) {
+  if (name == nullptr) return;
+  const std::string_view prefix = trace::kTorchMemoryMarkerPrefix;
+  if (std::strncmp(name, prefix.data(), prefix.size()) == 0) {
+    trace::TorchMemoryMarker m;
+    if (trace::ParseTorchMemoryMarker(name, &m)) OnTorchMemory(m);
+    return;
+  }
+  if (MatchesStepName(config_.step_names, name)) OnStepBegin(now_ns);
+}
+
+void MonitorAgent::OnTorchMemory(const trace::TorchMemoryMarker& sample) {
+  constexpr size_t kMaxDevices = 64;  // bounded: a bogus device index cannot grow it
+  MutexLock lock(steps_mu_);
+  TorchMemoryGauge* slot = nullptr;
+  for (TorchMemoryGauge& g : pending_torch_) {
+    if (g.cuda_device == sample.device) slot = &g;
+  }
+  if (slot == nullptr) {
+    if (pending_torch_.size() >= kMaxDevices) return;
+    auto at = pending_torch_.begin();
+    while (at != pending_torch_.end() && at->cuda_device < sample.device) ++at;
+    slot = &*pending_torch_.insert(at, TorchMemoryGauge{sample.device});
+  }
+  slot->allocated = sample.allocated;
+  slot->max_allocated = sample.max_allocated;
+  slot->reserved = sample.reserved;
+  torch_changed_ = true;
 }
 
 void MonitorAgent::RequestCapture() {
@@ -291,6 +322,7 @@ void MonitorAgent::Main() {
   uint64_t steps_total = 0;
   std::vector<pollfd> fds;
   std::vector<double> steps;
+  std::vector<TorchMemoryGauge> torch;
   std::vector<DeviceSample> samples;
   auto render = [this](bool om) {
     MutexLock lock(state_mu_);
@@ -316,10 +348,16 @@ void MonitorAgent::Main() {
     now_ms = now_ns / 1000000;
     steps.clear();
     uint64_t dropped = 0;
+    bool torch_changed = false;
     {
       MutexLock lock(steps_mu_);
       steps.swap(pending_steps_);
       dropped = steps_dropped_;
+      if (torch_changed_) {
+        torch = pending_torch_;
+        torch_changed = true;
+        torch_changed_ = false;
+      }
     }
     std::vector<Anomaly> anomalies;
     {
@@ -342,6 +380,7 @@ void MonitorAgent::Main() {
       }
       snapshot_.step_median_seconds = step_detector_.median();
       snapshot_.steps_dropped = dropped;
+      if (torch_changed) snapshot_.torch_memory = torch;
     }
     if (capturing_.load()) capture_steps_seen_ += static_cast<uint32_t>(steps.size());
     steps_total += steps.size();

@@ -4,7 +4,9 @@
 //   * application threads call OnStepBegin() (NVTX callback or the C API's
 //     sightline_step): one atomic exchange and, under steps_mu_ (a leaf
 //     mutex held for a push_back into a bounded vector), the step's duration;
-//     a full queue counts a drop. Nothing else runs on application threads.
+//     a full queue counts a drop. OnRangeOpened() also takes the Python
+//     hook's allocator marker (OnTorchMemory: the latest sample per device,
+//     under steps_mu_). Nothing else runs on application threads.
 //   * the agent's own thread does everything else: loads and polls NVML,
 //     runs the detectors, serves the metrics endpoint, starts and stops
 //     captures through CaptureControl (never while holding a lock of ours),
@@ -27,6 +29,7 @@
 #include "lib/monitor/monitor_config.h"
 #include "lib/monitor/metrics_text.h"
 #include "lib/trace/thread_annotations.h"
+#include "lib/trace/torch_memory_marker.h"
 
 namespace sightline::monitor {
 
@@ -55,10 +58,12 @@ class MonitorAgent {
 
   // A step begins now (CLOCK_MONOTONIC ns). Application threads.
   void OnStepBegin(uint64_t now_ns);
-  // An NVTX range/marker named `name` opened: a step when the name matches.
-  void OnRangeOpened(const char* name, uint64_t now_ns) {
-    if (MatchesStepName(config_.step_names, name)) OnStepBegin(now_ns);
-  }
+  // An NVTX range/marker named `name` opened: the Python hook's allocator
+  // sample (trace::kTorchMemoryMarkerPrefix), else a step when the name matches.
+  void OnRangeOpened(const char* name, uint64_t now_ns);
+  // PyTorch's allocator after an optimizer step (the latest per device is
+  // served). Application threads.
+  void OnTorchMemory(const trace::TorchMemoryMarker& sample);
   // On-demand capture (sightline trigger / SIGUSR2). Async-signal-safe.
   void RequestCapture();
   // Ends a capture in progress (writes it), stops the thread. Idempotent.
@@ -92,6 +97,8 @@ class MonitorAgent {
   Mutex steps_mu_;  // leaf
   std::vector<double> pending_steps_ SL_GUARDED_BY(steps_mu_);
   uint64_t steps_dropped_ SL_GUARDED_BY(steps_mu_) = 0;
+  std::vector<TorchMemoryGauge> pending_torch_ SL_GUARDED_BY(steps_mu_);  // by device
+  bool torch_changed_ SL_GUARDED_BY(steps_mu_) = false;
 
   mutable Mutex state_mu_;  // the agent thread writes, scrapes and tests read
   MetricsSnapshot snapshot_ SL_GUARDED_BY(state_mu_);

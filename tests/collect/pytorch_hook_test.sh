@@ -99,4 +99,18 @@ echo "$out"
 [ "$(grep -c 'sightline: --pytorch: PyTorch allocator sample failed' <<<"$out")" = 1 ] ||
   fail "one warning for failing samples: $out"
 grep -q '^ran$' <<<"$out" || fail "memory samples: program did not finish: $out"
+
+# Memory mode (what `sightline monitor` sets for Python commands): the
+# allocator marker after each optimizer step, no op ranges.
+out=$(PYTHONPATH="$HOOK:$T/mem" SIGHTLINE_PYTORCH=memory "$PY" -c '
+import torch
+torch.hooks[0](None, (), {})
+print("ran")' 2>&1)
+echo "$out"
+[ "$out" = $'mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8\nran' ] ||
+  fail "memory mode: $out"
+# Memory mode with a torch without the hook API: one warning, named for the monitor.
+out=$(PYTHONPATH="$HOOK:$T/good" SIGHTLINE_PYTORCH=memory "$PY" -c 'import torch; print("ran")' 2>&1)
+echo "$out"
+grep -q '^ran$' <<<"$out" && ! grep -q 'emit_nvtx entered' <<<"$out" || fail "memory mode, no hook API: $out"
 echo "PASS"

@@ -47,6 +47,11 @@ cat "$WORK/mon.out"; grep -E "sightline" "$WORK/mon.err" | head -30
 grep -q MONITOR_DONE "$WORK/mon.out" || { echo "FAIL: the app did not finish"; fail=1; }
 grep -q 'sightline_gpu_utilization_ratio{job="gpu-monitor"' "$WORK/metrics.before" || { echo "FAIL: no NVML utilization on the endpoint"; fail=1; }
 grep -q 'sightline_step_duration_seconds_count{job="gpu-monitor"' "$WORK/metrics.before" || { echo "FAIL: no step histogram"; fail=1; }
+# PyTorch's allocator through the Python hook (sightline monitor puts it on
+# PYTHONPATH in memory mode): one marker per optimizer step.
+grep -Eq 'sightline_pytorch_memory_allocated_bytes\{job="gpu-monitor",rank="[^"]*",cuda_device="0"\} [1-9]' "$WORK/metrics.before" ||
+  { echo "FAIL: no PyTorch allocator gauge"; fail=1; }
+grep -E '^sightline_pytorch_memory_(allocated|reserved)_bytes' "$WORK/metrics.before"
 # What the host saw per step (the detector's input), before and after the switch.
 python3 - "$WORK/steps.txt" <<'PY' || true
 import statistics as st, sys

@@ -25,6 +25,12 @@ MetricsSnapshot Sample() {
   s.devices.push_back(d);
   s.anomalies["step_time"] = 2;
   s.captures = 1;
+  TorchMemoryGauge t;
+  t.cuda_device = 0;
+  t.allocated = 1000;
+  t.max_allocated = 3000;
+  t.reserved = 4096;
+  s.torch_memory.push_back(t);
   return s;
 }
 
@@ -53,6 +59,14 @@ TEST(MetricsText, PrometheusTextFormat) {
   EXPECT_NE(t.find("sightline_anomalies_total{" + base + ",kind=\"memory_growth\"} 0\n"),
             std::string::npos);
   EXPECT_NE(t.find("sightline_captures_total{" + base + "} 1\n"), std::string::npos);
+  // PyTorch's allocator, by torch's device index (not NVML's).
+  EXPECT_NE(t.find("# TYPE sightline_pytorch_memory_allocated_bytes gauge\n"), std::string::npos);
+  EXPECT_NE(t.find("sightline_pytorch_memory_allocated_bytes{" + base + ",cuda_device=\"0\"} 1000\n"),
+            std::string::npos) << t;
+  EXPECT_NE(t.find("sightline_pytorch_memory_max_allocated_bytes{" + base + ",cuda_device=\"0\"} 3000\n"),
+            std::string::npos);
+  EXPECT_NE(t.find("sightline_pytorch_memory_reserved_bytes{" + base + ",cuda_device=\"0\"} 4096\n"),
+            std::string::npos);
   EXPECT_EQ(t.find("# EOF"), std::string::npos);
   EXPECT_EQ(std::string(MetricsContentType(false)), "text/plain; version=0.0.4; charset=utf-8");
 }
@@ -72,6 +86,8 @@ TEST(MetricsText, NoRankIsMinusOne) {
   std::string t = RenderMetrics(s, false);
   EXPECT_NE(t.find("sightline_captures_total{job=\"j\",rank=\"-1\"} 0\n"), std::string::npos);
   EXPECT_NE(t.find("sightline_nvml_up{job=\"j\",rank=\"-1\"} 0\n"), std::string::npos);
+  EXPECT_EQ(t.find("sightline_pytorch_memory_allocated_bytes{"), std::string::npos)
+      << "no sample yet: no gauge, not a zero";
 }
 
 }  // namespace

@@ -354,6 +354,36 @@ TEST(MonitorAgent, NvmlGaugesFromAFakeLibrary) {
   rmdir(dir.c_str());
 }
 
+TEST(MonitorAgent, PythonHookAllocatorMarkersAreGaugesNotSteps) {
+  MonitorConfig c = TestConfig();
+  c.step_names = {"*"};  // every range a step, yet the hook's markers are not
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  agent->OnRangeOpened("sightline.torch_memory device=1 allocated=10 max_allocated=30 reserved=64",
+                       MonitorAgent::NowNs());
+  agent->OnRangeOpened("sightline.torch_memory device=0 allocated=5 max_allocated=6 reserved=8",
+                       MonitorAgent::NowNs());
+  agent->OnRangeOpened("sightline.torch_memory device=1 allocated=20 max_allocated=30 reserved=64",
+                       MonitorAgent::NowNs());
+  agent->OnRangeOpened("sightline.torch_memory device=x allocated=1", MonitorAgent::NowNs());
+  agent->OnRangeOpened(nullptr, MonitorAgent::NowNs());
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().torch_memory.size() == 2; }));
+  MetricsSnapshot s = agent->Snapshot();
+  EXPECT_EQ(s.torch_memory[0].cuda_device, 0u) << "by device, ascending";
+  EXPECT_EQ(s.torch_memory[0].allocated, 5u);
+  EXPECT_EQ(s.torch_memory[1].cuda_device, 1u);
+  EXPECT_EQ(s.torch_memory[1].allocated, 20u) << "the latest sample";
+  EXPECT_EQ(s.torch_memory[1].max_allocated, 30u);
+  EXPECT_EQ(s.torch_memory[1].reserved, 64u);
+  EXPECT_EQ(s.steps.count(), 0u) << "a malformed marker is not a step either";
+  // Bounded: 64 devices at most.
+  for (int d = 0; d < 100; ++d) {
+    std::string m = "sightline.torch_memory device=" + std::to_string(d) + " allocated=1";
+    agent->OnRangeOpened(m.c_str(), MonitorAgent::NowNs());
+  }
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().torch_memory.size() == 64; }));
+}
+
 TEST(MetricsEndpoint, UnixSocketIsUserOnlyAndNeverReplacesAFile) {
   std::string dir = TempDir();
   std::string path = dir + "/sub/metrics.sock";

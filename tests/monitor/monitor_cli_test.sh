@@ -31,6 +31,20 @@ check "names the command" grep -q "/nonexistent/cmd" "$WORK/last.err"
 expect_exit 3 "monitor: exit status passed through" "$SL" monitor -- sh -c 'exit 3'
 check "summary line" grep -q "0 anomalies, 0 captures" "$WORK/last.err"
 
+# PyTorch allocator gauges: a Python command gets the start-up hook in memory
+# mode (unless asked otherwise); other commands and --pytorch-memory off do not.
+expect_exit 2 "monitor: --pytorch-memory takes a boolean" "$SL" monitor --pytorch-memory maybe -- true
+probe='import os; p = os.environ.get("PYTHONPATH", "").split(":")[0]
+print(os.environ.get("SIGHTLINE_PYTORCH", "unset"), os.path.isfile(os.path.join(p, "sitecustomize.py")))'
+expect_exit 0 "monitor: python command" "$SL" monitor -q -- python3 -c "$probe"
+check "hook in memory mode, first on PYTHONPATH" grep -qx "memory True" "$WORK/last.out"
+expect_exit 0 "monitor: --pytorch-memory off" "$SL" monitor -q --pytorch-memory off -- python3 -c "$probe"
+check "no hook" grep -q "^unset " "$WORK/last.out"
+SIGHTLINE_PYTORCH=ops expect_exit 0 "monitor: SIGHTLINE_PYTORCH set by the user" "$SL" monitor -q -- python3 -c "$probe"
+check "the user's mode kept" grep -q "^ops " "$WORK/last.out"
+expect_exit 0 "monitor: not a python command" "$SL" monitor -q -- sh -c 'echo "${SIGHTLINE_PYTORCH:-unset}"'
+check "no hook for it" grep -qx "unset" "$WORK/last.out"
+
 # What sightline monitor does with the agent's capture events: a baseline is
 # kept per process, a later capture is analysed on its own window and
 # compared with it (synthetic traces: the later one's kernels twice as long).

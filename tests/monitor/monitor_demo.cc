@@ -32,8 +32,18 @@ int main(int argc, char** argv) {
   auto agent = MonitorAgent::Start(config, control);
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   auto next = std::chrono::steady_clock::now();
+  uint64_t steps = 0;
   while (std::chrono::steady_clock::now() < end) {
     agent->OnStepBegin(MonitorAgent::NowNs());
+    // What the Python hook marks after an optimizer step (sitecustomize.py).
+    ++steps;
+    char marker[160];
+    std::snprintf(marker, sizeof(marker),
+                  "sightline.torch_memory device=0 allocated=%llu max_allocated=%llu reserved=%llu",
+                  static_cast<unsigned long long>(steps << 20),
+                  static_cast<unsigned long long>(steps << 20),
+                  static_cast<unsigned long long>(1ull << 32));
+    agent->OnRangeOpened(marker, MonitorAgent::NowNs());
     struct stat st;
     double ms = stat(flag, &st) == 0 ? slow_ms : step_ms;
     next += std::chrono::microseconds(static_cast<int64_t>(ms * 1000));

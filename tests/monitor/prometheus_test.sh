@@ -77,6 +77,9 @@ wait_for 'sightline_gpu_utilization_ratio{job="demo",device="0"}' 'abs(v - 0.9) 
 wait_for 'sightline_gpu_memory_used_bytes{job="demo",device="0"}' 'v == 4096 * 2**20' 20 || fails=$((fails+1))
 wait_for 'sightline_step_duration_median_seconds{job="demo"}' '0.018 < v < 0.026' 20 || fails=$((fails+1))
 wait_for 'sightline_anomalies_total{job="demo",kind="step_time"}' 'v == 0' 5 || fails=$((fails+1))
+# The Python hook's allocator markers (the demo marks one per step).
+wait_for 'sightline_pytorch_memory_allocated_bytes{job="demo",cuda_device="0"}' 'v >= 2**20' 20 || fails=$((fails+1))
+wait_for 'sightline_pytorch_memory_reserved_bytes{job="demo",cuda_device="0"}' 'v == 2**32' 20 || fails=$((fails+1))
 touch "$WORK/slow"   # the slowdown switched on by a file flag
 wait_for 'sightline_anomalies_total{job="demo",kind="step_time"}' 'v >= 1' 30 || fails=$((fails+1))
 wait_for 'sightline_captures_total{job="demo"}' 'v >= 1' 30 || fails=$((fails+1))

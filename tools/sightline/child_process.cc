@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 
 #include "tools/sightline/command.h"
@@ -99,6 +100,87 @@ void ForwardSignalsTo(pid_t child, std::initializer_list<int> signals) {
 int ExitCodeOf(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status)
                            : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1);
+}
+
+// Whether CMD runs a Python interpreter: its basename is python*, or it is a
+// "#!" script whose interpreter (or `env` argument) is.
+bool IsPythonCommand(const std::string& cmd) {
+  auto is_python = [](std::string path) {
+    size_t slash = path.rfind('/');
+    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+    return base.rfind("python", 0) == 0;
+  };
+  if (is_python(cmd)) return true;
+  std::string path = cmd;
+  if (cmd.find('/') == std::string::npos) {
+    const char* env_path = std::getenv("PATH");
+    std::string dirs = env_path != nullptr ? env_path : "";
+    path.clear();
+    size_t begin = 0;
+    while (begin <= dirs.size()) {
+      size_t colon = dirs.find(':', begin);
+      std::string dir = dirs.substr(begin, colon == std::string::npos ? std::string::npos
+                                                                       : colon - begin);
+      std::string candidate = (dir.empty() ? "." : dir) + "/" + cmd;
+      if (access(candidate.c_str(), X_OK) == 0 && IsRegularFile(candidate)) {
+        path = candidate;
+        break;
+      }
+      if (colon == std::string::npos) break;
+      begin = colon + 1;
+    }
+    if (path.empty()) return false;
+  }
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return false;
+  char buf[256] = {};
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n < 2 || buf[0] != '#' || buf[1] != '!') return false;
+  std::string line(buf + 2, static_cast<size_t>(n - 2));
+  line = line.substr(0, line.find('\n'));
+  std::vector<std::string> words;
+  for (size_t i = 0; i < line.size();) {
+    size_t j = line.find_first_of(" \t", i);
+    if (j == std::string::npos) j = line.size();
+    if (j > i) words.push_back(line.substr(i, j - i));
+    i = j + 1;
+  }
+  if (words.empty()) return false;
+  if (is_python(words[0])) return true;
+  if (words[0].size() >= 4 && words[0].compare(words[0].size() - 4, 4, "/env") == 0) {
+    for (size_t k = 1; k < words.size(); ++k) {
+      if (words[k][0] == '-') continue;
+      return is_python(words[k]);
+    }
+  }
+  return false;
+}
+
+// The directory holding sightline's sitecustomize.py (--pytorch).
+std::string FindPythonHookDir() {
+  if (const char* env = std::getenv("SIGHTLINE_PYTHON_DIR"); env != nullptr && *env != '\0') {
+    return env;
+  }
+  std::string dir = ExecutableDir();
+  for (const char* rel : {"/../share/sightline/python", "/../../share/sightline/python"}) {
+    std::string candidate = dir + rel;
+    if (IsRegularFile(candidate + "/sitecustomize.py")) {
+      char resolved[4096];
+      if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
+      return candidate;
+    }
+  }
+  return "";
+}
+
+void PreparePythonHook(const std::string& hook_dir, const std::string& mode) {
+  std::string path = hook_dir;
+  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') {
+    path += std::string(":") + old;
+  }
+  setenv("PYTHONPATH", path.c_str(), 1);
+  setenv("SIGHTLINE_PYTORCH", mode.c_str(), 1);
 }
 
 }  // namespace sightline::cli

@@ -35,6 +35,19 @@ void ForwardSignalsTo(pid_t child, std::initializer_list<int> signals);
 // A shell's exit code for a wait status: the exit code, or 128 + the signal.
 int ExitCodeOf(int status);
 
+// Whether CMD runs a Python interpreter: its basename is python*, or it is a
+// "#!" script whose interpreter (or `env` argument) is.
+bool IsPythonCommand(const std::string& cmd);
+
+// The directory holding sightline's Python start-up hook (sitecustomize.py):
+// SIGHTLINE_PYTHON_DIR, else share/sightline/python beside the executable's
+// install or build tree; "" when none.
+std::string FindPythonHookDir();
+
+// Puts `hook_dir` first on PYTHONPATH (ours, inherited by the child) and sets
+// SIGHTLINE_PYTORCH=mode for the hook (python/sitecustomize.py).
+void PreparePythonHook(const std::string& hook_dir, const std::string& mode);
+
 }  // namespace sightline::cli
 
 #endif  // SIGHTLINE_TOOLS_SIGHTLINE_CHILD_PROCESS_H_

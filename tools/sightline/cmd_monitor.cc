@@ -25,6 +25,7 @@
 #include "lib/analysis/analyze.h"
 #include "lib/analysis/baseline_compare.h"
 #include "lib/export/report_render.h"
+#include "lib/trace/setting_value.h"
 #include "lib/trace/terminal_text.h"
 #include "tools/sightline/child_process.h"
 #include "tools/sightline/cli_support.h"
@@ -58,9 +59,26 @@ constexpr EnvOption kFlags[] = {
     {"--trace", "-t", "SIGHTLINE_TRACE"},
 };
 
-std::string ParseArgs(const std::vector<std::string>& args, LauncherArgs* o) {
-  return ScanLauncherArgs("monitor", args, std::begin(kFlags), std::end(kFlags), nullptr, nullptr,
-                          o);
+// "on" (default), "off": PyTorch allocator gauges through the Python hook.
+std::string ParseArgs(const std::vector<std::string>& args, LauncherArgs* o,
+                      std::string* pytorch_memory) {
+  auto own = [pytorch_memory](ArgScanner* scan, std::string* problem) {
+    std::string v;
+    bool missing = false;
+    if (scan->Value("--pytorch-memory", &v, &missing)) {
+      bool on = true;
+      if (missing) {
+        *problem = "monitor: --pytorch-memory needs on or off";
+      } else if (!trace::ParseBoolValue(v.c_str(), &on)) {
+        *problem = "monitor: --pytorch-memory '" + v + "' is not a boolean (" +
+                   trace::BoolValueWords() + ")";
+      }
+      *pytorch_memory = on ? "on" : "off";
+      return true;
+    }
+    return false;
+  };
+  return ScanLauncherArgs("monitor", args, std::begin(kFlags), std::end(kFlags), own, nullptr, o);
 }
 
 
@@ -185,10 +203,27 @@ void DrainEvents(int fd, std::string* partial, Tally* tally, bool quiet) {
 
 int RunMonitor(const std::vector<std::string>& args) {
   LauncherArgs o;
-  std::string problem = ParseArgs(args, &o);
+  std::string pytorch_memory = "on";
+  std::string problem = ParseArgs(args, &o, &pytorch_memory);
   if (!problem.empty()) return UsageError(problem);
   std::string lib = InjectionLibrary("monitor", &problem);
   if (lib.empty()) return UsageError(problem);
+  // PyTorch's allocator (allocated / peak / reserved bytes after every
+  // optimizer step) through the Python start-up hook, for Python commands;
+  // an explicit SIGHTLINE_PYTORCH (e.g. ops ranges) is left as it is.
+  if (pytorch_memory == "on" && IsPythonCommand(o.command[0]) &&
+      std::getenv("SIGHTLINE_PYTORCH") == nullptr) {
+    std::string hook = FindPythonHookDir();
+    if (hook.empty()) {
+      if (!o.quiet) {
+        std::fprintf(stderr,
+                     "sightline: monitor: no share/sightline/python/sitecustomize.py near the "
+                     "executable (SIGHTLINE_PYTHON_DIR); no PyTorch allocator gauges\n");
+      }
+    } else {
+      PreparePythonHook(hook, "memory");
+    }
+  }
   if (std::getenv("SIGHTLINE_OUTPUT") == nullptr) {
     setenv("SIGHTLINE_OUTPUT", "sightline-monitor-%p.sltrace", 1);
   }
@@ -254,6 +289,7 @@ SIGHTLINE_COMMAND("monitor",
                   "monitor [--metrics-listen HOST:PORT|unix:PATH] [--step-range NAMES] "
                   "[--capture-steps K] [--max-captures N] [--flight-recorder S] [--cooldown S] [--anomaly-min-pct P] "
                   "[--anomaly-steps N] [--anomaly-p P] [--anomaly-warmup N] [--baseline-capture on|off] "
+                  "[--pytorch-memory on|off] "
                   "[--interval-ms MS] [--job NAME] [--devices LIST] [-o PATH] [-q] -- CMD [ARGS...]",
                   "Run a command under the always-on monitor: step times, NVML metrics, "
                   "Prometheus endpoint, anomaly-triggered captures",

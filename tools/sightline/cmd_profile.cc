@@ -124,77 +124,6 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   return ScanLauncherArgs("profile", args, std::begin(kFlags), std::end(kFlags), own, check, o);
 }
 
-// Whether CMD runs a Python interpreter: its basename is python*, or it is a
-// "#!" script whose interpreter (or `env` argument) is.
-bool IsPythonCommand(const std::string& cmd) {
-  auto is_python = [](std::string path) {
-    size_t slash = path.rfind('/');
-    std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-    return base.rfind("python", 0) == 0;
-  };
-  if (is_python(cmd)) return true;
-  std::string path = cmd;
-  if (cmd.find('/') == std::string::npos) {
-    const char* env_path = std::getenv("PATH");
-    std::string dirs = env_path != nullptr ? env_path : "";
-    path.clear();
-    size_t begin = 0;
-    while (begin <= dirs.size()) {
-      size_t colon = dirs.find(':', begin);
-      std::string dir = dirs.substr(begin, colon == std::string::npos ? std::string::npos
-                                                                       : colon - begin);
-      std::string candidate = (dir.empty() ? "." : dir) + "/" + cmd;
-      if (access(candidate.c_str(), X_OK) == 0 && IsRegularFile(candidate)) {
-        path = candidate;
-        break;
-      }
-      if (colon == std::string::npos) break;
-      begin = colon + 1;
-    }
-    if (path.empty()) return false;
-  }
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
-  char buf[256] = {};
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n < 2 || buf[0] != '#' || buf[1] != '!') return false;
-  std::string line(buf + 2, static_cast<size_t>(n - 2));
-  line = line.substr(0, line.find('\n'));
-  std::vector<std::string> words;
-  for (size_t i = 0; i < line.size();) {
-    size_t j = line.find_first_of(" \t", i);
-    if (j == std::string::npos) j = line.size();
-    if (j > i) words.push_back(line.substr(i, j - i));
-    i = j + 1;
-  }
-  if (words.empty()) return false;
-  if (is_python(words[0])) return true;
-  if (words[0].size() >= 4 && words[0].compare(words[0].size() - 4, 4, "/env") == 0) {
-    for (size_t k = 1; k < words.size(); ++k) {
-      if (words[k][0] == '-') continue;
-      return is_python(words[k]);
-    }
-  }
-  return false;
-}
-
-// The directory holding sightline's sitecustomize.py (--pytorch).
-std::string FindPythonHookDir() {
-  if (const char* env = std::getenv("SIGHTLINE_PYTHON_DIR"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  std::string dir = ExecutableDir();
-  for (const char* rel : {"/../share/sightline/python", "/../../share/sightline/python"}) {
-    std::string candidate = dir + rel;
-    if (IsRegularFile(candidate + "/sitecustomize.py")) {
-      char resolved[4096];
-      if (realpath(candidate.c_str(), resolved) != nullptr) return resolved;
-      return candidate;
-    }
-  }
-  return "";
-}
 
 // "SIGHTLINE_SESSION_PID=<the child's pid>", written in the child between
 // fork and exec. The command is the run's first process; every other traced
@@ -465,12 +394,7 @@ int RunProfile(const std::vector<std::string>& args) {
                         "near the sightline executable (" + ExecutableDir() +
                         "); set SIGHTLINE_PYTHON_DIR to its directory");
     }
-    std::string path = hook;
-    if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') {
-      path += std::string(":") + old;
-    }
-    o.env.emplace_back("PYTHONPATH", path);
-    o.env.emplace_back("SIGHTLINE_PYTORCH", o.pytorch);
+    PreparePythonHook(hook, o.pytorch);
   }
   for (const auto& [var, value] : o.env) setenv(var.c_str(), value.c_str(), 1);
   PrepareInjectionEnvironment(lib);

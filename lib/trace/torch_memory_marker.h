@@ -1,0 +1,31 @@
+// lib/trace/torch_memory_marker.h — the PyTorch allocator sample that
+// sightline's Python start-up hook (python/sitecustomize.py) marks after every
+// optimizer step: an NVTX marker
+//   "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R"
+// (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved of the
+// current device, in bytes; D is torch's device index, i.e. in
+// CUDA_VISIBLE_DEVICES order). One parser for the analyzer (from the trace's
+// markers) and the monitor (from the NVTX callback, without tracing).
+#ifndef SIGHTLINE_LIB_TRACE_TORCH_MEMORY_MARKER_H_
+#define SIGHTLINE_LIB_TRACE_TORCH_MEMORY_MARKER_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace sightline::trace {
+
+inline constexpr std::string_view kTorchMemoryMarkerPrefix = "sightline.torch_memory ";
+
+struct TorchMemoryMarker {
+  uint32_t device = 0;
+  uint64_t allocated = 0, max_allocated = 0, reserved = 0;
+};
+
+// True when `message` is such a marker with a device index ≤ 65535: fields
+// are space-separated KEY=DIGITS (at most 19 digits); unknown keys and fields
+// without '=' are skipped; a non-numeric value makes it not ours (false).
+bool ParseTorchMemoryMarker(std::string_view message, TorchMemoryMarker* out);
+
+}  // namespace sightline::trace
+
+#endif  // SIGHTLINE_LIB_TRACE_TORCH_MEMORY_MARKER_H_
