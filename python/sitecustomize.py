@@ -15,7 +15,9 @@
 #      "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R"
 #      (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved),
 #      so the analyzer can put the tensors' bytes next to the reserved bytes
-#      the allocation records show. Without that API it does nothing, silently.
+#      the allocation records show. Without torch.optim (not a full torch) it
+#      does nothing; a torch.optim without the hook API (torch < 2.0) costs
+#      one warning.
 # SIGHTLINE_PYTORCH=memory (what `sightline monitor` sets for Python commands)
 # does 3. only: no op ranges, one marker per optimizer step, which the monitor
 # serves as sightline_pytorch_memory_*_bytes.
@@ -56,8 +58,8 @@ _sightline_state = {"profiler": None, "done": False, "memory_hook": None}
 
 
 def _sightline_enable_memory_samples():
-    # Optional: no warning when this torch lacks the API (op ranges are the
-    # hook's job; these samples are extra).
+    # Extra to the op ranges: nothing happens without torch.optim, one
+    # warning when it lacks the step hook API.
     try:
         import importlib
 

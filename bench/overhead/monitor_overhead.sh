@@ -14,13 +14,16 @@
 #   MONITOR_ARGS ("--variant eager")  MONITOR_SCRIPT (examples/pytorch/lm_train.py)
 #   MONITOR_PIN (e.g. "taskset -c 2-7": both modes pinned alike)
 #   MONITOR_EXTRA ("": more modes measured in each round beside the pair, one
-#     column each, run after the pair (not rotated): floor-callbacks = CUPTI
-#     subscribed with the monitor's one runtime callback and no activity kind
-#     (libfloor_inject.so; the monitor also has NVTX and resource callbacks),
-#     monitor-nolisten = the monitor without the endpoint, monitor-nobase =
-#     without the baseline capture: no CUPTI activity at all in the run;
-#     without it and without the writer's periodic CUPTI flush (every 500 ms
-#     otherwise): monitor-noflush; without NVML: monitor-nonvml)
+#     column each, run after the pair (not rotated)): `monitor` is the default
+#     (no baseline capture; for this Python command the allocator hook, one
+#     NVTX marker per optimizer step); floor-callbacks = CUPTI subscribed with
+#     the monitor's one runtime callback and no activity kind
+#     (libfloor_inject.so; the monitor also has NVTX and resource
+#     callbacks); monitor-base = with the baseline capture (run K's
+#     `monitor`; run K's `monitor-nobase` was the default without the hook);
+#     monitor-nohook = --pytorch-memory off; monitor-nolisten = without the
+#     endpoint; monitor-noflush = without the writer's periodic CUPTI flush
+#     (every 500 ms otherwise); monitor-nonvml = without NVML
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -39,12 +42,16 @@ one() {  # MODE ROUND
     plain) $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     floor-callbacks) SIGHTLINE_FLOOR_KINDS=callbacks CUDA_INJECTION64_PATH=$(dirname "$(dirname "$SL")")/../bench/overhead/libfloor_inject.so \
                $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
-    monitor-nobase) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
-               --baseline-capture off -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
-    monitor-noflush | monitor-nonvml)  # bisecting what monitor mode costs between captures
-      env $([ "$1" = monitor-noflush ] && echo SIGHTLINE_FLUSH_MS=600000 || echo SIGHTLINE_NVML_LIB=/nonexistent) \
-        SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --baseline-capture off \
-        -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor-base | monitor-nohook | monitor-noflush | monitor-nonvml)  # one setting changed each
+      local -a env_set=() opts=()
+      case $1 in
+        monitor-base) opts=(--baseline-capture on) ;;
+        monitor-nohook) opts=(--pytorch-memory off) ;;
+        monitor-noflush) env_set=(SIGHTLINE_FLUSH_MS=600000) ;;
+        monitor-nonvml) env_set=(SIGHTLINE_NVML_LIB=/nonexistent) ;;
+      esac
+      env "${env_set[@]}" SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q \
+        --metrics-listen 127.0.0.1:0 "${opts[@]}" -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     monitor-nolisten) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q \
                -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     monitor) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \

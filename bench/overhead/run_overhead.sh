@@ -197,11 +197,12 @@ after_one() {  # MODE ROUND: repetition 0 captured, 1..4 after the capture close
   local lo=("$LO" --launches=100000 --reps=5 --capture-first-rep) v rc=0 env=()
   case $1 in
     plain) v=$($PIN "${lo[@]}" --mode plain | val after_median_us_per_launch) ;;
-    monitor)  # `sightline monitor`: the program's cudaProfilerStart/Stop opens one capture (rep 0)
+    monitor)  # `sightline monitor`, no capture: monitor mode does not act on cudaProfilerStart/Stop
+      # (its windows are the agent's), so every rep runs as between captures
       $PIN "$SL" monitor -q -o "$W/ov_am.sltrace" -- "${lo[@]}" --mode plain >"$W/ov_a.out" 2>"$W/ov_a.err"
       rc=$?
       v=$(val after_median_us_per_launch <"$W/ov_a.out")
-      [ "$2" = 1 ] && ls -l "$W"/ov_am*.sltrace 2>&1 | head -3
+      [ $rc -eq 0 ] || { echo "FAIL: round $2 monitor run exited $rc"; tail -3 "$W/ov_a.err"; fail=1; }
       rm -f "$W"/ov_am*.sltrace ;;
     floor-disable | floor-finalize)  # CUPTI alone: kinds off (and cuptiFinalize) after rep 0
       v=$($PIN "${lo[@]}" --mode floor --after="${1#floor-}" | val after_median_us_per_launch) ;;

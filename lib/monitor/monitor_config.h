@@ -18,12 +18,14 @@
 //                                 state once, so later captures can be
 //                                 compared with it; not with the flight
 //                                 recorder, not counted in MAX_CAPTURES. Off
-//                                 by default: after any capture CUPTI leaves
-//                                 the app slower (H200: +20 % per launch in
-//                                 the launch loop; an eager LM step ran a
-//                                 median ~20 points slower with it than
-//                                 without, 4 rounds), so an always-on
-//                                 baseline would charge every monitored run
+//                                 by default: after a capture CUPTI leaves
+//                                 the app slower (H200 launch loop after a
+//                                 bounded `sightline profile` capture:
+//                                 +11..+39 %), and an eager LM step ran a
+//                                 median ~21 points slower with the baseline
+//                                 capture than without (5 rounds), so an
+//                                 always-on baseline would charge every
+//                                 monitored run
 //   SIGHTLINE_FLIGHT_RECORDER_S   seconds of lead-up a capture includes: CUPTI
 //                                 stays on and the last N s of events wait in
 //                                 memory (0 = off, default; 1..3600)

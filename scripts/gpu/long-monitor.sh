@@ -15,14 +15,15 @@
 set -u
 case ${1:-} in
   start)
-    rm -rf /tmp/long && mkdir -p /tmp/long/tree && cp -a . /tmp/long/tree/ && rm -rf /tmp/long/tree/.git
+    rm -rf /tmp/long && mkdir -p /tmp/long/tree && cp -a . /tmp/long/tree/ && rm -rf /tmp/long/tree/.git ||
+      { echo "long-monitor: cannot copy the tree to /tmp/long/tree" >&2; exit 1; }
     if [ -f build-gpu/prometheus/prometheus.xz ] && ! command -v prometheus >/dev/null; then
       xz -dc build-gpu/prometheus/prometheus.xz > /tmp/long/prometheus && chmod +x /tmp/long/prometheus
     fi
     cd /tmp/long/tree || exit 1
     setsid nohup bash -c 'export PATH=/tmp/long:$PATH PYTHONUNBUFFERED=1 SIGHTLINE_BINARY_DIR=/tmp/long/tree/build-gpu \
       SIGHTLINE_TEST_OUT=/tmp/long/w MONITOR_SECONDS=${MONITOR_SECONDS:-600} MONITOR_FLIGHT=0 MONITOR_SERIES_OUT=/tmp/long/series.txt
-      date -u > /tmp/long/started
+      echo $$ > /tmp/long/sid; date -u > /tmp/long/started
       timeout 780 bash tests/gpu/monitor.sh > /tmp/long/monitor.log 2>&1
       echo "monitor.sh rc=$?" >> /tmp/long/monitor.log; date -u >> /tmp/long/monitor.log' >/dev/null 2>&1 </dev/null &
     w=${LONG_WAIT_S:-570}
@@ -33,6 +34,9 @@ case ${1:-} in
     done ;;
   collect)
     for _ in $(seq 1 120); do grep -q 'monitor.sh rc=' /tmp/long/monitor.log 2>/dev/null && break; sleep 2; done
+    # Whatever of the session is still running (the monitored app, Prometheus
+    # after a timeout) ends here.
+    [ -s /tmp/long/sid ] && kill -- -"$(cat /tmp/long/sid)" 2>/dev/null
     grep -v 'finding [3-9]' /tmp/long/monitor.log
     cp /tmp/long/monitor.log /tmp/long/series.txt "${OUT:?}/" 2>/dev/null
     ( cd /tmp/long && find w -name '*.sltrace' -size +12M -delete; rm -rf w/tsdb; tar czf "$OUT/long.tgz" w ) ;;

@@ -109,8 +109,16 @@ print("ran")' 2>&1)
 echo "$out"
 [ "$out" = $'mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8\nran' ] ||
   fail "memory mode: $out"
-# Memory mode with a torch without the hook API: one warning, named for the monitor.
-out=$(PYTHONPATH="$HOOK:$T/good" SIGHTLINE_PYTORCH=memory "$PY" -c 'import torch; print("ran")' 2>&1)
+# Memory mode with a torch.optim without the step hook API (torch < 2.0): one
+# warning, named for the monitor; no op ranges.
+mkdir -p "$T/old/torch/autograd" "$T/old/torch/optim"
+cp "$T/mem/torch/__init__.py" "$T/old/torch/__init__.py"
+cp "$T/good/torch/autograd/profiler.py" "$T/old/torch/autograd/profiler.py"
+printf 'import torch.autograd.profiler\n' > "$T/old/torch/autograd/__init__.py"
+: > "$T/old/torch/optim/__init__.py"
+: > "$T/old/torch/optim/optimizer.py"
+out=$(PYTHONPATH="$HOOK:$T/old" SIGHTLINE_PYTORCH=memory "$PY" -c 'import torch; print("ran")' 2>&1)
 echo "$out"
-grep -q '^ran$' <<<"$out" && ! grep -q 'emit_nvtx entered' <<<"$out" || fail "memory mode, no hook API: $out"
+[ "$(grep -c '^sightline: monitor: PyTorch hook: this torch has no optimizer step hooks' <<<"$out")" = 1 ] &&
+  grep -q '^ran$' <<<"$out" && ! grep -q 'emit_nvtx entered' <<<"$out" || fail "memory mode, no hook API: $out"
 echo "PASS"

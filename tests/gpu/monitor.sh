@@ -4,8 +4,9 @@
 # under `sightline monitor`; after half of it a file flag switches on a
 # per-step sync. Checks: the app finishes normally; NVML gauges and steps on
 # the endpoint (and in a real Prometheus when installed); the anomaly starts a
-# capture within 10 steps of the switch (cooldown 5 s, so an earlier capture,
-# say of a clock drift, cannot hold it back); that capture's first finding
+# capture within 10 steps of the switch (cooldown 5 s and up to
+# MONITOR_MAX_CAPTURES (20) captures, so earlier captures, say of a clock
+# drift or of the slower steps after the baseline capture, cannot hold it back); that capture's first finding
 # names the injected cause (sync_api); Prometheus shows the anomaly and the
 # capture. The host's own step times before and after the switch are printed.
 # MONITOR_FLIGHT=0 stops there (the 10-minute run); MONITOR_SERIES_OUT=FILE
@@ -33,7 +34,8 @@ else
 fi
 note "sightline monitor, ${SECS}s, per-step sync from ${HALF}s"
 ( cd "$SRC_DIR/examples/pytorch" && SIGHTLINE_OUTPUT="$WORK/mon-%p.sltrace" "$SL" monitor \
-    --metrics-listen "127.0.0.1:$PORT" --job gpu-monitor --capture-steps 10 --cooldown 5 --baseline-capture on -- \
+    --metrics-listen "127.0.0.1:$PORT" --job gpu-monitor --capture-steps 10 --cooldown 5 --baseline-capture on \
+    --max-captures "${MONITOR_MAX_CAPTURES:-20}" -- \
     python3 monitor_train.py --seconds "$SECS" --sync-flag "$WORK/slow" --switch-after "$HALF" \
     --step-log "$WORK/steps.txt" ) \
   >"$WORK/mon.out" 2>"$WORK/mon.err" &
@@ -144,7 +146,9 @@ grep -E "flight recorder|capture #1" "$WORK/fr.err" | grep -v "finding [2-9]" | 
 [ $rc -eq 0 ] && grep -q MONITOR_DONE "$WORK/fr.out" || { echo "FAIL: flight-recorder run failed ($rc)"; fail=1; }
 # The on-demand capture (an anomaly may have taken an earlier one: under the
 # flight recorder CUPTI traces every step, which can slow the step): its
-# number, the lead-up the recorder wrote when it opened, and its window.
+# number, the lead-up the recorder wrote when it opened, and its window (the
+# capture number is the collector's window number here: the program opens no
+# window of its own).
 ncap=$(sed -n 's/.*capture #\([0-9]*\) of pid [0-9]* (manual:.*/\1/p' "$WORK/fr.err" | head -1)
 lead=$(awk -v n="${ncap:-0}" '$0 ~ "capture #" n " started at step" {on=1; next}
   on && /flight recorder: [0-9]* events of the last/ {for (i = 1; i <= NF; i++) if ($i == "last") {print $(i+1); exit}}' "$WORK/fr.err")

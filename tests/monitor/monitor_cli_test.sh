@@ -44,6 +44,8 @@ SIGHTLINE_PYTORCH=ops expect_exit 0 "monitor: SIGHTLINE_PYTORCH set by the user"
 check "the user's mode kept" grep -q "^ops " "$WORK/last.out"
 expect_exit 0 "monitor: not a python command" "$SL" monitor -q -- sh -c 'echo "${SIGHTLINE_PYTORCH:-unset}"'
 check "no hook for it" grep -qx "unset" "$WORK/last.out"
+expect_exit 0 "monitor: --pytorch-memory on, a shell command" "$SL" monitor -q --pytorch-memory on -- sh -c 'echo "${SIGHTLINE_PYTORCH:-unset}"'
+check "hook when asked for (a script that starts Python)" grep -qx "memory" "$WORK/last.out"
 
 # What sightline monitor does with the agent's capture events: a baseline is
 # kept per process, a later capture is analysed on its own window and

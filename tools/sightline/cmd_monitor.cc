@@ -59,7 +59,8 @@ constexpr EnvOption kFlags[] = {
     {"--trace", "-t", "SIGHTLINE_TRACE"},
 };
 
-// "on" (default), "off": PyTorch allocator gauges through the Python hook.
+// "" (default: for Python commands), "on" (any command, e.g. a shell script
+// that starts Python), "off": PyTorch allocator gauges through the Python hook.
 std::string ParseArgs(const std::vector<std::string>& args, LauncherArgs* o,
                       std::string* pytorch_memory) {
   auto own = [pytorch_memory](ArgScanner* scan, std::string* problem) {
@@ -203,16 +204,18 @@ void DrainEvents(int fd, std::string* partial, Tally* tally, bool quiet) {
 
 int RunMonitor(const std::vector<std::string>& args) {
   LauncherArgs o;
-  std::string pytorch_memory = "on";
+  std::string pytorch_memory;
   std::string problem = ParseArgs(args, &o, &pytorch_memory);
   if (!problem.empty()) return UsageError(problem);
   std::string lib = InjectionLibrary("monitor", &problem);
   if (lib.empty()) return UsageError(problem);
   // PyTorch's allocator (allocated / peak / reserved bytes after every
-  // optimizer step) through the Python start-up hook, for Python commands;
+  // optimizer step) through the Python start-up hook: for Python commands, or
+  // any command with --pytorch-memory on (`bash train.sh`, `env X=1 python`);
   // an explicit SIGHTLINE_PYTORCH (e.g. ops ranges) is left as it is.
-  if (pytorch_memory == "on" && IsPythonCommand(o.command[0]) &&
-      std::getenv("SIGHTLINE_PYTORCH") == nullptr) {
+  const bool want_hook =
+      pytorch_memory == "on" || (pytorch_memory.empty() && IsPythonCommand(o.command[0]));
+  if (want_hook && std::getenv("SIGHTLINE_PYTORCH") == nullptr) {
     std::string hook = FindPythonHookDir();
     if (hook.empty()) {
       if (!o.quiet) {
