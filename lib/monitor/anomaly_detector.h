@@ -66,6 +66,13 @@ class StepTimeDetector {
   // One step's duration in seconds. True (and *anomaly filled) when this step
   // completes an anomaly.
   bool Add(double seconds, Anomaly* anomaly);
+  // Forgets the baseline: the steps from now on are a new normal (after a
+  // capture, which leaves the process slower by the profiler's doing). No
+  // step is judged until `warmup` steps are in again.
+  void Restart() {
+    window_.clear();
+    recent_.clear();
+  }
   // Rolling median of the baseline (0 before the first step).
   double median() const { return median_; }
   // Steps judged together: `consecutive`, raised to the smallest group that

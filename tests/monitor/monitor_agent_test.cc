@@ -226,6 +226,30 @@ TEST(MonitorAgent, BaselineCaptureOnceThenAnomalyCapturesAsUsual) {
   agent.reset();
 }
 
+// After a capture the process runs slower by CUPTI's doing: the steps after
+// it are a new normal, not an anomaly; a real slowdown later still fires.
+TEST(MonitorAgent, StepsAfterACaptureAreANewNormal) {
+  MonitorConfig c = TestConfig();
+  c.baseline_capture = true;
+  c.cooldown_s = 0;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  uint64_t t = 1000000000;
+  agent->OnStepBegin(t);
+  FeedSteps(agent.get(), &t, 72, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));  // the baseline capture
+  FeedSteps(agent.get(), &t, 5, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+  FeedSteps(agent.get(), &t, 150, 0.025);  // +25 % for the rest of the run
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 1 + 72 + 5 + 150 - 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(fake.starts.load(), 1) << "the profiler's after-capture cost is not an anomaly";
+  EXPECT_EQ(agent->Snapshot().anomalies["step_time"], 0u);
+  FeedSteps(agent.get(), &t, 8, 0.050);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; })) << "a real slowdown still fires";
+  agent.reset();
+}
+
 // No baseline once an anomaly came first (the "normal" is unknown then),
 // none with the flight recorder; an on-demand capture during the baseline
 // ends it early and is taken; a baseline whose steps ran off the
