@@ -92,6 +92,15 @@ MonitorAgent::~MonitorAgent() {
 }
 
 void MonitorAgent::OnStepBegin(uint64_t now_ns) {
+  // The program marks its steps: optimizer steps are no longer steps. The
+  // first marked step starts a step (none ends at it).
+  if (!marked_steps_.exchange(true, std::memory_order_relaxed)) {
+    last_step_ns_.store(0, std::memory_order_relaxed);
+  }
+  PushStep(now_ns);
+}
+
+void MonitorAgent::PushStep(uint64_t now_ns) {
   uint64_t previous = last_step_ns_.exchange(now_ns, std::memory_order_relaxed);
   if (previous == 0 || now_ns <= previous) return;
   double seconds = static_cast<double>(now_ns - previous) * 1e-9;
@@ -115,7 +124,11 @@ void MonitorAgent::OnRangeOpened(const char* name, uint64_t now_ns) {
   const std::string_view prefix = trace::kTorchMemoryMarkerPrefix;
   if (std::strncmp(name, prefix.data(), prefix.size()) == 0) {
     trace::TorchMemoryMarker m;
-    if (trace::ParseTorchMemoryMarker(name, &m)) OnTorchMemory(m);
+    if (!trace::ParseTorchMemoryMarker(name, &m)) return;
+    OnTorchMemory(m);
+    // The hook marks after every optimizer step: a training step of a
+    // program that marks none of its own.
+    if (!marked_steps_.load(std::memory_order_relaxed)) PushStep(now_ns);
     return;
   }
   if (MatchesStepName(config_.step_names, name)) OnStepBegin(now_ns);

@@ -6,7 +6,8 @@
 //     mutex held for a push_back into a bounded vector), the step's duration;
 //     a full queue counts a drop. OnRangeOpened() also takes the Python
 //     hook's allocator marker (OnTorchMemory: the latest sample per device,
-//     under steps_mu_). Nothing else runs on application threads.
+//     under steps_mu_; a step boundary while the program marks no steps of
+//     its own). Nothing else runs on application threads.
 //   * the agent's own thread does everything else: loads and polls NVML,
 //     runs the detectors, serves the metrics endpoint, starts and stops
 //     captures through CaptureControl (never while holding a lock of ours),
@@ -56,10 +57,14 @@ class MonitorAgent {
   MonitorAgent(const MonitorAgent&) = delete;
   MonitorAgent& operator=(const MonitorAgent&) = delete;
 
-  // A step begins now (CLOCK_MONOTONIC ns). Application threads.
+  // A step the program marked (NVTX step range or marker, the C API's
+  // sightline_step) begins now (CLOCK_MONOTONIC ns). From the first one on,
+  // only marked steps count. Application threads.
   void OnStepBegin(uint64_t now_ns);
   // An NVTX range/marker named `name` opened: the Python hook's allocator
-  // sample (trace::kTorchMemoryMarkerPrefix), else a step when the name matches.
+  // sample (trace::kTorchMemoryMarkerPrefix; it follows every optimizer step,
+  // which is a step while the program marks none), else a step when the
+  // name matches.
   void OnRangeOpened(const char* name, uint64_t now_ns);
   // PyTorch's allocator after an optimizer step (the latest per device is
   // served). Application threads.
@@ -79,6 +84,7 @@ class MonitorAgent {
  private:
   explicit MonitorAgent(const MonitorConfig& config, CaptureControl control);
   void Main();
+  void PushStep(uint64_t now_ns);  // a step boundary, whatever its source
   void HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns);
   void StartCapture(const Anomaly& anomaly, uint64_t now_ns);
   void FinishCapture(const char* why);
@@ -93,6 +99,7 @@ class MonitorAgent {
   std::atomic<bool> capture_requested_{false};
   std::atomic<bool> capturing_{false};  // read on app threads: wake per step
   std::atomic<uint64_t> last_step_ns_{0};
+  std::atomic<bool> marked_steps_{false};  // the program marks its own steps
 
   Mutex steps_mu_;  // leaf
   std::vector<double> pending_steps_ SL_GUARDED_BY(steps_mu_);

@@ -378,19 +378,20 @@ TEST(MonitorAgent, NvmlGaugesFromAFakeLibrary) {
   rmdir(dir.c_str());
 }
 
-TEST(MonitorAgent, PythonHookAllocatorMarkersAreGaugesNotSteps) {
+TEST(MonitorAgent, PythonHookAllocatorMarkersAreGaugesAndOptimizerSteps) {
   MonitorConfig c = TestConfig();
-  c.step_names = {"*"};  // every range a step, yet the hook's markers are not
   FakeCapture fake;
   auto agent = MonitorAgent::Start(c, fake.Control());
-  agent->OnRangeOpened("sightline.torch_memory device=1 allocated=10 max_allocated=30 reserved=64",
-                       MonitorAgent::NowNs());
-  agent->OnRangeOpened("sightline.torch_memory device=0 allocated=5 max_allocated=6 reserved=8",
-                       MonitorAgent::NowNs());
-  agent->OnRangeOpened("sightline.torch_memory device=1 allocated=20 max_allocated=30 reserved=64",
-                       MonitorAgent::NowNs());
-  agent->OnRangeOpened("sightline.torch_memory device=x allocated=1", MonitorAgent::NowNs());
-  agent->OnRangeOpened(nullptr, MonitorAgent::NowNs());
+  uint64_t t = 1000000000;
+  auto mark = [&](const char* m, double after_s) {
+    t += static_cast<uint64_t>(after_s * 1e9);
+    agent->OnRangeOpened(m, t);
+  };
+  mark("sightline.torch_memory device=1 allocated=10 max_allocated=30 reserved=64", 0);
+  mark("sightline.torch_memory device=0 allocated=5 max_allocated=6 reserved=8", 0.010);
+  mark("sightline.torch_memory device=1 allocated=20 max_allocated=30 reserved=64", 0.010);
+  mark("sightline.torch_memory device=x allocated=1", 0.010);  // malformed: neither
+  agent->OnRangeOpened(nullptr, t);
   ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().torch_memory.size() == 2; }));
   MetricsSnapshot s = agent->Snapshot();
   EXPECT_EQ(s.torch_memory[0].cuda_device, 0u) << "by device, ascending";
@@ -399,11 +400,24 @@ TEST(MonitorAgent, PythonHookAllocatorMarkersAreGaugesNotSteps) {
   EXPECT_EQ(s.torch_memory[1].allocated, 20u) << "the latest sample";
   EXPECT_EQ(s.torch_memory[1].max_allocated, 30u);
   EXPECT_EQ(s.torch_memory[1].reserved, 64u);
-  EXPECT_EQ(s.steps.count(), 0u) << "a malformed marker is not a step either";
+  // Without steps of its own, each optimizer step (marker) ends a step.
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 2; }));
+  EXPECT_NEAR(agent->Snapshot().steps.sum(), 0.020, 1e-9);
+  // Once the program marks a step, only its marks count.
+  t += 5000000;
+  agent->OnStepBegin(t);  // starts a step, ends none
+  mark("sightline.torch_memory device=0 allocated=7 max_allocated=7 reserved=8", 0.010);
+  t += 20000000;
+  agent->OnStepBegin(t);
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 3; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  s = agent->Snapshot();
+  EXPECT_EQ(s.steps.count(), 3u);
+  EXPECT_NEAR(s.steps.sum(), 0.020 + 0.030, 1e-9) << "the marked step: start to next start";
   // Bounded: 64 devices at most.
   for (int d = 0; d < 100; ++d) {
     std::string m = "sightline.torch_memory device=" + std::to_string(d) + " allocated=1";
-    agent->OnRangeOpened(m.c_str(), MonitorAgent::NowNs());
+    agent->OnRangeOpened(m.c_str(), t);
   }
   ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().torch_memory.size() == 64; }));
 }
