@@ -12,7 +12,8 @@
 #      the analyzer projects onto kernels through the launch's correlation id.
 #   3. registers an optimizer step post-hook (torch >= 2.0) that marks, after
 #      every optimizer step, what the caching allocator holds: an NVTX marker
-#      "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R"
+#      "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R
+#      opt=K" (K: which optimizer, 0 for the first that stepped)
 #      (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved),
 #      so the analyzer can put the tensors' bytes next to the reserved bytes
 #      the allocation records show. Without torch.optim (not a full torch) it
@@ -78,6 +79,23 @@ def _sightline_enable_memory_samples():
                             "no PyTorch allocator samples")
             return
         failed = []
+        # Which optimizer stepped, by order of first step (opt=0 the first):
+        # a program with several (a GAN, sparse + dense) steps each once per
+        # iteration, and only the first one's marks are step boundaries for
+        # the monitor. Weak keys: the program's optimizers are not kept alive.
+        import weakref
+
+        ordinals = weakref.WeakKeyDictionary()
+        by_id = {}
+
+        def _ordinal(opt):
+            try:
+                n = ordinals.get(opt)
+                if n is None:
+                    n = ordinals[opt] = len(ordinals) + len(by_id)
+                return n
+            except TypeError:  # not weak-referenceable
+                return by_id.setdefault(id(opt), len(ordinals) + len(by_id))
 
         def _sample(opt, args, kwargs):
             try:
@@ -85,9 +103,9 @@ def _sightline_enable_memory_samples():
                     return
                 d = cuda.current_device()
                 cuda.nvtx.mark("sightline.torch_memory device=%d allocated=%d max_allocated=%d "
-                               "reserved=%d" % (d, cuda.memory_allocated(d),
-                                                cuda.max_memory_allocated(d),
-                                                cuda.memory_reserved(d)))
+                               "reserved=%d opt=%d" % (d, cuda.memory_allocated(d),
+                                                       cuda.max_memory_allocated(d),
+                                                       cuda.memory_reserved(d), _ordinal(opt)))
             except Exception as e:
                 if not failed:
                     failed.append(e)

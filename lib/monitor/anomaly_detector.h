@@ -68,7 +68,8 @@ class StepTimeDetector {
   bool Add(double seconds, Anomaly* anomaly);
   // Forgets the baseline: the steps from now on are a new normal (after a
   // capture, which leaves the process slower by the profiler's doing). No
-  // step is judged until `warmup` steps are in again.
+  // step is judged until `warmup` steps and a recent group are in again;
+  // median() keeps its value until the next step.
   void Restart() {
     window_.clear();
     recent_.clear();

@@ -127,8 +127,9 @@ void MonitorAgent::OnRangeOpened(const char* name, uint64_t now_ns) {
     if (!trace::ParseTorchMemoryMarker(name, &m)) return;
     OnTorchMemory(m);
     // The hook marks after every optimizer step: a training step of a
-    // program that marks none of its own.
-    if (!marked_steps_.load(std::memory_order_relaxed)) PushStep(now_ns);
+    // program that marks none of its own (the first optimizer's steps only:
+    // with several, each steps once per iteration).
+    if (m.optimizer == 0 && !marked_steps_.load(std::memory_order_relaxed)) PushStep(now_ns);
     return;
   }
   if (MatchesStepName(config_.step_names, name)) OnStepBegin(now_ns);
@@ -278,9 +279,16 @@ void MonitorAgent::FinishCapture(const char* why) {
   // After a capture CUPTI leaves the process slower (on the H200 a launch
   // loop ran +11..+39 % slower after a bounded capture, and in a 10-minute
   // run the steps after the baseline capture fired an anomaly of +22 %):
-  // the steps after it are judged against each other, not against the
-  // steps before it, so the profiler's own cost is never an anomaly.
-  step_detector_.Restart();
+  // after the baseline's capture, and a step-time anomaly's (whose slowdown
+  // was reported, the detector already at its level), the steps after it
+  // are judged against each other, not against the steps before it, so the
+  // profiler's own cost is never an anomaly. Not after a manual or device
+  // anomaly's capture (a step slowdown starting with it must still fire),
+  // nor with the flight recorder (CUPTI was on all along).
+  if (config_.flight_recorder_s <= 0 &&
+      (capture_reason_.kind == "baseline" || capture_reason_.kind == "step_time")) {
+    step_detector_.Restart();
+  }
   if (!ok) {
     Log("capture #" + std::to_string(capture_index_) + " could not be written");
     return;

@@ -31,6 +31,8 @@ bool ParseTorchMemoryMarker(std::string_view name, TorchMemoryMarker* out) {
       m.max_allocated = v;
     } else if (key == "reserved") {
       m.reserved = v;
+    } else if (key == "opt") {
+      m.optimizer = v;
     }
   }
   if (!have_device) return false;

@@ -1,10 +1,11 @@
 // lib/trace/torch_memory_marker.h — the PyTorch allocator sample that
 // sightline's Python start-up hook (python/sitecustomize.py) marks after every
 // optimizer step: an NVTX marker
-//   "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R"
+//   "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R opt=K"
 // (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved of the
 // current device, in bytes; D is torch's device index, i.e. in
-// CUDA_VISIBLE_DEVICES order). One parser for the analyzer (from the trace's
+// CUDA_VISIBLE_DEVICES order; K numbers the program's optimizers in the order
+// they first stepped, 0 when absent: traces of earlier hooks). One parser for the analyzer (from the trace's
 // markers) and the monitor (from the NVTX callback, without tracing).
 #ifndef SIGHTLINE_LIB_TRACE_TORCH_MEMORY_MARKER_H_
 #define SIGHTLINE_LIB_TRACE_TORCH_MEMORY_MARKER_H_
@@ -19,6 +20,7 @@ inline constexpr std::string_view kTorchMemoryMarkerPrefix = "sightline.torch_me
 struct TorchMemoryMarker {
   uint32_t device = 0;
   uint64_t allocated = 0, max_allocated = 0, reserved = 0;
+  uint64_t optimizer = 0;  // opt=K
 };
 
 // True when `message` is such a marker with a device index ≤ 65535: fields

@@ -94,7 +94,7 @@ torch.hooks[0](None, (), {})
 torch.hooks[0](None, (), {})
 print("ran")' 2>&1)
 echo "$out"
-[ "$(grep -c '^mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8$' <<<"$out")" = 1 ] ||
+[ "$(grep -c '^mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8 opt=0$' <<<"$out")" = 1 ] ||
   fail "memory samples: $out"
 [ "$(grep -c 'sightline: --pytorch: PyTorch allocator sample failed' <<<"$out")" = 1 ] ||
   fail "one warning for failing samples: $out"
@@ -102,13 +102,16 @@ grep -q '^ran$' <<<"$out" || fail "memory samples: program did not finish: $out"
 
 # Memory mode (what `sightline monitor` sets for Python commands): the
 # allocator marker after each optimizer step, no op ranges.
+# Two optimizers (a GAN, sparse + dense): each numbered by its first step.
 out=$(PYTHONPATH="$HOOK:$T/mem" SIGHTLINE_PYTORCH=memory "$PY" -c '
 import torch
-torch.hooks[0](None, (), {})
+class Opt: pass
+g, d = Opt(), Opt()
+torch.hooks[0](g, (), {}); torch.hooks[0](d, (), {}); torch.hooks[0](g, (), {})
 print("ran")' 2>&1)
 echo "$out"
-[ "$out" = $'mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8\nran' ] ||
-  fail "memory mode: $out"
+m='mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8'
+[ "$out" = "$m opt=0"$'\n'"$m opt=1"$'\n'"$m opt=0"$'\nran' ] || fail "memory mode: $out"
 # Memory mode with a torch.optim without the step hook API (torch < 2.0): one
 # warning, named for the monitor; no op ranges.
 mkdir -p "$T/old/torch/autograd" "$T/old/torch/optim"

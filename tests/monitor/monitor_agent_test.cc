@@ -250,6 +250,27 @@ TEST(MonitorAgent, StepsAfterACaptureAreANewNormal) {
   agent.reset();
 }
 
+// After a manual capture the baseline is kept: a slowdown that starts with
+// it (the user saw something) is still judged against the steps before.
+TEST(MonitorAgent, ManualCaptureKeepsTheBaseline) {
+  MonitorConfig c = TestConfig();
+  c.cooldown_s = 0;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  uint64_t t = 1000000000;
+  agent->OnStepBegin(t);
+  FeedSteps(agent.get(), &t, 80, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 80; }));
+  agent->RequestCapture();
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+  FeedSteps(agent.get(), &t, 5, 0.040);  // the capture's steps
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+  FeedSteps(agent.get(), &t, 8 + 8, 0.040);  // settle, then a group
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().anomalies["step_time"] == 1; }))
+      << "judged against the steps before the capture";
+  agent.reset();
+}
+
 // No baseline once an anomaly came first (the "normal" is unknown then),
 // none with the flight recorder; an on-demand capture during the baseline
 // ends it early and is taken; a baseline whose steps ran off the
@@ -400,9 +421,14 @@ TEST(MonitorAgent, PythonHookAllocatorMarkersAreGaugesAndOptimizerSteps) {
   EXPECT_EQ(s.torch_memory[1].allocated, 20u) << "the latest sample";
   EXPECT_EQ(s.torch_memory[1].max_allocated, 30u);
   EXPECT_EQ(s.torch_memory[1].reserved, 64u);
-  // Without steps of its own, each optimizer step (marker) ends a step.
+  // Without steps of its own, each step of the first optimizer (opt=0 or no
+  // opt=: earlier hooks) ends a step; a second optimizer's do not.
+  mark("sightline.torch_memory device=0 allocated=5 max_allocated=6 reserved=8 opt=1", 0.004);
   ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(agent->Snapshot().steps.count(), 2u);
   EXPECT_NEAR(agent->Snapshot().steps.sum(), 0.020, 1e-9);
+  t -= 4000000;  // the timeline below as before
   // Once the program marks a step, only its marks count.
   t += 5000000;
   agent->OnStepBegin(t);  // starts a step, ends none

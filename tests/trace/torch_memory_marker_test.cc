@@ -15,6 +15,9 @@ TEST(TorchMemoryMarker, ParsesTheHooksMarker) {
   EXPECT_EQ(m.allocated, 1024u);
   EXPECT_EQ(m.max_allocated, 4096u);
   EXPECT_EQ(m.reserved, 8589934592u);
+  EXPECT_EQ(m.optimizer, 0u) << "opt= absent (earlier hooks): the first optimizer";
+  ASSERT_TRUE(ParseTorchMemoryMarker("sightline.torch_memory device=0 allocated=1 opt=2", &m));
+  EXPECT_EQ(m.optimizer, 2u);
   // Unknown keys and fields without '=' are skipped; missing values stay 0.
   ASSERT_TRUE(ParseTorchMemoryMarker("sightline.torch_memory future=7 junk device=0 allocated=9", &m));
   EXPECT_EQ(m.device, 0u);
