@@ -169,6 +169,20 @@ PY
 else
   echo "FAIL: the flight-recorder run wrote no trace or took no on-demand capture"; fail=1
 fi
+note "no step annotation: steps from the optimizer (the allocator hook's mark)"
+( cd "$SRC_DIR/examples/pytorch" && SIGHTLINE_OUTPUT="$WORK/opt-%p.sltrace" "$SL" monitor --job gpu-opt -- \
+    python3 monitor_train.py --seconds 8 --no-nvtx ) >"$WORK/opt.out" 2>"$WORK/opt.err"
+rc=$?
+grep -E "steps seen" "$WORK/opt.err"
+nsteps=$(sed -n 's/.*monitor\[[0-9]*\]: \([0-9]*\) steps seen.*/\1/p' "$WORK/opt.err" | tail -1)
+ndone=$(sed -n 's/^MONITOR_DONE steps=\([0-9]*\).*/\1/p' "$WORK/opt.out")
+# One step per optimizer step, less the first (it only starts one).
+if [ $rc -ne 0 ] || [ -z "$nsteps" ] || [ -z "$ndone" ] || [ $((ndone - nsteps)) -gt 2 ] || [ $((ndone - nsteps)) -lt 0 ]; then
+  echo "FAIL: steps from the optimizer: monitor saw ${nsteps:-?}, the app ran ${ndone:-?} (rc $rc)"; fail=1
+else
+  echo "PASS steps from the optimizer: monitor saw $nsteps of the app's $ndone steps"
+fi
+
 note "SIGHTLINE_MODE=monitor without a GPU library for NVML: warning, app unaffected"
 SIGHTLINE_NVML_LIB=/nonexistent/libnvidia-ml.so.1 SIGHTLINE_MODE=monitor \
   CUDA_INJECTION64_PATH="$B/injection/libsightline_inject.so" NVTX_INJECTION64_PATH="$B/injection/libsightline_inject.so" \
