@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstdlib>
-#include <climits>
 #include <cstring>
 
 #include "tools/sightline/command.h"
