@@ -18,7 +18,9 @@
 #      so the analyzer can put the tensors' bytes next to the reserved bytes
 #      the allocation records show. Without torch.optim (not a full torch) it
 #      does nothing; a torch.optim without the hook API (torch < 2.0) costs
-#      one warning.
+#      one warning. Under the monitor the allocator is read at most every
+#      0.25 s; the other steps of the first optimizer get the marker without
+#      the byte counts ("sightline.torch_memory device=D opt=0").
 # SIGHTLINE_PYTORCH=memory (what `sightline monitor` sets for Python commands)
 # does 3. only: no op ranges, one marker per optimizer step, which the monitor
 # serves as sightline_pytorch_memory_*_bytes.
@@ -97,15 +99,47 @@ def _sightline_enable_memory_samples():
             except TypeError:  # not weak-referenceable
                 return by_id.setdefault(id(opt), len(ordinals) + len(by_id))
 
+        # One read of the allocator's nested statistics (what
+        # torch.cuda.memory_allocated / max_memory_allocated / memory_reserved
+        # each rebuild and flatten in full: three of them cost a monitored
+        # step tens of microseconds); the public functions where torch lacks
+        # it or its layout differs.
+        raw_stats = getattr(getattr(torch, "_C", None), "_cuda_memoryStats", None)
+
+        def _read(d):
+            if raw_stats is not None and not failed_raw:
+                try:
+                    s = raw_stats(d)
+                    a, r = s["allocated_bytes"]["all"], s["reserved_bytes"]["all"]
+                    return int(a["current"]), int(a["peak"]), int(r["current"])
+                except Exception:
+                    failed_raw.append(True)
+            return (cuda.memory_allocated(d), cuda.max_memory_allocated(d),
+                    cuda.memory_reserved(d))
+
+        failed_raw = []
+        # The monitor (SIGHTLINE_PYTORCH=memory) serves gauges refreshed every
+        # second or so: the allocator is read at most every 0.25 s there, and
+        # the steps in between get a marker without it (still a step boundary
+        # for the monitor). `sightline profile --pytorch` reads it every step.
+        every_s = 0.25 if os.environ.get("SIGHTLINE_PYTORCH") == "memory" else 0.0
+        last_read = [None]
+        import time
+
         def _sample(opt, args, kwargs):
             try:
                 if failed or not cuda.is_initialized():
                     return
                 d = cuda.current_device()
+                n = _ordinal(opt)
+                now = time.monotonic()
+                if last_read[0] is not None and now - last_read[0] < every_s:
+                    if n == 0:
+                        cuda.nvtx.mark("sightline.torch_memory device=%d opt=0" % d)
+                    return
+                last_read[0] = now
                 cuda.nvtx.mark("sightline.torch_memory device=%d allocated=%d max_allocated=%d "
-                               "reserved=%d opt=%d" % (d, cuda.memory_allocated(d),
-                                                       cuda.max_memory_allocated(d),
-                                                       cuda.memory_reserved(d), _ordinal(opt)))
+                               "reserved=%d opt=%d" % ((d,) + _read(d) + (n,)))
             except Exception as e:
                 if not failed:
                     failed.append(e)

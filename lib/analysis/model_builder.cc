@@ -371,7 +371,10 @@ void ModelBuilder::Impl::OnNvtxMarker(const NvtxMarkerEvent& e) {
   // Only the Python hook's allocator samples are kept (TorchMemorySample).
   if (!resolve_string) return;
   trace::TorchMemoryMarker m;
-  if (!trace::ParseTorchMemoryMarker(resolve_string(e.name_id), &m) || e.timestamp_ns == 0) return;
+  if (!trace::ParseTorchMemoryMarker(resolve_string(e.name_id), &m) || e.timestamp_ns == 0 ||
+      !m.has_memory) {
+    return;  // a step boundary without byte counts (the monitor's hook between reads)
+  }
   TorchMemorySample s;
   s.allocated = m.allocated;
   s.max_allocated = m.max_allocated;

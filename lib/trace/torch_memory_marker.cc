@@ -27,10 +27,13 @@ bool ParseTorchMemoryMarker(std::string_view name, TorchMemoryMarker* out) {
       m.device = static_cast<uint32_t>(v);
     } else if (key == "allocated") {
       m.allocated = v;
+      m.has_memory = true;
     } else if (key == "max_allocated") {
       m.max_allocated = v;
+      m.has_memory = true;
     } else if (key == "reserved") {
       m.reserved = v;
+      m.has_memory = true;
     } else if (key == "opt") {
       m.optimizer = v;
     }

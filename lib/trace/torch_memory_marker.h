@@ -5,8 +5,12 @@
 // (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved of the
 // current device, in bytes; D is torch's device index, i.e. in
 // CUDA_VISIBLE_DEVICES order; K numbers the program's optimizers in the order
-// they first stepped, 0 when absent: traces of earlier hooks). One parser for the analyzer (from the trace's
-// markers) and the monitor (from the NVTX callback, without tracing).
+// they first stepped, 0 when absent: traces of earlier hooks). Under the
+// monitor the hook reads the allocator at most every 0.25 s and marks the
+// other steps "sightline.torch_memory device=D opt=0" (a step boundary
+// without byte counts: has_memory false). One parser for the analyzer (from
+// the trace's markers) and the monitor (from the NVTX callback, without
+// tracing).
 #ifndef SIGHTLINE_LIB_TRACE_TORCH_MEMORY_MARKER_H_
 #define SIGHTLINE_LIB_TRACE_TORCH_MEMORY_MARKER_H_
 
@@ -21,6 +25,7 @@ struct TorchMemoryMarker {
   uint32_t device = 0;
   uint64_t allocated = 0, max_allocated = 0, reserved = 0;
   uint64_t optimizer = 0;  // opt=K
+  bool has_memory = false;  // any of allocated=, max_allocated=, reserved=
 };
 
 // True when `message` is such a marker with a device index ≤ 65535: fields

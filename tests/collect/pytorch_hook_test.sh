@@ -103,15 +103,43 @@ grep -q '^ran$' <<<"$out" || fail "memory samples: program did not finish: $out"
 # Memory mode (what `sightline monitor` sets for Python commands): the
 # allocator marker after each optimizer step, no op ranges.
 # Two optimizers (a GAN, sparse + dense): each numbered by its first step.
+# The allocator is read at most every 0.25 s there; the first optimizer's
+# steps in between get a marker without byte counts (a step boundary), a
+# second optimizer's get none.
 out=$(PYTHONPATH="$HOOK:$T/mem" SIGHTLINE_PYTORCH=memory "$PY" -c '
-import torch
+import time, torch
 class Opt: pass
 g, d = Opt(), Opt()
 torch.hooks[0](g, (), {}); torch.hooks[0](d, (), {}); torch.hooks[0](g, (), {})
+time.sleep(0.3)
+torch.hooks[0](d, (), {}); torch.hooks[0](g, (), {})
 print("ran")' 2>&1)
 echo "$out"
 m='mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8'
-[ "$out" = "$m opt=0"$'\n'"$m opt=1"$'\n'"$m opt=0"$'\nran' ] || fail "memory mode: $out"
+[ "$out" = "$m opt=0"$'\n'"mark sightline.torch_memory device=1 opt=0"$'\n'"$m opt=1"$'\n'"mark sightline.torch_memory device=1 opt=0"$'\nran' ] ||
+  fail "memory mode: $out"
+# One read of torch._C._cuda_memoryStats (the nested statistics the public
+# functions each rebuild) where torch has it; the public functions where its
+# layout is not the expected one.
+mkdir -p "$T/raw"
+cp -r "$T/mem/torch" "$T/raw/torch"
+cat >> "$T/raw/torch/__init__.py" <<'PY'
+def _stats(d):
+    if _C.layout == "other":
+        return {"allocated": 1}
+    return {"allocated_bytes": {"all": {"current": 50, "peak": 70}},
+            "reserved_bytes": {"all": {"current": 80}}}
+_C = types.SimpleNamespace(_cuda_memoryStats=_stats, layout="nested")
+PY
+out=$(PYTHONPATH="$HOOK:$T/raw" SIGHTLINE_PYTORCH=ops "$PY" -c '
+import torch
+torch.hooks[0](None, (), {})
+torch._C.layout = "other"
+torch.hooks[0](None, (), {})
+print("ran")' 2>&1)
+echo "$out"
+[ "$out" = "emit_nvtx entered record_shapes=False"$'\n'"mark sightline.torch_memory device=1 allocated=50 max_allocated=70 reserved=80 opt=0"$'\n'"$m opt=0"$'\nran' ] ||
+  fail "raw allocator statistics: $out"
 # Memory mode with a torch.optim without the step hook API (torch < 2.0): one
 # warning, named for the monitor; no op ranges.
 mkdir -p "$T/old/torch/autograd" "$T/old/torch/optim"

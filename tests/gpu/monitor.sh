@@ -40,7 +40,10 @@ note "sightline monitor, ${SECS}s, per-step sync from ${HALF}s"
     --step-log "$WORK/steps.txt" ) \
   >"$WORK/mon.out" 2>"$WORK/mon.err" &
 MON=$!
-sleep $((HALF / 2))
+# Scraped shortly before the switch: a short run's first optimizer step (the
+# allocator gauge's first sample) comes 8-10 s after start (imports, CUDA,
+# calibration); at a quarter of a 30 s run there was none yet.
+sleep $((HALF > 10 ? HALF - 3 : HALF / 2))
 curl_metrics() { python3 -c "import urllib.request,sys; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics', timeout=3).read().decode())"; }
 curl_metrics > "$WORK/metrics.before" 2>&1
 wait $MON; rc=$?

@@ -324,6 +324,29 @@ TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
     EXPECT_NE(all.find("capture\t" + pid + "\t1\tbaseline_rejected\t"), std::string::npos) << all;
     agent.reset();
   }
+  {
+    // Tracing's own cost is no reason to reject: steps 14 % slower during
+    // the baseline capture (the 10-minute H200 run's) keep it.
+    EventsFile events;
+    MonitorConfig c = TestConfig();
+    c.baseline_capture = true;
+    c.events_path = events.path;
+    c.capture_steps = 1000;
+    FakeCapture fake;
+    auto agent = MonitorAgent::Start(c, fake.Control());
+    uint64_t t = 1000000000;
+    agent->OnStepBegin(t);
+    FeedSteps(agent.get(), &t, 80, 0.020);
+    ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+    FeedSteps(agent.get(), &t, 10, 0.0228);
+    ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 90; }));
+    agent->RequestCapture();
+    ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2 && fake.stops.load() == 1; }));
+    const std::string all = events.Read();
+    const std::string pid = std::to_string(getpid());
+    EXPECT_NE(all.find("capture\t" + pid + "\t1\tbaseline\t"), std::string::npos) << all;
+    agent.reset();
+  }
 }
 
 TEST(MonitorAgent, OnDemandCaptureIgnoresTheCooldownAndEndsAtTheTimeLimit) {
@@ -429,17 +452,24 @@ TEST(MonitorAgent, PythonHookAllocatorMarkersAreGaugesAndOptimizerSteps) {
   EXPECT_EQ(agent->Snapshot().steps.count(), 2u);
   EXPECT_NEAR(agent->Snapshot().steps.sum(), 0.020, 1e-9);
   t -= 4000000;  // the timeline below as before
+  // A step mark without byte counts (the hook between allocator reads) ends
+  // a step and leaves the gauges as they were.
+  mark("sightline.torch_memory device=0 opt=0", 0.010);
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 3; }));
+  EXPECT_NEAR(agent->Snapshot().steps.sum(), 0.040, 1e-9) << "20 ms after the last opt=0 mark";
+  EXPECT_EQ(agent->Snapshot().torch_memory[0].allocated, 5u);
+  t -= 10000000;
   // Once the program marks a step, only its marks count.
   t += 5000000;
   agent->OnStepBegin(t);  // starts a step, ends none
   mark("sightline.torch_memory device=0 allocated=7 max_allocated=7 reserved=8", 0.010);
   t += 20000000;
   agent->OnStepBegin(t);
-  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 3; }));
+  ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 4; }));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   s = agent->Snapshot();
-  EXPECT_EQ(s.steps.count(), 3u);
-  EXPECT_NEAR(s.steps.sum(), 0.020 + 0.030, 1e-9) << "the marked step: start to next start";
+  EXPECT_EQ(s.steps.count(), 4u);
+  EXPECT_NEAR(s.steps.sum(), 0.040 + 0.030, 1e-9) << "the marked step: start to next start";
   // Bounded: 64 devices at most.
   for (int d = 0; d < 100; ++d) {
     std::string m = "sightline.torch_memory device=" + std::to_string(d) + " allocated=1";

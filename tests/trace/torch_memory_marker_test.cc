@@ -23,6 +23,17 @@ TEST(TorchMemoryMarker, ParsesTheHooksMarker) {
   EXPECT_EQ(m.device, 0u);
   EXPECT_EQ(m.allocated, 9u);
   EXPECT_EQ(m.reserved, 0u);
+  EXPECT_TRUE(m.has_memory);
+}
+
+TEST(TorchMemoryMarker, AStepMarkWithoutByteCountsHasNoMemory) {
+  // The monitor's hook between allocator reads: a step boundary only.
+  TorchMemoryMarker m;
+  ASSERT_TRUE(ParseTorchMemoryMarker("sightline.torch_memory device=1 opt=0", &m));
+  EXPECT_EQ(m.device, 1u);
+  EXPECT_FALSE(m.has_memory);
+  ASSERT_TRUE(ParseTorchMemoryMarker("sightline.torch_memory device=1 reserved=0 opt=0", &m));
+  EXPECT_TRUE(m.has_memory) << "a zero count is still a count";
 }
 
 TEST(TorchMemoryMarker, RejectsWhatIsNotOurs) {
