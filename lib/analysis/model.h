@@ -208,6 +208,9 @@ struct NvtxRange {
   uint32_t thread = 0;  // index into threads
   uint16_t trace = 0;
   uint16_t depth = 0;   // 0 = top level on its thread (computed by Finish)
+  // Its end was not recorded (open when a capture window closed): it ends at
+  // the window's end here and is never a step.
+  bool cut_at_window_end = false;
 };
 
 struct HostSync {  // CUPTI synchronization record: the host blocked on the GPU

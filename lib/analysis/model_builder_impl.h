@@ -114,6 +114,7 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
   void PlaceReplayedKernels();
   void LinkCorrelations();
   void NestNvtx();
+  void ClipRangesOpenAtWindowEnd();
   void AggregateKernels();
   void ComputeBounds();
 };

@@ -273,7 +273,42 @@ void ModelBuilder::Impl::LinkCorrelations() {
   }
 }
 
+void ModelBuilder::Impl::ClipRangesOpenAtWindowEnd() {
+  // A range pushed inside a capture window and popped after it closed has no
+  // recorded end: the collector closes it when the process ends
+  // (RecordConverter::CloseOpenRanges). In a monitored run with 21 captures
+  // over 10 minutes one such "train_step" lasted 596 s, nested every later
+  // step under it, and step detection found 10 steps instead of 210. Such a
+  // range (start inside a window, end past the window's end and at the
+  // trace's last recorded API call or GPU activity or later) ends where the
+  // recording did: at the window's end, marked as cut (no step: a part of
+  // one).
+  bool windows = false;
+  for (const CaptureWindow& w : model.capture_windows) windows |= w.trigger != CaptureTrigger::kWholeRun;
+  if (!windows) return;
+  std::vector<uint64_t> last(model.traces.size(), 0);
+  for (const ApiCall& c : model.api_calls) {
+    if (c.trace < last.size()) last[c.trace] = std::max(last[c.trace], c.end_ns);
+  }
+  for (const GpuActivity& a : model.activities) {
+    if (a.trace < last.size()) last[a.trace] = std::max(last[a.trace], a.end_ns);
+  }
+  for (NvtxRange& r : model.nvtx_ranges) {
+    if (r.trace >= last.size() || r.end_ns < last[r.trace]) continue;
+    for (const CaptureWindow& w : model.capture_windows) {  // sorted by start
+      if (w.start_ns > r.start_ns) break;
+      if (w.trigger == CaptureTrigger::kWholeRun || w.trace != r.trace) continue;
+      if (r.start_ns < w.end_ns && r.end_ns > w.end_ns) {
+        r.end_ns = w.end_ns;
+        r.cut_at_window_end = true;
+        break;
+      }
+    }
+  }
+}
+
 void ModelBuilder::Impl::NestNvtx() {
+  ClipRangesOpenAtWindowEnd();
   auto& ranges = model.nvtx_ranges;
   std::sort(ranges.begin(), ranges.end(), [](const NvtxRange& a, const NvtxRange& b) {
     if (a.thread != b.thread) return a.thread < b.thread;

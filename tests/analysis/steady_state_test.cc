@@ -113,6 +113,93 @@ TEST(WindowSpecTest, CaptureNIsThatWindowOnly) {
   EXPECT_EQ(c.start_ns, 5'000u);
 }
 
+// A window's kernels weigh what ran in it: per launch configuration too
+// (the kernel rules' unit). A capture window of a 10-minute monitored run on
+// the H200 reported occupancy_limited with the whole run's kernel time,
+// "saving 135 ms (29.3 % of the window)" of a 461 ms window.
+TEST(WindowSpecTest, AWindowsKernelsAndConfigurationsAreItsOwn) {
+  TraceBuilder b;
+  KernelEvent starved;  // 384 threads x 168 registers: 1 block of 12 warps per SM
+  starved.grid_x = 264;
+  starved.block_x = 384;
+  starved.registers_per_thread = 168;
+  KernelEvent wide = starved;
+  wide.grid_x = 1024;
+  uint64_t t = ms(1);
+  for (int i = 0; i < 400; ++i) {  // long before the window
+    b.KernelWithConfig("gemm", t, t + us(400), i % 2 ? starved : wide);
+    t += us(500);
+  }
+  const uint64_t w0 = t + ms(10);
+  t = w0;
+  for (int i = 0; i < 10; ++i) {
+    b.KernelWithConfig("gemm", t, t + us(100), starved);
+    t += us(500);
+  }
+  b.Capture(w0 - us(20), t, CaptureTrigger::kApi, 1);  // from the first launch call
+  absl::StatusOr<TimelineModel> whole = testing::Build({b.trace()}, BuildPath::kDirect);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(whole->capture_windows.size(), 1u);
+  TimelineModel scoped =
+      ScopeModel(*whole, whole->capture_windows[0].start_ns, whole->capture_windows[0].end_ns);
+  ASSERT_EQ(scoped.kernels.size(), 1u);
+  const KernelAggregate& k = scoped.kernels[0];
+  EXPECT_EQ(k.count, 10u);
+  EXPECT_EQ(k.total_ns, us(1000));
+  ASSERT_EQ(k.configs.size(), 1u) << "the configuration not launched in the window is gone";
+  EXPECT_EQ(k.configs[0].config.grid_x, 264u);
+  EXPECT_EQ(k.configs[0].count, 10u);
+  EXPECT_EQ(k.configs[0].total_ns, us(1000));
+  AnalysisOptions o;
+  o.window = "capture:1";
+  Report r = Analyze(b, o);
+  const Finding* f = testing::FindFinding(r, "occupancy_limited");
+  ASSERT_NE(f, nullptr);
+  EXPECT_LE(f->est_saving_ns, us(1000)) << "at most the window's time of that kernel";
+  EXPECT_LE(f->est_saving_pct, 100.0 * double(us(1000)) / double(t - w0) + 1e-9);
+  uint64_t sum = 0;
+  for (const Finding& g : r.findings) sum += g.est_saving_ns;
+  EXPECT_LE(sum, t - w0) << "savings within the window";
+}
+
+// Monitor captures: a step range open when a window closes has no recorded
+// end (the collector closes it when the process exits). In a 10-minute H200
+// run such a "train_step" lasted 596 s, nested the later 200 steps under it,
+// and step detection found 10. It ends at its window's end, and is no step.
+TEST(WindowSpecTest, ARangeOpenAtAWindowsEndIsCutThereAndIsNoStep) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+  for (int w = 0; w < 3; ++w) {
+    const uint64_t w0 = t;
+    for (int i = 0; i < 5; ++i) {
+      b.Kernel("step_kernel", t + us(100), t + us(900));
+      b.Nvtx("train_step", t, t + ms(1));
+      t += ms(1);
+    }
+    b.Capture(w0, t + us(300), CaptureTrigger::kApi, static_cast<uint32_t>(w + 1));
+    windows.push_back({w0, t + us(300)});
+    t += ms(100);  // not recorded
+  }
+  // Pushed 200 us before the first window closed; the collector closed it
+  // at exit, after everything else.
+  b.Nvtx("train_step", windows[0].second - us(200), t + ms(5));
+  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
+  ASSERT_TRUE(m.ok()) << m.status();
+  int cut = 0;
+  for (const NvtxRange& r : m->nvtx_ranges) {
+    EXPECT_EQ(r.depth, 0) << "nothing nests under the cut range";
+    if (r.cut_at_window_end) {
+      ++cut;
+      EXPECT_EQ(r.end_ns - r.start_ns, us(200)) << "ends at the first window's end";
+    }
+  }
+  EXPECT_EQ(cut, 1);
+  StepDetection steps = DetectSteps(*m, "", nullptr);
+  EXPECT_EQ(steps.source, "nvtx");
+  EXPECT_EQ(steps.steps.size(), 15u) << "every whole step of the three windows, not the cut one";
+}
+
 TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {
   TraceBuilder b = EagerLoop(40, 30, 200);
   Report r = Analyze(b);

@@ -58,12 +58,18 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   double blocked_pct = ctx.PctOfWindow(blocked);
   if ((caused == 0 || idle_pct < min_idle_pct) && blocked_pct < min_idle_pct) return;
   Finding f = ctx.NewFinding(caused);
-  f.title = std::to_string(calls) + " synchronizing calls block the host for " +
-            FormatNs(double(blocked)) + " and leave the GPU idle " + FormatNs(double(caused)) +
-            " (" + FormatPct(idle_pct) + ")";
   // Which threshold fired: the idle the calls cause, or only the host time
   // they block (then the what-if replay gives the saving, root_cause.cc).
   const bool idle_fired = caused > 0 && idle_pct >= min_idle_pct;
+  f.title = std::to_string(calls) + " synchronizing calls block the host for " +
+            FormatNs(double(blocked)) + " (" + FormatPct(blocked_pct) + " of the window)";
+  // Fired on blocked time only, the GPU was busy while they waited: what they
+  // cost is the overlap lost after them (the next launches come only once the
+  // host is done with the work between), which "idle 0 ns" misstated.
+  f.title += idle_fired ? " and leave the GPU idle " + FormatNs(double(caused)) + " (" +
+                              FormatPct(idle_pct) + ")"
+                        : " while the GPU works; the host's work after each no longer overlaps "
+                          "the GPU's";
   f.Text("fired_on", idle_fired ? "gpu_idle" : "host_blocked");
   f.Number("sync_calls", double(calls), "count")
       .Number("host_blocked_ns", double(blocked), "ns")
