@@ -51,7 +51,13 @@ namespace {
 // records enabled API by API, all but sightline's skip list; "callbacks" = no
 // activity kind, a subscriber with one runtime callback (part of the monitor
 // mode's CUPTI state between captures, which also has NVTX and resource
-// callbacks: a lower bound of it).
+// callbacks: a lower bound of it); "callbacks-nvtx" = the rest of the
+// monitor's CUPTI state between captures, without that runtime callback: its
+// NVTX callbacks (step ranges and markers; NVTX reaches CUPTI only with
+// NVTX_INJECTION64_PATH pointing at libcupti), the resource domain and the
+// activity attributes it sets; "sub-none", "sub-resource", "sub-attributes"
+// and "sub-nvtx" = a subscriber (activity callbacks registered, as in every
+// mode) with none or only one of those three (which of them costs a launch).
 std::string FloorMode() {
   const char* k = std::getenv("SIGHTLINE_FLOOR_KINDS");
   return k != nullptr ? k : "";
@@ -61,7 +67,7 @@ const std::vector<CUpti_ActivityKind>& Kinds() {
   static const std::vector<CUpti_ActivityKind> kinds = []() -> std::vector<CUpti_ActivityKind> {
     std::string mode = FloorMode();
     if (mode == "kernel") return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL};
-    if (mode == "callbacks") return {};
+    if (mode == "callbacks" || mode == "callbacks-nvtx" || mode.rfind("sub-", 0) == 0) return {};
     if (mode == "same") {
       return {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
               CUPTI_ACTIVITY_KIND_MEMCPY2,           CUPTI_ACTIVITY_KIND_MEMSET,
@@ -111,18 +117,40 @@ void StartFloorSubscriber() {
       g_free.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
     }
   }
+  if (FloorMode() == "callbacks-nvtx" || FloorMode() == "sub-attributes") {
+    size_t device_buffer = 8u << 20, size = sizeof(device_buffer);
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &device_buffer);
+    uint8_t zeroed = 1;
+    size = sizeof(zeroed);
+    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+  }
   cuptiActivityRegisterCallbacks(&Requested, &Completed);
   for (CUpti_ActivityKind k : Kinds()) {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
   }
   EnableRuntimeApis(true);
-  if (FloorMode() == "callbacks") {
-    // Part of what the monitor mode holds between captures: a subscriber
-    // with one runtime callback (cudaDeviceReset) and no activity kind.
+  const std::string mode = FloorMode();
+  if (mode == "callbacks" || mode == "callbacks-nvtx" || mode.rfind("sub-", 0) == 0) {
+    // What the monitor mode holds between captures (see above).
     static CUpti_SubscriberHandle subscriber;
     if (cuptiSubscribe(&subscriber, &NoOpCallback, nullptr) == CUPTI_SUCCESS) {
-      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-                          CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+      if (mode == "callbacks") {
+        cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                            CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+      }
+      if (mode == "callbacks-nvtx" || mode == "sub-resource") {
+        cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+      }
+      if (mode == "callbacks-nvtx" || mode == "sub-nvtx") {
+        for (CUpti_CallbackId cbid :
+             {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+              CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangeStartA,
+              CUPTI_CBID_NVTX_nvtxRangeStartEx, CUPTI_CBID_NVTX_nvtxDomainRangeStartEx,
+              CUPTI_CBID_NVTX_nvtxMarkA, CUPTI_CBID_NVTX_nvtxMarkEx,
+              CUPTI_CBID_NVTX_nvtxDomainMarkEx}) {
+          cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_NVTX, cbid);
+        }
+      }
     }
   }
 }

@@ -19,7 +19,12 @@
 #     NVTX marker per optimizer step); floor-callbacks = CUPTI subscribed with
 #     the monitor's one runtime callback and no activity kind
 #     (libfloor_inject.so; the monitor also has NVTX and resource
-#     callbacks); monitor-base = with the baseline capture (run K's
+#     callbacks); floor-cbnvtx = the rest of the monitor's CUPTI state
+#     between captures, without the runtime callback: NVTX callbacks (NVTX
+#     routed to CUPTI), resource domain and activity attributes;
+#     monitor-inject = SIGHTLINE_MODE=monitor by plain injection (no
+#     `sightline monitor` parent, no endpoint, no Python hook);
+#     monitor-base = with the baseline capture (run K's
 #     `monitor`; run K's `monitor-nobase` was the default without the hook);
 #     monitor-nohook = --pytorch-memory off; monitor-nolisten = without the
 #     endpoint; monitor-noflush = without the writer's periodic CUPTI flush
@@ -32,6 +37,9 @@ SCRIPT=${MONITOR_SCRIPT:-$ROOT/examples/pytorch/lm_train.py}
 ROUNDS=${MONITOR_ROUNDS:-10}
 PIN=${MONITOR_PIN:-}
 ARGS=(${MONITOR_ARGS:---variant eager} --nvtx --steps "${MONITOR_STEPS:-400}" --warmup "${MONITOR_WARMUP:-40}")
+INJ=$(dirname "$(dirname "$SL")")/../injection/libsightline_inject.so
+# libcupti the floor's NVTX goes to: the one the injection library loads.
+CUPTI_LIB=${CUPTI_LIB:-$(ldd "$INJ" 2>/dev/null | sed -n 's/.*libcupti[^ ]* => \([^ ]*\).*/\1/p' | head -1)}
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 [ -x "$SL" ] || { echo "no sightline binary at $SL" >&2; exit 2; }
@@ -41,6 +49,12 @@ one() {  # MODE ROUND
   case $1 in
     plain) $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     floor-callbacks) SIGHTLINE_FLOOR_KINDS=callbacks CUDA_INJECTION64_PATH=$(dirname "$(dirname "$SL")")/../bench/overhead/libfloor_inject.so \
+               $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    floor-cbnvtx) SIGHTLINE_FLOOR_KINDS=callbacks-nvtx NVTX_INJECTION64_PATH=$CUPTI_LIB \
+               CUDA_INJECTION64_PATH=$(dirname "$(dirname "$SL")")/../bench/overhead/libfloor_inject.so \
+               $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor-inject) SIGHTLINE_MODE=monitor SIGHTLINE_QUIET=1 SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" \
+               CUDA_INJECTION64_PATH=$INJ NVTX_INJECTION64_PATH=$INJ \
                $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     monitor-base | monitor-nohook | monitor-noflush | monitor-nonvml)  # one setting changed each
       local -a env_set=() opts=()

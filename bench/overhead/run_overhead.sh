@@ -99,14 +99,35 @@ sl_env() {
   esac
 }
 
+floor_kinds() {  # floor mode → SIGHTLINE_FLOOR_KINDS
+  case $1 in
+    floor-cbnvtx) echo callbacks-nvtx ;;
+    *) echo "${1#floor-}" ;;
+  esac
+}
+monitor_env() {
+  case $1 in
+    monitor-noflush) echo SIGHTLINE_FLUSH_MS=600000 ;;
+    monitor-nonvml) echo SIGHTLINE_NVML_LIB=/nonexistent ;;
+    *) echo SIGHTLINE_QUIET=1 ;;
+  esac
+}
+
 launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
   local o=$W/ov_l.out
   case $1 in
     plain) $PIN "$LO" --mode plain --reps=3 >"$o" ;;
     floor) $PIN "$LO" --mode floor --reps=3 >"$o" ;;
-    floor-kernel) SIGHTLINE_FLOOR_KINDS=kernel $PIN "$LO" --mode floor --reps=3 >"$o" ;;
-    monitor)  # `sightline monitor`: no capture opens in this loop (no steps, no anomaly)
-      $PIN "$SL" monitor -q -o "$W/ov_m.sltrace" -- "$LO" --mode plain --reps=3 >"$o" 2>"$W/ov_m.err" ||
+    # floor-kernel: kernel records only. The monitor's CUPTI state between
+    # captures in parts: floor-callbacks (its one runtime callback),
+    # floor-cbnvtx (the rest: resource domain, NVTX callbacks, activity
+    # attributes), floor-sub-X (a subscriber with only X: none, resource,
+    # attributes, nvtx).
+    floor-*) SIGHTLINE_FLOOR_KINDS=$(floor_kinds "$1") $PIN "$LO" --mode floor --reps=3 >"$o" ;;
+    monitor | monitor-noflush | monitor-nonvml)  # `sightline monitor`: no capture opens in
+      # this loop (no steps, no anomaly); -noflush: without the writer's
+      # periodic CUPTI flush; -nonvml: without NVML
+      env $(monitor_env "$1") $PIN "$SL" monitor -q -o "$W/ov_m.sltrace" -- "$LO" --mode plain --reps=3 >"$o" 2>"$W/ov_m.err" ||
         { echo "FAIL: round $2 monitor run"; tail -3 "$W/ov_m.err"; fail=1; }
       rm -f "$W"/ov_m*.sltrace ;;
     sightline*)
@@ -136,6 +157,9 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
       env $([ "$1" = floor-kernel ] && echo SIGHTLINE_FLOOR_KINDS=kernel) CUDA_INJECTION64_PATH=$FLOOR \
         $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1
       grep -q 'floor subscriber: [1-9]' "$o" || { echo "FAIL: floor injection did not record"; tail -3 "$o"; fail=1; } ;;
+    floor-callbacks | floor-cbnvtx | floor-sub-*)  # as in launch_one; these record nothing
+      env SIGHTLINE_FLOOR_KINDS=$(floor_kinds "$1") \
+        CUDA_INJECTION64_PATH=$FLOOR $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ;;
     monitor)
       $PIN "$SL" monitor -q -o "$W/ov_tm.sltrace" -- python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ||
         { echo "FAIL: round $2 monitor run"; tail -3 "$o"; fail=1; }
