@@ -220,7 +220,9 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     absl::StrAppend(&line, ". Use --window all to analyse the whole trace.");
     Wrap(&out, line, width, "", "  ");
   } else if (s.scope == "steps" || s.scope == "time") {
-    Wrap(&out, absl::StrCat("Scope: ", s.scope == "steps" ? "steps (--window)" : "time range (--window)",
+    // Chosen by --window, or by default for a trace recorded in capture
+    // windows far apart (the notes say which).
+    Wrap(&out, absl::StrCat("Scope: ", s.scope == "steps" ? "a range of steps" : "a time range",
                             ", ", Keep(FormatDuration(double(s.scope_end_ns - s.scope_start_ns))), " of host time"),
          width, "", "  ");
   }

@@ -200,6 +200,51 @@ TEST(WindowSpecTest, ARangeOpenAtAWindowsEndIsCutThereAndIsNoStep) {
   EXPECT_EQ(steps.steps.size(), 15u) << "every whole step of the three windows, not the cut one";
 }
 
+// Capture windows far apart (monitor captures): the time between them was
+// not recorded, so the default scope is the last group's steps, not a span
+// across the gaps (read as idle GPU); windows one step apart (a step range
+// captured step after step) are one group and keep the steady state.
+TEST(WindowSpecTest, DefaultScopeIsTheLastGroupOfWindowsFarApart) {
+  auto build = [](uint64_t gap) {
+    TraceBuilder b;
+    uint64_t t = ms(1);
+    for (int w = 0; w < 3; ++w) {
+      const uint64_t w0 = t;
+      for (int i = 0; i < 4; ++i) {
+        b.Kernel("step_kernel", t + us(100), t + us(900));
+        b.Nvtx("train_step", t, t + ms(1));
+        t += ms(1);
+      }
+      b.Capture(w0, t, CaptureTrigger::kApi, static_cast<uint32_t>(w + 1));
+      t += gap;  // not recorded
+    }
+    return b;
+  };
+  for (uint64_t gap : {ms(500), us(50)}) {
+    TraceBuilder b = build(gap);
+    absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
+    ASSERT_TRUE(m.ok()) << m.status();
+    StepDetection steps = DetectSteps(*m, "", nullptr);
+    ASSERT_EQ(steps.steps.size(), 12u);
+    std::vector<std::string> notes;
+    ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+    if (gap == ms(500)) {
+      EXPECT_EQ(c.kind, "steps");
+      EXPECT_EQ(c.first_step, 8);
+      EXPECT_EQ(c.last_step, 11);
+      ASSERT_EQ(notes.size(), 1u);
+      EXPECT_NE(notes[0].find("3 groups of capture windows"), std::string::npos) << notes[0];
+      Report r = Analyze(b);
+      ASSERT_FALSE(r.summary.devices.empty());
+      EXPECT_GT(r.summary.devices[0].gpu_utilization_pct, 50.0)
+          << "the gaps are not idle GPU";
+    } else {
+      EXPECT_EQ(c.kind, "steady_state") << "windows a step apart are one recording";
+      EXPECT_TRUE(notes.empty());
+    }
+  }
+}
+
 TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {
   TraceBuilder b = EagerLoop(40, 30, 200);
   Report r = Analyze(b);

@@ -177,7 +177,8 @@ void OnCapture(const std::vector<std::string>& f, bool quiet, Tally* tally) {
                  exporter::FormatPct(finding.est_saving_pct).c_str());
   }
   if (!quiet) {
-    std::fprintf(stderr, "sightline: full report: sightline analyze %s\n", shown_trace.c_str());
+    std::fprintf(stderr, "sightline: full report: sightline analyze %s --window %s\n",
+                 shown_trace.c_str(), esc(options.window).c_str());
   }
 }
 
