@@ -13,14 +13,16 @@
 #   3. registers an optimizer step post-hook (torch >= 2.0) that marks, after
 #      every optimizer step, what the caching allocator holds: an NVTX marker
 #      "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R
-#      opt=K" (K: which optimizer, 0 for the first that stepped)
-#      (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved),
-#      so the analyzer can put the tensors' bytes next to the reserved bytes
-#      the allocation records show. Without torch.optim (not a full torch) it
-#      does nothing; a torch.optim without the hook API (torch < 2.0) costs
-#      one warning. Under the monitor the allocator is read at most every
-#      0.25 s; the other steps of the first optimizer get the marker without
-#      the byte counts ("sightline.torch_memory device=D opt=0").
+#      opt=K" (K: which optimizer, 0 for the first that stepped), the values
+#      torch.cuda.memory_allocated / max_memory_allocated / memory_reserved
+#      return, read in one call of torch._C._cuda_memoryStats (the three
+#      public functions where torch lacks it), so the analyzer can put the
+#      tensors' bytes next to the reserved bytes the allocation records show.
+#      Without torch.optim (not a full torch) it does nothing; a torch.optim
+#      without the hook API (torch < 2.0) costs one warning. Under the monitor
+#      each device's allocator is read at most every 0.25 s; the other steps
+#      of the first optimizer get the marker without the byte counts
+#      ("sightline.torch_memory device=D opt=0").
 # SIGHTLINE_PYTORCH=memory (what `sightline monitor` sets for Python commands)
 # does 3. only: no op ranges, one marker per optimizer step, which the monitor
 # serves as sightline_pytorch_memory_*_bytes.
@@ -123,7 +125,7 @@ def _sightline_enable_memory_samples():
         # the steps in between get a marker without it (still a step boundary
         # for the monitor). `sightline profile --pytorch` reads it every step.
         every_s = 0.25 if os.environ.get("SIGHTLINE_PYTORCH") == "memory" else 0.0
-        last_read = [None]
+        last_read = {}  # device → time of its last read (one clock per device)
         import time
 
         def _sample(opt, args, kwargs):
@@ -133,11 +135,12 @@ def _sightline_enable_memory_samples():
                 d = cuda.current_device()
                 n = _ordinal(opt)
                 now = time.monotonic()
-                if last_read[0] is not None and now - last_read[0] < every_s:
+                before = last_read.get(d)
+                if before is not None and now - before < every_s:
                     if n == 0:
                         cuda.nvtx.mark("sightline.torch_memory device=%d opt=0" % d)
                     return
-                last_read[0] = now
+                last_read[d] = now
                 cuda.nvtx.mark("sightline.torch_memory device=%d allocated=%d max_allocated=%d "
                                "reserved=%d opt=%d" % ((d,) + _read(d) + (n,)))
             except Exception as e:

@@ -63,6 +63,16 @@ std::string FloorMode() {
   return k != nullptr ? k : "";
 }
 
+// A mode this file does not know (a typo) would silently measure another
+// one ("sub-nvtz" = a subscriber with nothing): said once on stderr.
+bool KnownFloorMode(const std::string& mode) {
+  for (const char* m : {"", "kernel", "same", "callbacks", "callbacks-nvtx", "sub-none",
+                        "sub-resource", "sub-attributes", "sub-nvtx"}) {
+    if (mode == m) return true;
+  }
+  return false;
+}
+
 const std::vector<CUpti_ActivityKind>& Kinds() {
   static const std::vector<CUpti_ActivityKind> kinds = []() -> std::vector<CUpti_ActivityKind> {
     std::string mode = FloorMode();
@@ -111,6 +121,14 @@ void StopFloorSubscriber(bool finalize) {
 }
 
 void StartFloorSubscriber() {
+  if (!KnownFloorMode(FloorMode())) {
+    std::fprintf(stderr,
+                 "floor subscriber: unknown SIGHTLINE_FLOOR_KINDS='%s' (kernel, same, callbacks, "
+                 "callbacks-nvtx, sub-none, sub-resource, sub-attributes, sub-nvtx): not "
+                 "subscribed\n",
+                 FloorMode().c_str());
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (int i = 0; i < 4; ++i) {

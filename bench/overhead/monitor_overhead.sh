@@ -50,7 +50,11 @@ one() {  # MODE ROUND
     plain) $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     floor-callbacks) SIGHTLINE_FLOOR_KINDS=callbacks CUDA_INJECTION64_PATH=$(dirname "$(dirname "$SL")")/../bench/overhead/libfloor_inject.so \
                $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
-    floor-cbnvtx) SIGHTLINE_FLOOR_KINDS=callbacks-nvtx NVTX_INJECTION64_PATH=$CUPTI_LIB \
+    floor-cbnvtx)
+      # NVTX routed to CUPTI needs the libcupti file itself: without it the
+      # callbacks never fire and the row would measure less than it says.
+      [ -f "$CUPTI_LIB" ] || { echo "floor-cbnvtx: no libcupti file found (CUPTI_LIB='$CUPTI_LIB'; set CUPTI_LIB)" >&2; return; }
+      SIGHTLINE_FLOOR_KINDS=callbacks-nvtx NVTX_INJECTION64_PATH=$CUPTI_LIB \
                CUDA_INJECTION64_PATH=$(dirname "$(dirname "$SL")")/../bench/overhead/libfloor_inject.so \
                $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     monitor-inject) SIGHTLINE_MODE=monitor SIGHTLINE_QUIET=1 SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" \

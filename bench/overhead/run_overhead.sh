@@ -102,19 +102,22 @@ sl_env() {
 floor_kinds() {  # floor mode → SIGHTLINE_FLOOR_KINDS
   case $1 in
     floor-cbnvtx) echo callbacks-nvtx ;;
-    *) echo "${1#floor-}" ;;
+    floor-kernel | floor-same | floor-callbacks | floor-sub-none | floor-sub-resource | \
+      floor-sub-attributes | floor-sub-nvtx) echo "${1#floor-}" ;;
+    *) echo "FAIL: unknown floor mode $1" >&2; echo invalid ;;
   esac
 }
 monitor_env() {
   case $1 in
-    monitor-noflush) echo SIGHTLINE_FLUSH_MS=600000 ;;
-    monitor-nonvml) echo SIGHTLINE_NVML_LIB=/nonexistent ;;
+    monitor-noflush) echo "SIGHTLINE_QUIET=1 SIGHTLINE_FLUSH_MS=600000" ;;
+    monitor-nonvml) echo "SIGHTLINE_QUIET=1 SIGHTLINE_NVML_LIB=/nonexistent" ;;
     *) echo SIGHTLINE_QUIET=1 ;;
   esac
 }
 
 launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
   local o=$W/ov_l.out
+  : >"$o"  # a mode that writes nothing reports nothing, not the previous mode's figure
   case $1 in
     plain) $PIN "$LO" --mode plain --reps=3 >"$o" ;;
     floor) $PIN "$LO" --mode floor --reps=3 >"$o" ;;
@@ -122,8 +125,15 @@ launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
     # captures in parts: floor-callbacks (its one runtime callback),
     # floor-cbnvtx (the rest: resource domain, NVTX callbacks, activity
     # attributes), floor-sub-X (a subscriber with only X: none, resource,
-    # attributes, nvtx).
-    floor-*) SIGHTLINE_FLOOR_KINDS=$(floor_kinds "$1") $PIN "$LO" --mode floor --reps=3 >"$o" ;;
+    # attributes, nvtx). These loops make no NVTX call and NVTX is not routed
+    # to CUPTI here (no NVTX_INJECTION64_PATH): floor-sub-nvtx is a control
+    # (it should read as floor-sub-none) and floor-cbnvtx's NVTX part is idle;
+    # monitor_overhead.sh measures NVTX on a real step.
+    floor-*)
+      local k
+      k=$(floor_kinds "$1")
+      if [ "$k" = invalid ]; then fail=1
+      else SIGHTLINE_FLOOR_KINDS=$k $PIN "$LO" --mode floor --reps=3 >"$o"; fi ;;
     monitor | monitor-noflush | monitor-nonvml)  # `sightline monitor`: no capture opens in
       # this loop (no steps, no anomaly); -noflush: without the writer's
       # periodic CUPTI flush; -nonvml: without NVML
@@ -140,6 +150,7 @@ launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
         [ "$2" = 1 ] && { cat "$W/ov_sl.check"; echo "trace size: $(du -h "$W/ov_sl.sltrace" | cut -f1)"; }
       fi
       rm -f "$W/ov_sl.sltrace" ;;
+    *) echo "FAIL: unknown launch mode $1"; fail=1 ;;
   esac
   echo "launch $2 $1 $(val median_us_per_launch <"$o" || true)" | tee -a "$R"
   echo "launchcpu $2 $1 $(val median_cpu_us_per_launch <"$o" || true)" >>"$R"
@@ -147,6 +158,7 @@ launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
 
 torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
   local o=$W/ov_t.out
+  : >"$o"
   local args=(--ops 50000 --reps 3 ${OVERHEAD_TORCH_ARGS:-})
   case $1 in
     plain) $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ;;
@@ -158,8 +170,11 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
         $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1
       grep -q 'floor subscriber: [1-9]' "$o" || { echo "FAIL: floor injection did not record"; tail -3 "$o"; fail=1; } ;;
     floor-callbacks | floor-cbnvtx | floor-sub-*)  # as in launch_one; these record nothing
-      env SIGHTLINE_FLOOR_KINDS=$(floor_kinds "$1") \
-        CUDA_INJECTION64_PATH=$FLOOR $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ;;
+      local k
+      k=$(floor_kinds "$1")
+      if [ "$k" = invalid ]; then fail=1
+      else env SIGHTLINE_FLOOR_KINDS=$k \
+        CUDA_INJECTION64_PATH=$FLOOR $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1; fi ;;
     monitor)
       $PIN "$SL" monitor -q -o "$W/ov_tm.sltrace" -- python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ||
         { echo "FAIL: round $2 monitor run"; tail -3 "$o"; fail=1; }
@@ -172,6 +187,7 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
         "$SL" info "$W/ov_t.sltrace" 2>&1 | head -40
       fi
       rm -f "$W/ov_t.sltrace" ;;
+    *) echo "FAIL: unknown torch mode $1 (monitor-noflush and monitor-nonvml are launch modes)"; fail=1 ;;
   esac
   echo "torch $2 $1 $(val median_us_per_op <"$o" || true)" | tee -a "$R"
   echo "torchcpu $2 $1 $(val median_cpu_us_per_op <"$o" || true)" >>"$R"

@@ -278,13 +278,21 @@ void ModelBuilder::Impl::ClipRangesOpenAtWindowEnd() {
   // recorded end: the collector closes it when the process ends
   // (RecordConverter::CloseOpenRanges). In a monitored run with 21 captures
   // over 10 minutes one such "train_step" lasted 596 s, nested every later
-  // step under it, and step detection found 10 steps instead of 210. Such a
-  // range (start inside a window, end past the window's end and at the
-  // trace's last recorded API call or GPU activity or later) ends where the
-  // recording did: at the window's end, marked as cut (no step: a part of
-  // one).
+  // step under it, and step detection found 10 steps instead of 209. Such a
+  // range (start inside a window, end past that window's end, past the end
+  // of the trace's last window -- an end recorded inside a later window is
+  // real -- and at the trace's last recorded API call or GPU activity or
+  // later) ends where the recording did: at the window's end, marked as cut
+  // (no step: a part of one).
+  std::vector<uint64_t> last_window_end(model.traces.size(), 0);
   bool windows = false;
-  for (const CaptureWindow& w : model.capture_windows) windows |= w.trigger != CaptureTrigger::kWholeRun;
+  for (const CaptureWindow& w : model.capture_windows) {
+    if (w.trigger == CaptureTrigger::kWholeRun) continue;
+    windows = true;
+    if (w.trace < last_window_end.size()) {
+      last_window_end[w.trace] = std::max(last_window_end[w.trace], w.end_ns);
+    }
+  }
   if (!windows) return;
   std::vector<uint64_t> last(model.traces.size(), 0);
   for (const ApiCall& c : model.api_calls) {
@@ -294,7 +302,10 @@ void ModelBuilder::Impl::ClipRangesOpenAtWindowEnd() {
     if (a.trace < last.size()) last[a.trace] = std::max(last[a.trace], a.end_ns);
   }
   for (NvtxRange& r : model.nvtx_ranges) {
-    if (r.trace >= last.size() || r.end_ns < last[r.trace]) continue;
+    if (r.trace >= last.size() || last[r.trace] == 0 || r.end_ns < last[r.trace] ||
+        r.end_ns <= last_window_end[r.trace]) {
+      continue;
+    }
     for (const CaptureWindow& w : model.capture_windows) {  // sorted by start
       if (w.start_ns > r.start_ns) break;
       if (w.trigger == CaptureTrigger::kWholeRun || w.trace != r.trace) continue;

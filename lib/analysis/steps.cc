@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
@@ -78,7 +79,7 @@ bool IsOpRangeName(std::string_view name) {
 uint32_t AutoDetectStepRange(const TimelineModel& model) {
   absl::flat_hash_map<uint32_t, std::pair<uint64_t, uint64_t>> counts;  // name → (n, total)
   for (const NvtxRange& r : model.nvtx_ranges) {
-    if (r.depth != 0 || r.name == 0) continue;
+    if (r.depth != 0 || r.name == 0 || r.cut_at_window_end) continue;  // a cut range is part of a step
     if (r.domain != 0 && IsLibraryDomain(model.String(r.domain))) continue;
     if (IsOpRangeName(model.String(r.name))) continue;
     auto& c = counts[r.name];
@@ -417,6 +418,139 @@ absl::StatusOr<WindowSpec> ParseWindowSpec(std::string_view text) {
   return spec;
 }
 
+namespace {
+
+struct RecordingGroup {
+  uint64_t start_ns = 0, end_ns = 0;
+  size_t groups = 0;         // most groups of one trace
+  size_t skipped_short = 0;  // later groups passed over: fewer than 2 complete steps
+  std::vector<uint16_t> omitted_traces;  // traces whose chosen group is elsewhere in time
+};
+
+uint64_t MedianOf(std::vector<uint64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The capture windows of each trace fall into groups: recordings separated
+// by unrecorded time in which steps ran. A gap between two windows splits
+// them when it is longer than the shorter of the two windows and longer
+// than two steps (the median start-to-start time of consecutive steps in one
+// window) -- or, when no window holds two steps, longer than four times the
+// trace's median gap: windows opened step after step (an NVTX capture range
+// that repeats, a profiler started and stopped every iteration) are one
+// recording however their gaps compare with the windows. Each trace's
+// chosen group is its last with at least two complete steps (a capture the
+// process's exit cut short is passed over), else its last; the traces
+// whose chosen groups overlap the latest of them are analysed together, the
+// others named. nullopt when no trace has more than one group.
+std::optional<RecordingGroup> LastRecordingGroup(const TimelineModel& model,
+                                                 const StepDetection& steps) {
+  std::map<uint16_t, std::vector<const CaptureWindow*>> by_trace;
+  for (const CaptureWindow& w : model.capture_windows) {
+    if (w.trigger != CaptureTrigger::kWholeRun && w.end_ns > w.start_ns) {
+      by_trace[w.trace].push_back(&w);
+    }
+  }
+  if (by_trace.empty()) return std::nullopt;
+  // Step period inside windows.
+  std::vector<uint64_t> periods;
+  for (auto& [trace, windows] : by_trace) {
+    std::stable_sort(windows.begin(), windows.end(),
+                     [](const CaptureWindow* a, const CaptureWindow* b) {
+                       return a->start_ns < b->start_ns;
+                     });
+    std::vector<const DetectedStep*> own;
+    for (const DetectedStep& st : steps.steps) {
+      if (st.trace == trace) own.push_back(&st);  // sorted by start
+    }
+    for (size_t i = 1; i < own.size(); ++i) {
+      for (const CaptureWindow* w : windows) {
+        if (own[i - 1]->start_ns >= w->start_ns && own[i]->end_ns <= w->end_ns) {
+          periods.push_back(own[i]->start_ns - own[i - 1]->start_ns);
+          break;
+        }
+      }
+    }
+  }
+  const uint64_t period = MedianOf(periods);
+  struct Span {
+    uint64_t start_ns, end_ns;
+    size_t complete_steps;
+  };
+  struct Chosen {
+    Span span;
+    size_t groups, skipped;
+  };
+  std::map<uint16_t, Chosen> chosen;
+  size_t most_groups = 0;
+  for (const auto& [trace, windows] : by_trace) {
+    std::vector<uint64_t> gaps;
+    uint64_t reach = 0;
+    for (size_t i = 0; i < windows.size(); ++i) {
+      if (i > 0 && windows[i]->start_ns > reach) gaps.push_back(windows[i]->start_ns - reach);
+      reach = std::max(reach, windows[i]->end_ns);
+    }
+    const uint64_t median_gap = MedianOf(gaps);
+    std::vector<Span> spans;
+    uint64_t last_len = 0;
+    for (const CaptureWindow* w : windows) {
+      const uint64_t len = w->end_ns - w->start_ns;
+      bool split = false;
+      if (!spans.empty() && w->start_ns > spans.back().end_ns) {
+        const uint64_t gap = w->start_ns - spans.back().end_ns;
+        const uint64_t far = period > 0 ? 2 * period : 4 * median_gap;
+        split = gap > std::min(len, last_len) && gap > far;
+      }
+      if (spans.empty() || split) {
+        spans.push_back({w->start_ns, w->end_ns, 0});
+      } else {
+        spans.back().end_ns = std::max(spans.back().end_ns, w->end_ns);
+      }
+      last_len = len;
+    }
+    for (Span& sp : spans) {
+      for (const DetectedStep& st : steps.steps) {
+        if (st.trace == trace && st.start_ns >= sp.start_ns && st.end_ns <= sp.end_ns) {
+          ++sp.complete_steps;
+        }
+      }
+    }
+    size_t pick = spans.size() - 1, skipped = 0;
+    for (size_t i = spans.size(); i-- > 0;) {
+      if (spans[i].complete_steps >= 2) {
+        pick = i;
+        skipped = spans.size() - 1 - i;
+        break;
+      }
+    }
+    chosen[trace] = {spans[pick], spans.size(), skipped};
+    most_groups = std::max(most_groups, spans.size());
+  }
+  if (most_groups < 2) return std::nullopt;
+  const Chosen* latest = nullptr;
+  for (const auto& [trace, ch] : chosen) {
+    if (latest == nullptr || ch.span.start_ns > latest->span.start_ns) latest = &ch;
+  }
+  RecordingGroup g;
+  g.start_ns = latest->span.start_ns;
+  g.end_ns = latest->span.end_ns;
+  g.groups = most_groups;
+  for (const auto& [trace, ch] : chosen) {
+    if (ch.span.start_ns < latest->span.end_ns && ch.span.end_ns > latest->span.start_ns) {
+      g.start_ns = std::min(g.start_ns, ch.span.start_ns);
+      g.end_ns = std::max(g.end_ns, ch.span.end_ns);
+      g.skipped_short = std::max(g.skipped_short, ch.skipped);
+    } else {
+      g.omitted_traces.push_back(trace);
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
 ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
                         const WindowSpec& spec, std::vector<std::string>* notes) {
   ScopeChoice c;
@@ -483,55 +617,47 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
   // Recorded in windows far apart (monitor captures, `--capture-range`
   // windows minutes apart): the time between them was not recorded, and a
   // scope across it reads as idle GPU (a 10-minute monitored run's default
-  // report: "cpu_bound 34.5 %, step 49.09 ms -> ~1.16 ms expected"). Windows
-  // whose gap is shorter than the shorter of the two (a step range captured
-  // step after step) make one group; the default scope is the steps of the
-  // last group.
-  {
-    std::vector<const CaptureWindow*> windows;
-    for (const CaptureWindow& w : model.capture_windows) {
-      if (w.trigger != CaptureTrigger::kWholeRun && w.end_ns > w.start_ns) windows.push_back(&w);
+  // report: "cpu_bound 34.5 %, step 49.09 ms -> ~1.16 ms expected"). The
+  // default scope is then the steps of the last recording.
+  if (std::optional<RecordingGroup> g = LastRecordingGroup(model, steps)) {
+    int64_t first = -1, last = -1;
+    for (size_t i = 0; i < steps.steps.size(); ++i) {
+      const DetectedStep& st = steps.steps[i];
+      if (st.start_ns < g->start_ns || st.end_ns > g->end_ns) continue;
+      if (first < 0) first = static_cast<int64_t>(i);
+      last = static_cast<int64_t>(i);
     }
-    std::stable_sort(windows.begin(), windows.end(),
-                     [](const CaptureWindow* a, const CaptureWindow* b) {
-                       return a->start_ns < b->start_ns;
-                     });
-    size_t groups = 0;
-    uint64_t group_start = 0, group_end = 0, last_len = 0;
-    for (const CaptureWindow* w : windows) {
-      const uint64_t len = w->end_ns - w->start_ns;
-      if (groups == 0 || w->start_ns > group_end + std::min(len, last_len)) {
-        ++groups;
-        group_start = w->start_ns;
-      }
-      group_end = std::max(group_end, w->end_ns);
-      last_len = len;
+    if (first >= 0) {
+      c.kind = "steps";
+      c.first_step = first;
+      c.last_step = last;
+      c.start_ns = steps.steps[first].start_ns;
+      c.end_ns = 0;
+      for (int64_t i = first; i <= last; ++i) c.end_ns = std::max(c.end_ns, steps.steps[i].end_ns);
+    } else {
+      c.kind = "time";
+      c.start_ns = g->start_ns;
+      c.end_ns = g->end_ns;
     }
-    if (groups > 1) {
-      int64_t first = -1, last = -1;
-      for (size_t i = 0; i < steps.steps.size(); ++i) {
-        const DetectedStep& st = steps.steps[i];
-        if (st.start_ns < group_start || st.end_ns > group_end) continue;
-        if (first < 0) first = static_cast<int64_t>(i);
-        last = static_cast<int64_t>(i);
+    std::string which = g->skipped_short > 0
+                            ? absl::StrCat("the last with at least 2 steps (", g->skipped_short,
+                                           " later ", g->skipped_short == 1 ? "one has" : "ones have",
+                                           " fewer)")
+                            : "the last";
+    std::string omitted;
+    if (!g->omitted_traces.empty()) {
+      omitted = "; not in it: the last recording of ";
+      for (size_t i = 0; i < g->omitted_traces.size(); ++i) {
+        const uint16_t t = g->omitted_traces[i];
+        absl::StrAppend(&omitted, i ? ", " : "",
+                        t < model.traces.size() ? model.traces[t].name : absl::StrCat("trace ", t));
       }
-      if (first >= 0) {
-        c.kind = "steps";
-        c.first_step = first;
-        c.last_step = last;
-        c.start_ns = steps.steps[first].start_ns;
-        c.end_ns = 0;
-        for (int64_t i = first; i <= last; ++i) c.end_ns = std::max(c.end_ns, steps.steps[i].end_ns);
-      } else {
-        c.kind = "time";
-        c.start_ns = group_start;
-        c.end_ns = group_end;
-      }
-      note(absl::StrCat("recorded in ", groups, " groups of capture windows with unrecorded time "
-                        "between them: analysing the last (--window capture:N for one window, "
-                        "--window all for the whole trace)"));
-      return c;
+      absl::StrAppend(&omitted, " (at another time)");
     }
+    note(absl::StrCat("recorded in ", g->groups, " groups of capture windows with unrecorded time "
+                      "between them: analysing ", which, omitted,
+                      " (--window capture:N for one window, --window all for the whole trace)"));
+    return c;
   }
   if (steps.steps.size() < 2 || steps.warmup >= steps.steps.size()) return c;
   c.kind = "steady_state";
@@ -646,7 +772,12 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
   // per kernel and per launch configuration (the kernel rules weigh each
   // configuration by its time: kept whole, a capture window of a 10-minute
   // monitored run claimed savings of the whole run's kernels, 29 % "of the
-  // window"); metrics describe the kernel and stay.
+  // window"); metrics describe the kernel and stay. Kernels replayed for
+  // metrics count as replayed where their placement falls; those the model
+  // could not place (no launch call or no measured duration: no time) are
+  // carried into every scope, as the whole model lists them. A kernel whose
+  // scoped instances are all replayed stays in the table with count 0, as
+  // in the whole model.
   struct Acc {
     uint64_t count = 0, total = 0, min = 0, max = 0, replayed = 0;
     double sum_sq = 0;
@@ -676,9 +807,26 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
     c.total += d;
     all += d;
   }
+  // Placed replayed instances of the whole model, per kernel and per
+  // configuration: the rest of its replayed counts have no position.
+  absl::flat_hash_map<uint32_t, uint64_t> placed;
+  absl::flat_hash_map<std::pair<uint32_t, uint32_t>, uint64_t> placed_config;
+  if (!in.replayed_activities.empty()) {
+    for (const GpuActivity& a : in.activities) {
+      if (a.kind != ActivityKind::kKernel || !in.IsReplayed(a)) continue;
+      ++placed[a.name];
+      ++placed_config[{a.name, a.detail}];
+    }
+  }
   for (const KernelAggregate& k : in.kernels) {
+    const uint64_t placed_k = placed.contains(k.name) ? placed.at(k.name) : 0;
+    const uint64_t unplaced = k.replayed_count > placed_k ? k.replayed_count - placed_k : 0;
     auto it = acc.find(k.name);
-    if (it == acc.end()) continue;
+    if (it == acc.end()) {
+      if (unplaced == 0) continue;
+      it = acc.emplace(k.name, Acc{}).first;
+    }
+    it->second.replayed += unplaced;
     KernelAggregate out = k;
     const Acc& x = it->second;
     out.count = x.count;
@@ -696,12 +844,16 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
     out.share_pct = all ? 100.0 * double(x.total) / double(all) : 0;
     out.configs.clear();
     for (const LaunchConfigUse& use : k.configs) {
+      auto pc = placed_config.find({k.name, use.config_id});
+      const uint64_t placed_c = pc == placed_config.end() ? 0 : pc->second;
+      const uint64_t unplaced_c =
+          use.replayed_count > placed_c ? use.replayed_count - placed_c : 0;
       auto c = config_acc.find({k.name, use.config_id});
-      if (c == config_acc.end()) continue;
+      if (c == config_acc.end() && unplaced_c == 0) continue;
       LaunchConfigUse scoped = use;
-      scoped.count = c->second.count;
-      scoped.total_ns = c->second.total;
-      scoped.replayed_count = c->second.replayed;
+      scoped.count = c == config_acc.end() ? 0 : c->second.count;
+      scoped.total_ns = c == config_acc.end() ? 0 : c->second.total;
+      scoped.replayed_count = (c == config_acc.end() ? 0 : c->second.replayed) + unplaced_c;
       out.configs.push_back(std::move(scoped));
     }
     std::stable_sort(out.configs.begin(), out.configs.end(),
@@ -713,7 +865,8 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
   }
   std::stable_sort(m.kernels.begin(), m.kernels.end(),
                    [](const KernelAggregate& a, const KernelAggregate& b) {
-                     return a.total_ns > b.total_ns;
+                     if (a.total_ns != b.total_ns) return a.total_ns > b.total_ns;
+                     return a.name_text < b.name_text;
                    });
   m.first_ns = 0;
   m.last_ns = 0;

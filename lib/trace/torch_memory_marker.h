@@ -2,8 +2,9 @@
 // sightline's Python start-up hook (python/sitecustomize.py) marks after every
 // optimizer step: an NVTX marker
 //   "sightline.torch_memory device=D allocated=A max_allocated=M reserved=R opt=K"
-// (torch.cuda.memory_allocated / max_memory_allocated / memory_reserved of the
-// current device, in bytes; D is torch's device index, i.e. in
+// (the values of torch.cuda.memory_allocated / max_memory_allocated /
+// memory_reserved of the current device, in bytes, read in one call of
+// torch._C._cuda_memoryStats where torch has it; D is torch's device index, i.e. in
 // CUDA_VISIBLE_DEVICES order; K numbers the program's optimizers in the order
 // they first stepped, 0 when absent: traces of earlier hooks). Under the
 // monitor the hook reads the allocator at most every 0.25 s and marks the

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "lib/analysis/steps.h"
 #include "lib/export/report_render.h"
 #include "tests/analysis/synthetic.h"
 
@@ -200,6 +201,43 @@ TEST(KernelMetrics, ReplayedKernelsAreOnTheTimelineAtTheirLaunch) {
     EXPECT_EQ(r.summary.devices[0].kernels, 1u);
     EXPECT_GT(r.summary.window_ns, 0u);
   }
+}
+
+// A scope (a capture window, the steady state) counts replayed kernels where
+// they were placed; one without a position (no measured duration) is carried
+// into every scope as the whole model lists it, and a kernel whose scoped
+// instances are all replayed stays in the table with count 0.
+TEST(KernelMetrics, AScopeKeepsItsReplayedKernelsAndTheUnplacedOnes) {
+  TraceBuilder b;
+  b.trace().header.metric_set = "full";
+  uint32_t corr = b.Kernel("replayed_gemm", ms(1), ms(2), 7, ms(1), ms(200));
+  b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+  b.trace().kernels.back().replayed = true;
+  Set(&b, corr, {{"gpu__time_duration.sum", 12345}, {kSm, 50}});
+  b.Kernel("replayed_gemm", ms(300), ms(301), 7, ms(300), ms(200));
+  b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+  b.trace().kernels.back().replayed = true;  // no measured duration: no position
+  b.Kernel("timed", ms(500), ms(501), 7, ms(500), us(10));
+  TimelineModel whole = *testing::Build({b.trace()}, testing::BuildPath::kDirect);
+  ASSERT_EQ(whole.FindKernel("replayed_gemm")->replayed_count, 2u);
+  // The placed replay (at 1 ms) inside the scope: both replays counted.
+  TimelineModel early = ScopeModel(whole, us(500), ms(100));
+  const KernelAggregate* k = early.FindKernel("replayed_gemm");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->count, 0u);
+  EXPECT_EQ(k->replayed_count, 2u);
+  ASSERT_EQ(k->configs.size(), 1u);
+  EXPECT_EQ(k->configs[0].replayed_count, 2u);
+  EXPECT_EQ(early.FindKernel("timed"), nullptr);
+  // A later scope: only the replay without a position.
+  TimelineModel late = ScopeModel(whole, ms(400), ms(600));
+  k = late.FindKernel("replayed_gemm");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->replayed_count, 1u);
+  ASSERT_EQ(k->configs.size(), 1u);
+  EXPECT_EQ(k->configs[0].replayed_count, 1u);
+  ASSERT_NE(late.FindKernel("timed"), nullptr);
+  EXPECT_EQ(late.FindKernel("timed")->count, 1u);
 }
 
 }  // namespace

@@ -246,6 +246,14 @@ TEST_P(SystemRuleTest, SyncApiFiresWhenItStopsHostWorkOverlapping) {
   ASSERT_NE(f, nullptr) << "a sync that serializes host work is a cause";
   EXPECT_EQ(f->EvidenceNumber("gpu_idle_caused_ns"), 0);
   EXPECT_GT(f->EvidenceNumber("host_blocked_pct"), 50);
+  bool host_blocked = false;
+  for (const EvidenceItem& e : f->evidence) host_blocked |= e.key == "fired_on" && e.text == "host_blocked";
+  EXPECT_TRUE(host_blocked);
+  EXPECT_NE(f->title.find("block the host for"), std::string::npos) << f->title;
+  EXPECT_NE(f->title.find("while the GPU works; the host's work after each no longer overlaps"),
+            std::string::npos)
+      << f->title;
+  EXPECT_EQ(f->title.find("idle 0 ns"), std::string::npos) << f->title;
   std::string ranking;
   for (const Finding& x : report.findings) {
     ranking += x.rule + " " + std::to_string(x.est_saving_pct) + "; ";

@@ -200,6 +200,32 @@ TEST(WindowSpecTest, ARangeOpenAtAWindowsEndIsCutThereAndIsNoStep) {
   EXPECT_EQ(steps.steps.size(), 15u) << "every whole step of the three windows, not the cut one";
 }
 
+// A range pushed in one window and popped inside a later one has a recorded
+// end, even when nothing was recorded after the pop: it is kept whole.
+TEST(WindowSpecTest, ARangeEndingInALaterWindowIsNotCut) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
+  for (int w = 0; w < 2; ++w) {
+    const uint64_t w0 = t;
+    for (int i = 0; i < 5; ++i) {
+      b.Kernel("step_kernel", t + us(100), t + us(900));
+      t += ms(1);
+    }
+    b.Capture(w0, t + us(300), CaptureTrigger::kApi, static_cast<uint32_t>(w + 1));
+    windows.push_back({w0, t + us(300)});
+    t += ms(100);
+  }
+  // After the last kernel, before the last window's end.
+  b.Nvtx("epoch", windows[0].first + us(10), windows[1].second - us(10));
+  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->nvtx_ranges.size(), 1u);
+  EXPECT_FALSE(m->nvtx_ranges[0].cut_at_window_end);
+  EXPECT_EQ(m->nvtx_ranges[0].end_ns - m->nvtx_ranges[0].start_ns,
+            windows[1].second - us(10) - windows[0].first - us(10));
+}
+
 // Capture windows far apart (monitor captures): the time between them was
 // not recorded, so the default scope is the last group's steps, not a span
 // across the gaps (read as idle GPU); windows one step apart (a step range
@@ -242,6 +268,109 @@ TEST(WindowSpecTest, DefaultScopeIsTheLastGroupOfWindowsFarApart) {
       EXPECT_EQ(c.kind, "steady_state") << "windows a step apart are one recording";
       EXPECT_TRUE(notes.empty());
     }
+  }
+}
+
+// Windows opened step after step (an NVTX capture range that repeats, a
+// profiler started and stopped every iteration) are one recording even when
+// each gap is longer than its window: the gaps are all alike.
+TEST(WindowSpecTest, WindowsOpenedEveryStepAreOneRecording) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  for (int w = 0; w < 12; ++w) {
+    b.Kernel("step_kernel", t + us(100), t + us(900));
+    b.Nvtx("train_step", t, t + ms(1));
+    b.Capture(t, t + ms(1), CaptureTrigger::kNvtx, static_cast<uint32_t>(w + 1));
+    t += ms(4);  // 3 ms of the iteration outside the window
+  }
+  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
+  ASSERT_TRUE(m.ok()) << m.status();
+  StepDetection steps = DetectSteps(*m, "", nullptr);
+  ASSERT_EQ(steps.steps.size(), 12u);
+  std::vector<std::string> notes;
+  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  EXPECT_EQ(c.kind, "steady_state");
+  for (const std::string& n : notes) EXPECT_EQ(n.find("groups of capture windows"), std::string::npos) << n;
+}
+
+// The last capture holds one step (the process ended during it): the scope
+// is the last capture with at least two whole steps, and the note says so.
+TEST(WindowSpecTest, ALastCaptureCutShortIsPassedOver) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  for (int w = 0; w < 3; ++w) {
+    const uint64_t w0 = t;
+    for (int i = 0; i < (w == 2 ? 1 : 4); ++i) {
+      b.Kernel("step_kernel", t + us(100), t + us(900));
+      b.Nvtx("train_step", t, t + ms(1));
+      t += ms(1);
+    }
+    b.Capture(w0, t, CaptureTrigger::kApi, static_cast<uint32_t>(w + 1));
+    t += ms(500);
+  }
+  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
+  ASSERT_TRUE(m.ok()) << m.status();
+  StepDetection steps = DetectSteps(*m, "", nullptr);
+  ASSERT_EQ(steps.steps.size(), 9u);
+  std::vector<std::string> notes;
+  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  EXPECT_EQ(c.kind, "steps");
+  EXPECT_EQ(c.first_step, 4);
+  EXPECT_EQ(c.last_step, 7);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("the last with at least 2 steps (1 later one has fewer)"), std::string::npos)
+      << notes[0];
+}
+
+// Several ranks, each recorded in captures far apart: each rank's windows are
+// grouped on their own (interleaved, they would look like one recording or
+// split at the wrong places); the ranks' last recordings at the same time are
+// analysed together, one recorded at another time is named, not pooled.
+TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
+  auto rank = [](int32_t r, uint64_t offset, int windows) {
+    TraceBuilder b(r, "rank" + std::to_string(r));
+    uint64_t t = ms(1) + offset;
+    for (int w = 0; w < windows; ++w) {
+      const uint64_t w0 = t;
+      for (int i = 0; i < 4; ++i) {
+        b.Kernel("step_kernel", t + us(100), t + us(900));
+        b.Nvtx("train_step", t, t + ms(1));
+        t += ms(1);
+      }
+      b.Capture(w0, t, CaptureTrigger::kApi, static_cast<uint32_t>(w + 1));
+      t += ms(500);
+    }
+    return b;
+  };
+  {  // same times: the last capture of both
+    TraceBuilder r0 = rank(0, 0, 3), r1 = rank(1, us(20), 3);
+    absl::StatusOr<TimelineModel> m =
+        testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
+    ASSERT_TRUE(m.ok()) << m.status();
+    StepDetection steps = DetectSteps(*m, "", nullptr);
+    ASSERT_EQ(steps.steps.size(), 24u);
+    std::vector<std::string> notes;
+    ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+    EXPECT_EQ(c.kind, "steps");
+    EXPECT_EQ(c.first_step, 16);
+    EXPECT_EQ(c.last_step, 23);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_EQ(notes[0].find("not in it"), std::string::npos) << notes[0];
+  }
+  {  // rank 1 stopped a capture earlier: its last recording is rank 0's second
+    TraceBuilder r0 = rank(0, 0, 3), r1 = rank(1, us(20), 2);
+    absl::StatusOr<TimelineModel> m =
+        testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
+    ASSERT_TRUE(m.ok()) << m.status();
+    StepDetection steps = DetectSteps(*m, "", nullptr);
+    ASSERT_EQ(steps.steps.size(), 20u);
+    std::vector<std::string> notes;
+    ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+    EXPECT_EQ(c.kind, "steps");
+    EXPECT_EQ(c.first_step, 16);
+    EXPECT_EQ(c.last_step, 19);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("not in it: the last recording of rank1"), std::string::npos) << notes[0];
   }
 }
 

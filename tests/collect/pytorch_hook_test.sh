@@ -118,6 +118,18 @@ echo "$out"
 m='mark sightline.torch_memory device=1 allocated=5 max_allocated=7 reserved=8'
 [ "$out" = "$m opt=0"$'\n'"mark sightline.torch_memory device=1 opt=0"$'\n'"$m opt=1"$'\n'"mark sightline.torch_memory device=1 opt=0"$'\nran' ] ||
   fail "memory mode: $out"
+# Each device has its own clock: a process stepping on device 1 and then on
+# device 2 (or two optimizers on two devices) reads both allocators.
+out=$(PYTHONPATH="$HOOK:$T/mem" SIGHTLINE_PYTORCH=memory "$PY" -c '
+import torch
+torch.hooks[0](None, (), {})
+torch.cuda.current_device = lambda: 2
+torch.hooks[0](None, (), {}); torch.hooks[0](None, (), {})
+print("ran")' 2>&1)
+echo "$out"
+m2='mark sightline.torch_memory device=2 allocated=5 max_allocated=7 reserved=8'
+[ "$out" = "$m opt=0"$'\n'"$m2 opt=0"$'\n'"mark sightline.torch_memory device=2 opt=0"$'\nran' ] ||
+  fail "memory mode, two devices: $out"
 # One read of torch._C._cuda_memoryStats (the nested statistics the public
 # functions each rebuild) where torch has it; the public functions where its
 # layout is not the expected one.

@@ -315,7 +315,7 @@ TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
     agent->OnStepBegin(t);
     FeedSteps(agent.get(), &t, 80, 0.020);
     ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
-    FeedSteps(agent.get(), &t, 10, 0.030);  // off the level during the baseline
+    FeedSteps(agent.get(), &t, 10, 0.040);  // 2x the level during the baseline: far past 1.1 x 1.35
     ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().steps.count() == 90; }));
     agent->RequestCapture();  // on demand: ends the baseline, is taken
     ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2 && fake.stops.load() == 1; }));

@@ -68,8 +68,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   // host is done with the work between), which "idle 0 ns" misstated.
   f.title += idle_fired ? " and leave the GPU idle " + FormatNs(double(caused)) + " (" +
                               FormatPct(idle_pct) + ")"
-                        : " while the GPU works; the host's work after each no longer overlaps "
-                          "the GPU's";
+                        : std::string(caused > 0 ? " while the GPU mostly works (idle " +
+                                                       FormatNs(double(caused)) + ")"
+                                                 : " while the GPU works") +
+                              "; the host's work after each no longer overlaps the GPU's";
   f.Text("fired_on", idle_fired ? "gpu_idle" : "host_blocked");
   f.Number("sync_calls", double(calls), "count")
       .Number("host_blocked_ns", double(blocked), "ns")
