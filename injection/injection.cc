@@ -5,7 +5,8 @@
 //  * NVTX_INJECTION64_PATH=libsightline_inject.so: NVTX calls
 //    InitializeInjectionNvtx2() at its first use; we forward to CUPTI's, so
 //    NVTX ranges become CUPTI MARKER records and NVTX callbacks (capture
-//    range nvtx:NAME).
+//    range nvtx:NAME). In monitor mode our handlers of the message-bearing
+//    calls sit in front of CUPTI's (lib/collect/nvtx_observer.h).
 //  * LD_PRELOAD=libsightline_inject.so: the constructor below does no CUDA or
 //    CUPTI work (that crashed when libcupti was not loadable yet, pytorch
 //    #120276); it only points CUDA_INJECTION64_PATH at this library, so the
@@ -21,6 +22,7 @@
 
 #include "lib/collect/collector.h"
 #include "lib/collect/config.h"
+#include "lib/collect/nvtx_observer.h"
 
 namespace {
 
@@ -72,8 +74,17 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTable get) {
   void* cupti = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
   if (cupti == nullptr) cupti = dlopen("libcupti.so", RTLD_NOW | RTLD_NOLOAD);
-  if (cupti == nullptr) return 0;
-  auto init = reinterpret_cast<NvtxInit2Fn>(dlsym(cupti, "InitializeInjectionNvtx2"));
+  auto init = cupti != nullptr
+                  ? reinterpret_cast<NvtxInit2Fn>(dlsym(cupti, "InitializeInjectionNvtx2"))
+                  : nullptr;
+  if (sightline::collect::MonitorDefersCupti()) {
+    // Monitor mode: our handlers see the step ranges and markers without a
+    // CUPTI subscriber, CUPTI's behind them (lib/collect/nvtx_observer.h).
+    return sightline::collect::InstallNvtxObserver(
+        get, init, [](const char* message) {
+          sightline::collect::Collector::Get().OnNvtxMessage(message);
+        });
+  }
   if (init == nullptr) return 0;
   return init(get);
 }

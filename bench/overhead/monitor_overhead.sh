@@ -28,7 +28,9 @@
 #     `monitor`; run K's `monitor-nobase` was the default without the hook);
 #     monitor-nohook = --pytorch-memory off; monitor-nolisten = without the
 #     endpoint; monitor-noflush = without the writer's periodic CUPTI flush
-#     (every 500 ms otherwise); monitor-nonvml = without NVML
+#     (every 500 ms otherwise); monitor-nonvml = without NVML;
+#     monitor-nodefer = CUPTI subscribed from the start instead of at the
+#     first capture (SIGHTLINE_MONITOR_DEFER_CUPTI=0, the default before run M)
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -60,13 +62,14 @@ one() {  # MODE ROUND
     monitor-inject) SIGHTLINE_MODE=monitor SIGHTLINE_QUIET=1 SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" \
                CUDA_INJECTION64_PATH=$INJ NVTX_INJECTION64_PATH=$INJ \
                $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
-    monitor-base | monitor-nohook | monitor-noflush | monitor-nonvml)  # one setting changed each
+    monitor-base | monitor-nohook | monitor-noflush | monitor-nonvml | monitor-nodefer)  # one setting changed each
       local -a env_set=() opts=()
       case $1 in
         monitor-base) opts=(--baseline-capture on) ;;
         monitor-nohook) opts=(--pytorch-memory off) ;;
         monitor-noflush) env_set=(SIGHTLINE_FLUSH_MS=600000) ;;
         monitor-nonvml) env_set=(SIGHTLINE_NVML_LIB=/nonexistent) ;;
+        monitor-nodefer) env_set=(SIGHTLINE_MONITOR_DEFER_CUPTI=0) ;;
       esac
       env "${env_set[@]}" SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q \
         --metrics-listen 127.0.0.1:0 "${opts[@]}" -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;

@@ -111,6 +111,7 @@ monitor_env() {
   case $1 in
     monitor-noflush) echo "SIGHTLINE_QUIET=1 SIGHTLINE_FLUSH_MS=600000" ;;
     monitor-nonvml) echo "SIGHTLINE_QUIET=1 SIGHTLINE_NVML_LIB=/nonexistent" ;;
+    monitor-nodefer) echo "SIGHTLINE_QUIET=1 SIGHTLINE_MONITOR_DEFER_CUPTI=0" ;;
     *) echo SIGHTLINE_QUIET=1 ;;
   esac
 }
@@ -134,9 +135,10 @@ launch_one() {  # MODE ROUND: wall and launching-thread CPU µs per launch
       k=$(floor_kinds "$1")
       if [ "$k" = invalid ]; then fail=1
       else SIGHTLINE_FLOOR_KINDS=$k $PIN "$LO" --mode floor --reps=3 >"$o"; fi ;;
-    monitor | monitor-noflush | monitor-nonvml)  # `sightline monitor`: no capture opens in
-      # this loop (no steps, no anomaly); -noflush: without the writer's
-      # periodic CUPTI flush; -nonvml: without NVML
+    monitor | monitor-noflush | monitor-nonvml | monitor-nodefer)  # `sightline monitor`: no
+      # capture opens in this loop (no steps, no anomaly); -noflush: without
+      # the writer's periodic CUPTI flush; -nonvml: without NVML; -nodefer:
+      # CUPTI subscribed from the start (the default before run M)
       env $(monitor_env "$1") $PIN "$SL" monitor -q -o "$W/ov_m.sltrace" -- "$LO" --mode plain --reps=3 >"$o" 2>"$W/ov_m.err" ||
         { echo "FAIL: round $2 monitor run"; tail -3 "$W/ov_m.err"; fail=1; }
       rm -f "$W"/ov_m*.sltrace ;;
@@ -175,8 +177,8 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
       if [ "$k" = invalid ]; then fail=1
       else env SIGHTLINE_FLOOR_KINDS=$k \
         CUDA_INJECTION64_PATH=$FLOOR $PIN python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1; fi ;;
-    monitor)
-      $PIN "$SL" monitor -q -o "$W/ov_tm.sltrace" -- python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ||
+    monitor | monitor-nodefer)
+      env $(monitor_env "$1") $PIN "$SL" monitor -q -o "$W/ov_tm.sltrace" -- python3 "$TO" --mode plain "${args[@]}" >"$o" 2>&1 ||
         { echo "FAIL: round $2 monitor run"; tail -3 "$o"; fail=1; }
       rm -f "$W"/ov_tm*.sltrace ;;
     sightline*)

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,22 @@ __attribute__((visibility("hidden"))) int sightline_internal_capturing = 0;
 
 namespace sightline::collect {
 namespace {
+
+// NVTX_INJECTION64_PATH names the shared object this code is in (the
+// injection library): NVTX then initialises through its
+// InitializeInjectionNvtx2 (injection/injection.cc).
+bool NvtxLoadsThisLibrary() {
+  const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+  if (nvtx == nullptr || *nvtx == '\0') return false;
+  Dl_info info = {};
+  if (dladdr(reinterpret_cast<void*>(&NvtxLoadsThisLibrary), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return false;
+  }
+  char a[4096], b[4096];
+  if (realpath(nvtx, a) == nullptr || realpath(info.dli_fname, b) == nullptr) return false;
+  return std::strcmp(a, b) == 0;
+}
 
 CollectorImpl* g_collector = nullptr;
 
@@ -72,6 +89,23 @@ Collector& Collector::Get() {
     return c;
   }();
   return *instance;
+}
+
+bool MonitorDefersCupti() {
+  static const bool defer = [] {
+    monitor::MonitorConfig m = monitor::MonitorConfigFromEnvironment(nullptr, nullptr);
+    if (!m.enabled || (m.flight_recorder_s > 0 && m.max_captures > 0)) return false;
+    const char* metrics = std::getenv("SIGHTLINE_METRICS");
+    if (metrics != nullptr && *metrics != '\0') return false;  // its launch callbacks need CUPTI
+    const char* knob = std::getenv("SIGHTLINE_MONITOR_DEFER_CUPTI");
+    return knob == nullptr || (std::strcmp(knob, "0") != 0 && std::strcmp(knob, "off") != 0);
+  }();
+  return defer;
+}
+
+void CollectorImpl::OnNvtxMessage(const char* message) {
+  monitor::MonitorAgent* agent = monitor_live_.load(std::memory_order_acquire);
+  if (agent != nullptr) agent->OnRangeOpened(message, monitor::MonitorAgent::NowNs());
 }
 
 CollectorImpl::CollectorImpl() = default;
@@ -280,7 +314,14 @@ bool CollectorImpl::Initialize(InitSource source) {
       clock_offset_ns_ = static_cast<int64_t>(ts) - static_cast<int64_t>(MonotonicRawNs());
     }
   }
-  if (!SetUpCupti()) {
+  // Monitor mode: no CUPTI until the first capture, when sightline's NVTX
+  // handlers bring the monitor its steps (MonitorDefersCupti); they do when
+  // NVTX loads this library (NVTX_INJECTION64_PATH, set by `sightline
+  // monitor` and by the injection's start-up), not when it names another.
+  nvtx_observed_ = monitor_config_.enabled && MonitorDefersCupti() && NvtxLoadsThisLibrary();
+  defer_cupti_ = nvtx_observed_ && config_.metric_set.empty();
+  cupti_attached_ = !defer_cupti_;
+  if (!defer_cupti_ && !SetUpCupti()) {
     tracing_off_ = true;
     initialized_ = true;
     writer_.reset();
@@ -463,7 +504,7 @@ bool CollectorImpl::SetUpCupti() {
       if (IsSyncCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) enable_rt(cbid);
     }
   }
-  if (monitor_config_.enabled) {  // step ranges and markers (ForwardNvtxToMonitor)
+  if (monitor_config_.enabled && !nvtx_observed_) {  // step ranges and markers (ForwardNvtxToMonitor)
     for (CUpti_CallbackId cbid :
          {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
           CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangeStartA,
@@ -901,7 +942,23 @@ int CollectorImpl::ApiStop() {
 
 int CollectorImpl::ApiFlush() {
   if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return -1;
-  if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(0);
+  // With no window open (the monitor's capture just closed, then flushed for
+  // its analysis), the buffers CUPTI has not completed are flushed too: a
+  // plain flush returns only completed buffers, and the monitor analysed
+  // its baseline capture from 2 of its 10 steps (H200, run M). During a
+  // window, or while the flight recorder records into its ring, only
+  // completed ones (a forced flush while records are being written is not
+  // safe).
+  bool open_window = false;
+  {
+    MutexLock lock(control_mu_);
+    open_window = capture_->capturing() || activities_on_;
+  }
+  if (cupti_attached_) {
+    if (CuptiCall cupti(this); cupti.ok()) {
+      cuptiActivityFlushAll(open_window ? 0 : CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    }
+  }
   return WaitForWriterFlush(10) ? 0 : -1;
 }
 
@@ -922,8 +979,57 @@ void CollectorImpl::RangePop() {
   PushHostEvent(std::move(e));
 }
 
+bool CollectorImpl::AttachCupti() {
+  if (cupti_attached_.load()) return true;
+  if (attach_failed_.load()) return false;
+  MutexLock lock(attach_mu_);  // one attach (no CUPTI callback takes it)
+  if (cupti_attached_.load()) return true;
+  if (!SetUpCupti()) {
+    attach_failed_ = true;
+    Warn("monitor: CUPTI could not be attached for a capture; monitoring goes on without "
+         "captures");
+    return false;
+  }
+  // Contexts created before the subscription (no resource callback came for
+  // them): the primary contexts that are active, for the dropped-record
+  // counts and the end-of-run synchronisation.
+  using GetCountFn = int (*)(int*);
+  using GetDeviceFn = int (*)(int*, int);
+  using StateFn = int (*)(int, unsigned int*, int*);
+  using RetainFn = int (*)(CUcontext*, int);
+  using ReleaseFn = int (*)(int);
+  auto get_count = reinterpret_cast<GetCountFn>(dlsym(RTLD_DEFAULT, "cuDeviceGetCount"));
+  auto get_device = reinterpret_cast<GetDeviceFn>(dlsym(RTLD_DEFAULT, "cuDeviceGet"));
+  auto state = reinterpret_cast<StateFn>(dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxGetState"));
+  auto retain = reinterpret_cast<RetainFn>(dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxRetain"));
+  auto release = reinterpret_cast<ReleaseFn>(dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxRelease_v2"));
+  int count = 0;
+  if (get_count != nullptr && get_device != nullptr && state != nullptr && retain != nullptr &&
+      release != nullptr && get_count(&count) == 0) {
+    for (int i = 0; i < count; ++i) {
+      int dev = 0, active = 0;
+      unsigned int flags = 0;
+      if (get_device(&dev, i) != 0 || state(dev, &flags, &active) != 0 || !active) continue;
+      CUcontext ctx = nullptr;
+      if (retain(&ctx, dev) != 0) continue;
+      release(dev);  // active: the application holds it; we only read its handle
+      MutexLock contexts(contexts_mu_);
+      if (std::find(contexts_.begin(), contexts_.end(), ctx) == contexts_.end()) {
+        contexts_.push_back(ctx);
+      }
+    }
+  }
+  cuda_ready_ = true;
+  cupti_attached_ = true;
+  if (!config_.quiet) {
+    std::fprintf(stderr, "sightline: monitor: CUPTI attached for the first capture (none before it)\n");
+  }
+  return true;
+}
+
 uint32_t CollectorImpl::MonitorStart() {
   if (!initialized_ || tracing_off_) return 0;
+  if (defer_cupti_ && !AttachCupti()) return 0;
   uint32_t opened = 0;
   bool closed = false;
   {
@@ -950,6 +1056,7 @@ void CollectorImpl::StartMonitor() {
   control.stop_and_flush = [this] { return ApiStop() == 0 && ApiFlush() == 0; };
   control.trace_path = output_path_;
   monitor_ = monitor::MonitorAgent::Start(monitor_config_, std::move(control));
+  monitor_live_.store(monitor_.get(), std::memory_order_release);
 }
 
 void CollectorImpl::Step(uint64_t step) {
@@ -975,7 +1082,9 @@ void CollectorImpl::Shutdown(const char* reason) {
     closed = ApplyLocked(capture_->OnExit(now), now);
   }
   if (closed) AfterWindowClosed();
-  if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (cupti_attached_) {
+    if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
   finish_reason_ = reason;
   finish_requested_ = true;
   Wake();

@@ -65,6 +65,11 @@ class Collector {
 
   virtual std::string last_error() const = 0;
 
+  // Monitor mode with sightline's NVTX handlers in front of CUPTI's
+  // (nvtx_observer.h): the ASCII message of a push, start or mark, from the
+  // application's thread. Does nothing until the monitor runs.
+  virtual void OnNvtxMessage(const char* message) = 0;
+
  protected:
   virtual ~Collector() = default;
 };
@@ -72,6 +77,14 @@ class Collector {
 // Fast flag for the link-in API's range push/pop: non-zero while a capture
 // window is open. Read and written only with relaxed atomic builtins
 // (__atomic_load_n / __atomic_store_n): a plain int keeps the C symbol.
+// Monitor mode defers CUPTI to its first capture (SIGHTLINE_MODE=monitor
+// without the flight recorder or hardware metrics; SIGHTLINE_MONITOR_DEFER_CUPTI=0
+// turns it off): between captures no CUPTI subscriber exists, and the step
+// ranges and markers reach the monitor through sightline's NVTX handlers.
+// Decided from the environment alone, so the NVTX initialiser and the
+// collector agree whichever runs first.
+bool MonitorDefersCupti();
+
 extern "C" int sightline_internal_capturing;
 
 }  // namespace sightline::collect

@@ -367,7 +367,7 @@ void CollectorImpl::ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_Nvtx
 
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
   if (config_.trace_nccl) OnNcclNvtx(cbid, data);
-  if (monitor_ != nullptr) ForwardNvtxToMonitor(cbid, data);
+  if (monitor_ != nullptr && !nvtx_observed_) ForwardNvtxToMonitor(cbid, data);
   // NCCL tracing enables a few NVTX callbacks in every capture mode; the
   // capture-range logic below is for --capture-range nvtx:NAME only.
   if (config_.capture != CaptureMode::kNvtx) return;

@@ -91,6 +91,7 @@ class CollectorImpl final : public Collector {
   void Step(uint64_t step) override;
   void Shutdown(const char* reason) override;
   std::string last_error() const override;
+  void OnNvtxMessage(const char* message) override;
 
   // CUPTI entry points (static trampolines call these).
   void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
@@ -136,6 +137,11 @@ class CollectorImpl final : public Collector {
   void AfterHookedLaunch(uint32_t correlation_id);
   void ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void StartMonitor();  // collector.cc, after the writer thread started
+  // Deferred CUPTI (MonitorDefersCupti): subscribes at the first capture
+  // (SetUpCupti, then the contexts that already exist); false with a
+  // warning when CUPTI cannot be set up, and the monitor goes on without
+  // captures.
+  bool AttachCupti() SL_EXCLUDES(control_mu_, attach_mu_);
   void MaybeTearDown();
   // Writer thread, once no capture window can open any more (default, no
   // SIGHTLINE_DETACH): every API and NVTX callback of ours switched off, so
@@ -287,6 +293,20 @@ class CollectorImpl final : public Collector {
   // opens/closes capture windows through ApiStart/ApiStop/ApiFlush.
   monitor::MonitorConfig monitor_config_;
   std::unique_ptr<monitor::MonitorAgent> monitor_;  // writer thread: for the exit summary
+  // The running agent, for NVTX messages from any thread (OnNvtxMessage).
+  std::atomic<monitor::MonitorAgent*> monitor_live_{nullptr};
+  // Monitor mode: CUPTI subscribed only at the first capture. While
+  // cupti_attached_ is false no CUPTI call is made (the writer's periodic
+  // flush included).
+  bool defer_cupti_ = false;
+  // Held only by AttachCupti (the agent thread): one attach. Not
+  // control_mu_: SetUpCupti calls into CUPTI, which may call back.
+  Mutex attach_mu_;
+  std::atomic<bool> cupti_attached_{true};
+  std::atomic<bool> attach_failed_{false};
+  // NVTX reaches the monitor through sightline's handlers, not CUPTI
+  // callbacks (no double count once CUPTI is attached).
+  bool nvtx_observed_ = false;
   // NCCL's NVTX domain handle (nvtxDomainHandle_t), once seen being created.
   std::atomic<const void*> nccl_domain_{nullptr};
 };

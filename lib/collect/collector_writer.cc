@@ -341,7 +341,8 @@ void CollectorImpl::WriterMain() {
     bool signalled = signal_requested_.exchange(false);
     bool flush_now = flush_requested_.exchange(false);
     uint64_t now_ms = MonotonicMs();
-    if (!finishing && (signalled || flush_now || now_ms - last_flush_ms >= config_.flush_period_ms)) {
+    if (!finishing && cupti_attached_ &&
+        (signalled || flush_now || now_ms - last_flush_ms >= config_.flush_period_ms)) {
       // Never under a lock of ours (CUPTI calls back into OnBufferCompleted).
       if (CuptiCall cupti(this); cupti.ok()) {
         const uint64_t t0 = MonotonicMs();

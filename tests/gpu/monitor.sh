@@ -82,9 +82,18 @@ if [ -z "$sw" ] || [ -z "$cap" ] || [ $((cap - sw)) -gt 10 ]; then
   echo "FAIL: no capture started within 10 steps of the switch"; fail=1
 fi
 grep -q "anomaly (step_time)" "$WORK/mon.err" || { echo "FAIL: no step_time anomaly"; fail=1; }
+# CUPTI is attached at the first capture, once: the steps that led to it came
+# through sightline's NVTX handlers, with no CUPTI subscriber (run M).
+[ "$(grep -c 'CUPTI attached for the first capture' "$WORK/mon.err")" = 1 ] ||
+  { echo "FAIL: CUPTI was not attached exactly once, at the first capture"; fail=1; }
 # The baseline capture (the steady state before the switch) and what the
 # slowdown's capture changed against it: the per-step sync must be named.
 grep -E "baseline capture #[0-9]+ of pid|capture #${n:-0} vs baseline:" "$WORK/mon.err"
+# The baseline is analysed from the whole capture (10 steps, 9 whole ones in
+# its window), not from the part CUPTI had completed when it closed (run M:
+# "2 steps" before the flush after a capture was forced).
+bsteps=$(sed -n 's/.*baseline capture #[0-9]* of pid [0-9]*: \([0-9]*\) steps.*/\1/p' "$WORK/mon.err" | head -1)
+[ "${bsteps:-0}" -ge 8 ] || { echo "FAIL: the baseline capture was analysed from ${bsteps:-no} steps"; fail=1; }
 grep -Eq "capture #${n:-0} vs baseline: new: CUDA call cuda(Device|Stream)Synchronize" "$WORK/mon.err" ||
   { echo "FAIL: the comparison with the baseline does not name the new synchronize call"; fail=1; }
 first=$(sed -n "s/.*capture #${n:-0} finding 1: \[\([a-z_]*\)\].*/\1/p" "$WORK/mon.err" | head -1)
