@@ -424,6 +424,7 @@ struct RecordingGroup {
   uint64_t start_ns = 0, end_ns = 0;
   size_t groups = 0;         // most groups of one trace
   size_t skipped_short = 0;  // later groups passed over: fewer than 2 complete steps
+  std::vector<uint16_t> traces;          // traces analysed together
   std::vector<uint16_t> omitted_traces;  // traces whose chosen group is elsewhere in time
 };
 
@@ -437,10 +438,14 @@ uint64_t MedianOf(std::vector<uint64_t> v) {
 // by unrecorded time in which steps ran. A gap between two windows splits
 // them when it is longer than the shorter of the two windows and longer
 // than two steps (the median start-to-start time of consecutive steps in one
-// window) -- or, when no window holds two steps, longer than four times the
-// trace's median gap: windows opened step after step (an NVTX capture range
-// that repeats, a profiler started and stopped every iteration) are one
-// recording however their gaps compare with the windows. Each trace's
+// window) -- or, when no window holds two steps and the trace has at least
+// three gaps, longer than four times its median gap: windows opened step
+// after step (an NVTX capture range that repeats, a profiler started and
+// stopped every iteration) are one recording however their gaps compare
+// with the windows. With fewer gaps and no step period, a gap longer than
+// the shorter window splits. (Windows of one step each, opened at regular
+// intervals far apart, stay one recording: nothing in the trace tells them
+// from windows opened every step.) Each trace's
 // chosen group is its last with at least two complete steps (a capture the
 // process's exit cut short is passed over), else its last; the traces
 // whose chosen groups overlap the latest of them are analysed together, the
@@ -500,7 +505,7 @@ std::optional<RecordingGroup> LastRecordingGroup(const TimelineModel& model,
       bool split = false;
       if (!spans.empty() && w->start_ns > spans.back().end_ns) {
         const uint64_t gap = w->start_ns - spans.back().end_ns;
-        const uint64_t far = period > 0 ? 2 * period : 4 * median_gap;
+        const uint64_t far = period > 0 ? 2 * period : gaps.size() >= 3 ? 4 * median_gap : 0;
         split = gap > std::min(len, last_len) && gap > far;
       }
       if (spans.empty() || split) {
@@ -528,7 +533,6 @@ std::optional<RecordingGroup> LastRecordingGroup(const TimelineModel& model,
     chosen[trace] = {spans[pick], spans.size(), skipped};
     most_groups = std::max(most_groups, spans.size());
   }
-  if (most_groups < 2) return std::nullopt;
   const Chosen* latest = nullptr;
   for (const auto& [trace, ch] : chosen) {
     if (latest == nullptr || ch.span.start_ns > latest->span.start_ns) latest = &ch;
@@ -542,10 +546,14 @@ std::optional<RecordingGroup> LastRecordingGroup(const TimelineModel& model,
       g.start_ns = std::min(g.start_ns, ch.span.start_ns);
       g.end_ns = std::max(g.end_ns, ch.span.end_ns);
       g.skipped_short = std::max(g.skipped_short, ch.skipped);
+      g.traces.push_back(trace);
     } else {
       g.omitted_traces.push_back(trace);
     }
   }
+  // One recording per trace, all at the same time: nothing to choose.
+  if (most_groups < 2 && g.omitted_traces.empty()) return std::nullopt;
+  if (g.groups < 2) g.groups = 2;  // ranks recorded once each, at different times
   return g;
 }
 
@@ -620,20 +628,34 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
   // report: "cpu_bound 34.5 %, step 49.09 ms -> ~1.16 ms expected"). The
   // default scope is then the steps of the last recording.
   if (std::optional<RecordingGroup> g = LastRecordingGroup(model, steps)) {
+    // The joined traces' whole steps inside the recording. A step range
+    // (indices into steps sorted across traces) only when no other step
+    // lies between them; else the kept steps' time span.
     int64_t first = -1, last = -1;
+    size_t kept = 0;
+    uint64_t kept_start = 0, kept_end = 0;
+    std::vector<uint8_t> keep(steps.steps.size(), 0);
     for (size_t i = 0; i < steps.steps.size(); ++i) {
       const DetectedStep& st = steps.steps[i];
       if (st.start_ns < g->start_ns || st.end_ns > g->end_ns) continue;
+      if (std::find(g->traces.begin(), g->traces.end(), st.trace) == g->traces.end()) continue;
+      keep[i] = 1;
       if (first < 0) first = static_cast<int64_t>(i);
       last = static_cast<int64_t>(i);
+      kept_start = kept == 0 ? st.start_ns : std::min(kept_start, st.start_ns);
+      kept_end = std::max(kept_end, st.end_ns);
+      ++kept;
     }
-    if (first >= 0) {
+    if (first >= 0 && kept == static_cast<size_t>(last - first + 1)) {
       c.kind = "steps";
       c.first_step = first;
       c.last_step = last;
-      c.start_ns = steps.steps[first].start_ns;
-      c.end_ns = 0;
-      for (int64_t i = first; i <= last; ++i) c.end_ns = std::max(c.end_ns, steps.steps[i].end_ns);
+      c.start_ns = kept_start;
+      c.end_ns = kept_end;
+    } else if (first >= 0) {
+      c.kind = "time";
+      c.start_ns = kept_start;
+      c.end_ns = kept_end;
     } else {
       c.kind = "time";
       c.start_ns = g->start_ns;
@@ -646,7 +668,7 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
                             : "the last";
     std::string omitted;
     if (!g->omitted_traces.empty()) {
-      omitted = "; not in it: the last recording of ";
+      omitted = "; not in it: the recording of ";
       for (size_t i = 0; i < g->omitted_traces.size(); ++i) {
         const uint16_t t = g->omitted_traces[i];
         absl::StrAppend(&omitted, i ? ", " : "",

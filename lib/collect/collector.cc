@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "lib/collect/collector_impl.h"
+#include "lib/collect/nvtx_observer.h"
 #include "lib/collect/signal_flush.h"
 #include "lib/trace/sink.h"
 
@@ -38,7 +39,14 @@ bool NvtxLoadsThisLibrary() {
     return false;
   }
   char a[4096], b[4096];
-  if (realpath(nvtx, a) == nullptr || realpath(info.dli_fname, b) == nullptr) return false;
+  if (realpath(info.dli_fname, b) == nullptr) return false;
+  if (std::strchr(nvtx, '/') == nullptr) {
+    // A bare name (dlopen searches the library path for it): ours when it
+    // is this file's name.
+    const char* base = std::strrchr(b, '/');
+    return std::strcmp(base != nullptr ? base + 1 : b, nvtx) == 0;
+  }
+  if (realpath(nvtx, a) == nullptr) return false;
   return std::strcmp(a, b) == 0;
 }
 
@@ -105,6 +113,9 @@ bool MonitorDefersCupti() {
 
 void CollectorImpl::OnNvtxMessage(const char* message) {
   monitor::MonitorAgent* agent = monitor_live_.load(std::memory_order_acquire);
+  // A forked child (a DataLoader worker) has a copy of the agent without its
+  // thread, and perhaps a lock held at the fork: not ours to feed.
+  if (agent != nullptr && getpid() != owner_pid_) return;
   if (agent != nullptr) agent->OnRangeOpened(message, monitor::MonitorAgent::NowNs());
 }
 
@@ -319,7 +330,11 @@ bool CollectorImpl::Initialize(InitSource source) {
   // NVTX loads this library (NVTX_INJECTION64_PATH, set by `sightline
   // monitor` and by the injection's start-up), not when it names another.
   nvtx_observed_ = monitor_config_.enabled && MonitorDefersCupti() && NvtxLoadsThisLibrary();
-  defer_cupti_ = nvtx_observed_ && config_.metric_set.empty();
+  // Not with callbacks asked for on every launch (Python stacks, driver
+  // launch records): their state is built while their callbacks are being
+  // enabled, which an attach on the agent thread would race with.
+  defer_cupti_ = nvtx_observed_ && config_.metric_set.empty() && !config_.trace_python &&
+                 !config_.driver_launch_records && !config_.trace_backtrace;
   cupti_attached_ = !defer_cupti_;
   if (!defer_cupti_ && !SetUpCupti()) {
     tracing_off_ = true;
@@ -364,7 +379,7 @@ bool CollectorImpl::Initialize(InitSource source) {
 bool CollectorImpl::SetUpCupti() {
   CUptiResult r = cuptiSubscribe(&subscriber_, &CallbackTrampoline, nullptr);
   if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-    warned_other_client_ = true;
+    if (warned_other_client_.exchange(true)) return false;  // said once (monitor: each capture retries)
     Warn("another CUPTI client (torch.profiler/Kineto, Nsight Systems/Compute, a sanitizer) "
          "already holds CUPTI in this process; sightline tracing is off and the application "
          "runs unaffected");
@@ -504,7 +519,9 @@ bool CollectorImpl::SetUpCupti() {
       if (IsSyncCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) enable_rt(cbid);
     }
   }
-  if (monitor_config_.enabled && !nvtx_observed_) {  // step ranges and markers (ForwardNvtxToMonitor)
+  // Step ranges and markers (ForwardNvtxToMonitor), unless sightline's NVTX
+  // handlers bring them (OnNvtx asks NvtxObservedInstances()).
+  if (monitor_config_.enabled) {
     for (CUpti_CallbackId cbid :
          {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
           CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangeStartA,
@@ -930,6 +947,8 @@ void CollectorImpl::RequestSignalFlush(bool finish) {
 int CollectorImpl::ApiStart() {
   if (!initialized_ && !Initialize(InitSource::kLinkIn)) return -1;
   if (tracing_off_) return -1;
+  // The program's own window in monitor mode with CUPTI deferred.
+  if (defer_cupti_ && !AttachCupti()) return -1;
   Control(&CaptureStateMachine::OnApiStart);
   return 0;
 }
@@ -942,21 +961,23 @@ int CollectorImpl::ApiStop() {
 
 int CollectorImpl::ApiFlush() {
   if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return -1;
-  // With no window open (the monitor's capture just closed, then flushed for
-  // its analysis), the buffers CUPTI has not completed are flushed too: a
-  // plain flush returns only completed buffers, and the monitor analysed
-  // its baseline capture from 2 of its 10 steps (H200, run M). During a
-  // window, or while the flight recorder records into its ring, only
-  // completed ones (a forced flush while records are being written is not
-  // safe).
-  bool open_window = false;
-  {
+  // Monitor mode, no window open (its capture just closed and is flushed for
+  // the analysis that follows): the buffers CUPTI has not completed are
+  // flushed too, once the GPU has finished the window's work (bounded
+  // wait), so no record comes back incomplete. A plain flush returns only
+  // completed buffers: the monitor analysed its baseline capture from 2 of
+  // its 10 steps (H200, run M). During a window, while the flight recorder
+  // records into its ring, or for the program's own sightline_flush(), only
+  // completed ones.
+  bool force = false;
+  if (monitor_config_.enabled) {
     MutexLock lock(control_mu_);
-    open_window = capture_->capturing() || activities_on_;
+    force = !capture_->capturing() && !activities_on_;
   }
+  if (force) force = SynchronizeContexts();
   if (cupti_attached_) {
     if (CuptiCall cupti(this); cupti.ok()) {
-      cuptiActivityFlushAll(open_window ? 0 : CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+      cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     }
   }
   return WaitForWriterFlush(10) ? 0 : -1;
@@ -969,6 +990,10 @@ void CollectorImpl::RangePush(const char* name) {
 
 void CollectorImpl::RangePop() {
   if (t_ranges == nullptr || t_ranges->empty()) return;
+  if (!cupti_attached_) {  // as in Step()
+    t_ranges->pop_back();
+    return;
+  }
   HostEvent e;
   e.kind = HostEvent::kRange;
   e.start_ns = t_ranges->back().first;
@@ -981,14 +1006,20 @@ void CollectorImpl::RangePop() {
 
 bool CollectorImpl::AttachCupti() {
   if (cupti_attached_.load()) return true;
-  if (attach_failed_.load()) return false;
   MutexLock lock(attach_mu_);  // one attach (no CUPTI callback takes it)
   if (cupti_attached_.load()) return true;
   if (!SetUpCupti()) {
-    attach_failed_ = true;
-    Warn("monitor: CUPTI could not be attached for a capture; monitoring goes on without "
-         "captures");
+    // Tried again at the next capture (another CUPTI client, e.g. a
+    // torch.profiler session, may have let go by then); said once.
+    if (!attach_failed_.exchange(true)) {
+      Warn("monitor: CUPTI could not be attached for a capture; monitoring goes on, and the "
+           "next capture tries again");
+    }
     return false;
+  }
+  if (NvtxObservedInstances() == 0) {
+    Warn("monitor: no NVTX library initialised through sightline (NVTX_INJECTION64_PATH set "
+         "after NVTX's first use?): step ranges were seen only through CUPTI, from now on");
   }
   // Contexts created before the subscription (no resource callback came for
   // them): the primary contexts that are active, for the dropped-record
@@ -1061,6 +1092,10 @@ void CollectorImpl::StartMonitor() {
 
 void CollectorImpl::Step(uint64_t step) {
   if (monitor_ != nullptr) monitor_->OnStepBegin(monitor::MonitorAgent::NowNs());
+  // CUPTI deferred and not attached yet: the writer writes nothing before
+  // the first capture (it waits for CUDA), so the step stays out of the
+  // trace instead of piling up in the host-event queue.
+  if (!cupti_attached_) return;
   HostEvent e;
   e.kind = HostEvent::kStep;
   e.start_ns = Now();

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "lib/collect/collector_impl.h"
+#include "lib/collect/nvtx_observer.h"
 
 namespace sightline::collect {
 namespace {
@@ -367,7 +368,9 @@ void CollectorImpl::ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_Nvtx
 
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
   if (config_.trace_nccl) OnNcclNvtx(cbid, data);
-  if (monitor_ != nullptr && !nvtx_observed_) ForwardNvtxToMonitor(cbid, data);
+  // Once sightline's NVTX handlers are in place (nvtx_observer.h) they feed
+  // the monitor: not twice.
+  if (monitor_ != nullptr && NvtxObservedInstances() == 0) ForwardNvtxToMonitor(cbid, data);
   // NCCL tracing enables a few NVTX callbacks in every capture mode; the
   // capture-range logic below is for --capture-range nvtx:NAME only.
   if (config_.capture != CaptureMode::kNvtx) return;

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 namespace sightline::collect {
 namespace {
@@ -120,8 +121,8 @@ const NvtxExportTableCallbacks* g_real_callbacks = nullptr;
 struct Proxy {
   NvtxFunctionPointer shadow_core[NVTX_CBID_CORE_SIZE] = {};
   NvtxFunctionPointer shadow_core2[NVTX_CBID_CORE2_SIZE] = {};
-  NvtxFunctionPointer* table_core[NVTX_CBID_CORE_SIZE + 1] = {};
-  NvtxFunctionPointer* table_core2[NVTX_CBID_CORE2_SIZE + 1] = {};
+  // As long as the instance's own tables (a newer NVTX may have more slots).
+  std::vector<NvtxFunctionPointer*> table_core, table_core2;
 };
 Proxy* g_proxy = nullptr;
 
@@ -133,31 +134,28 @@ int NVTX_API ProxyGetModuleFunctionTable(NvtxCallbackModule module, NvtxFunction
       g_real_callbacks->GetModuleFunctionTable(module, &real, &size) == 0 || real == nullptr) {
     return 0;
   }
-  NvtxFunctionPointer** table = nullptr;
+  std::vector<NvtxFunctionPointer*>* table = nullptr;
   NvtxFunctionPointer* shadow = nullptr;
-  unsigned int ours = 0;
   if (module == NVTX_CB_MODULE_CORE) {
-    table = g_proxy->table_core;
+    table = &g_proxy->table_core;
     shadow = g_proxy->shadow_core;
-    ours = NVTX_CBID_CORE_SIZE;
   } else if (module == NVTX_CB_MODULE_CORE2) {
-    table = g_proxy->table_core2;
+    table = &g_proxy->table_core2;
     shadow = g_proxy->shadow_core2;
-    ours = NVTX_CBID_CORE2_SIZE;
   } else {
     if (out_table != nullptr) *out_table = real;
     if (out_size != nullptr) *out_size = size;
     return 1;
   }
-  // An instance of a newer NVTX may have more slots than this header
-  // knows: those stay the instance's own (CUPTI's).
-  const unsigned int n = size < ours ? size : ours;
-  for (unsigned int i = 0; i < n; ++i) {
-    table[i] = IsObserved(module, i) ? &shadow[i] : real[i];
+  // Every slot of the instance (a newer NVTX may have more than this header
+  // knows: those are the instance's own, for CUPTI to fill); the observed
+  // ones point at the shadow table.
+  table->assign(size + 1, nullptr);
+  for (unsigned int i = 0; i < size; ++i) {
+    (*table)[i] = IsObserved(module, i) ? &shadow[i] : real[i];
   }
-  table[n] = nullptr;
-  if (out_table != nullptr) *out_table = table;
-  if (out_size != nullptr) *out_size = n;
+  if (out_table != nullptr) *out_table = table->data();
+  if (out_size != nullptr) *out_size = size;
   return 1;
 }
 
@@ -211,8 +209,8 @@ int InstallNvtxObserver(NvtxGetExportTableFn get, NvtxInitFn cupti_init,
       ++installed;
     }
   }
-  g_real_get = nullptr;
-  g_real_callbacks = nullptr;
+  // g_real_get / g_real_callbacks stay: a tool that kept the export table
+  // and asks it again later reaches a real instance, not null.
   if (installed == 0) return cupti_ok;
   g_instances.fetch_add(1, std::memory_order_relaxed);
   return 1;

@@ -370,8 +370,77 @@ TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
     EXPECT_EQ(c.first_step, 16);
     EXPECT_EQ(c.last_step, 19);
     ASSERT_EQ(notes.size(), 1u);
-    EXPECT_NE(notes[0].find("not in it: the last recording of rank1"), std::string::npos) << notes[0];
+    EXPECT_NE(notes[0].find("not in it: the recording of rank1"), std::string::npos) << notes[0];
   }
+  {  // one capture each, at different times: still two recordings
+    TraceBuilder r0 = rank(0, ms(600), 1), r1 = rank(1, us(20), 1);
+    absl::StatusOr<TimelineModel> m =
+        testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
+    ASSERT_TRUE(m.ok()) << m.status();
+    StepDetection steps = DetectSteps(*m, "", nullptr);
+    ASSERT_EQ(steps.steps.size(), 8u);
+    std::vector<std::string> notes;
+    ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+    EXPECT_EQ(c.kind, "steps");
+    EXPECT_EQ(c.first_step, 4) << "rank 0's capture, the later one";
+    EXPECT_EQ(c.last_step, 7);
+    ASSERT_EQ(notes.size(), 1u);
+    EXPECT_NE(notes[0].find("not in it: the recording of rank1"), std::string::npos) << notes[0];
+  }
+}
+
+// Two captures far apart and nothing that gives a step period (one step per
+// window): with too few gaps for a median, a gap longer than the windows
+// splits them.
+TEST(WindowSpecTest, TwoWindowsFarApartWithoutAStepPeriodAreTwoRecordings) {
+  TraceBuilder b;
+  for (uint64_t t : {ms(1), ms(800)}) {
+    b.Kernel("step_kernel", t + us(100), t + us(900));
+    b.Nvtx("train_step", t, t + ms(1));
+    b.Capture(t, t + ms(1), CaptureTrigger::kApi, t == ms(1) ? 1u : 2u);
+  }
+  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
+  ASSERT_TRUE(m.ok()) << m.status();
+  StepDetection steps = DetectSteps(*m, "", nullptr);
+  ASSERT_EQ(steps.steps.size(), 2u);
+  std::vector<std::string> notes;
+  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  EXPECT_EQ(c.kind, "steps");
+  EXPECT_EQ(c.first_step, 1);
+  EXPECT_EQ(c.last_step, 1);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("2 groups of capture windows"), std::string::npos) << notes[0];
+}
+
+// A rank's step that falls inside the analysed recording but belongs to a
+// rank analysed elsewhere in time is not in the scope: the scope becomes
+// the kept steps' time span when other steps lie between them.
+TEST(WindowSpecTest, AnOmittedRanksStepsInsideTheSpanStayOut) {
+  auto steps_at = [](TraceBuilder* b, uint64_t t, int n, uint32_t index) {
+    const uint64_t w0 = t;
+    for (int i = 0; i < n; ++i) {
+      b->Kernel("step_kernel", t + us(100), t + us(900));
+      b->Nvtx("train_step", t, t + ms(1));
+      t += ms(1);
+    }
+    b->Capture(w0, t, CaptureTrigger::kApi, index);
+  };
+  TraceBuilder r0(0, "rank0"), r1(1, "rank1");
+  steps_at(&r0, ms(1), 4, 1);
+  steps_at(&r0, ms(501), 4, 2);
+  steps_at(&r1, ms(201), 4, 1);
+  steps_at(&r1, ms(502) + us(500), 1, 2);  // cut short, inside rank 0's last capture
+  absl::StatusOr<TimelineModel> m = testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
+  ASSERT_TRUE(m.ok()) << m.status();
+  StepDetection steps = DetectSteps(*m, "", nullptr);
+  ASSERT_EQ(steps.steps.size(), 13u);
+  std::vector<std::string> notes;
+  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes[0].find("not in it: the recording of rank1"), std::string::npos) << notes[0];
+  EXPECT_EQ(c.kind, "time") << "rank 1's step lies between rank 0's";
+  EXPECT_EQ(c.start_ns, ms(501));
+  EXPECT_EQ(c.end_ns, ms(505));
 }
 
 TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {

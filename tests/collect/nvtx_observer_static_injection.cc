@@ -3,5 +3,7 @@
 #define NVTX_NO_IMPL
 #include <nvtx3/nvToolsExt.h>
 
-extern "C" int SightlineTestNvtxInject(NvtxGetExportTableFunc_t get);
-extern "C" NvtxInitializeInjectionNvtxFunc_t InitializeInjectionNvtx2_fnptr = &SightlineTestNvtxInject;
+extern "C" {
+int SightlineTestNvtxInject(NvtxGetExportTableFunc_t get);
+NvtxInitializeInjectionNvtxFunc_t InitializeInjectionNvtx2_fnptr = &SightlineTestNvtxInject;
+}
