@@ -7,6 +7,8 @@
 #   2. the same app with sightline LD_PRELOADed (initialises on first CUDA use)
 #   3. ncu holding CUPTI, sightline LD_PRELOADed into the profiled app
 #   4. torch.profiler started before any CUDA work, under `sightline profile`
+#   5. the app of 1 under `sightline monitor` (CUPTI deferred to the first
+#      capture; none comes): the app keeps CUPTI, and there is no warning
 source "$(dirname "$0")/lib.sh"
 OS=$B/tests/gpu/sightline_other_subscriber
 one_warning() {  # FILE: exactly one sightline warning, naming the other client
@@ -98,4 +100,15 @@ PY
     expect_ok "$CHECK" "$WORK/tp_first.sltrace"
   fi
 fi
+
+note "5. monitor mode (CUPTI deferred to its first capture): the app subscribes and keeps CUPTI"
+# No capture happens in this short run: sightline never subscribes, so the
+# app's own subscriber is the only one, and there is nothing to warn about.
+"$SL" monitor -o "$WORK/os_mon.sltrace" -- "$OS" >"$WORK/os_mon.out" 2>"$WORK/os_mon.err"
+rc=$?
+cat "$WORK/os_mon.out"; grep sightline "$WORK/os_mon.err" | head -4
+[ $rc -eq 0 ] || { echo "FAIL: exit $rc"; fail=1; }
+grep -q 'subscribed=1 callbacks=[1-9][0-9]* result=ok' "$WORK/os_mon.out" ||
+  { echo "FAIL: the app's own subscriber or result was harmed under the monitor"; fail=1; }
+! grep -q 'sightline: warning' "$WORK/os_mon.err" || { echo "FAIL: a warning without a capture"; fail=1; }
 exit $fail
