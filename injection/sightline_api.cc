@@ -36,7 +36,8 @@ void sightline_range_pop(void) {
 }
 
 void sightline_step(uint64_t step) {
-  if (__atomic_load_n(&sightline_internal_capturing, __ATOMIC_RELAXED) == 0) return;
+  // Always: the monitor times steps between captures too (Step() records
+  // the step in the trace only while capturing).
   Collector::Get().Step(step);
 }
 

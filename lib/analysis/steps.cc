@@ -443,7 +443,7 @@ uint64_t MedianOf(std::vector<uint64_t> v) {
 // after step (an NVTX capture range that repeats, a profiler started and
 // stopped every iteration) are one recording however their gaps compare
 // with the windows. With fewer gaps and no step period, a gap longer than
-// the shorter window splits. (Windows of one step each, opened at regular
+// four times the longer window splits. (Windows of one step each, opened at regular
 // intervals far apart, stay one recording: nothing in the trace tells them
 // from windows opened every step.) Each trace's
 // chosen group is its last with at least two complete steps (a capture the
@@ -505,7 +505,9 @@ std::optional<RecordingGroup> LastRecordingGroup(const TimelineModel& model,
       bool split = false;
       if (!spans.empty() && w->start_ns > spans.back().end_ns) {
         const uint64_t gap = w->start_ns - spans.back().end_ns;
-        const uint64_t far = period > 0 ? 2 * period : gaps.size() >= 3 ? 4 * median_gap : 0;
+        const uint64_t far = period > 0        ? 2 * period
+                             : gaps.size() >= 3 ? 4 * median_gap
+                                                : 4 * std::max(len, last_len);
         split = gap > std::min(len, last_len) && gap > far;
       }
       if (spans.empty() || split) {
@@ -628,18 +630,21 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
   // report: "cpu_bound 34.5 %, step 49.09 ms -> ~1.16 ms expected"). The
   // default scope is then the steps of the last recording.
   if (std::optional<RecordingGroup> g = LastRecordingGroup(model, steps)) {
-    // The joined traces' whole steps inside the recording. A step range
-    // (indices into steps sorted across traces) only when no other step
-    // lies between them; else the kept steps' time span.
+    // Every trace's whole steps inside the recording (a trace recorded at
+    // that time is analysed with it, whichever recording it chose; one
+    // without capture windows too). A step range (indices into steps
+    // sorted across traces) only when no other step lies between them;
+    // else the kept steps' time span.
     int64_t first = -1, last = -1;
     size_t kept = 0;
     uint64_t kept_start = 0, kept_end = 0;
-    std::vector<uint8_t> keep(steps.steps.size(), 0);
     for (size_t i = 0; i < steps.steps.size(); ++i) {
       const DetectedStep& st = steps.steps[i];
       if (st.start_ns < g->start_ns || st.end_ns > g->end_ns) continue;
-      if (std::find(g->traces.begin(), g->traces.end(), st.trace) == g->traces.end()) continue;
-      keep[i] = 1;
+      // A trace with a step here is analysed here, not named as left out.
+      g->omitted_traces.erase(
+          std::remove(g->omitted_traces.begin(), g->omitted_traces.end(), st.trace),
+          g->omitted_traces.end());
       if (first < 0) first = static_cast<int64_t>(i);
       last = static_cast<int64_t>(i);
       kept_start = kept == 0 ? st.start_ns : std::min(kept_start, st.start_ns);

@@ -520,8 +520,9 @@ bool CollectorImpl::SetUpCupti() {
     }
   }
   // Step ranges and markers (ForwardNvtxToMonitor), unless sightline's NVTX
-  // handlers bring them (OnNvtx asks NvtxObservedInstances()).
-  if (monitor_config_.enabled) {
+  // handlers bring them (and OnNvtx forwards only while no NVTX instance
+  // went through those handlers: never twice).
+  if (monitor_config_.enabled && !nvtx_observed_) {
     for (CUpti_CallbackId cbid :
          {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
           CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangeStartA,
@@ -947,8 +948,9 @@ void CollectorImpl::RequestSignalFlush(bool finish) {
 int CollectorImpl::ApiStart() {
   if (!initialized_ && !Initialize(InitSource::kLinkIn)) return -1;
   if (tracing_off_) return -1;
-  // The program's own window in monitor mode with CUPTI deferred.
-  if (defer_cupti_ && !AttachCupti()) return -1;
+  // The program's own window in monitor mode with CUPTI deferred (not from
+  // a forked child: CUPTI and our locks are the parent's).
+  if (defer_cupti_ && (getpid() != owner_pid_ || !AttachCupti())) return -1;
   Control(&CaptureStateMachine::OnApiStart);
   return 0;
 }
@@ -961,20 +963,26 @@ int CollectorImpl::ApiStop() {
 
 int CollectorImpl::ApiFlush() {
   if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return -1;
-  // Monitor mode, no window open (its capture just closed and is flushed for
-  // the analysis that follows): the buffers CUPTI has not completed are
-  // flushed too, once the GPU has finished the window's work (bounded
-  // wait), so no record comes back incomplete. A plain flush returns only
-  // completed buffers: the monitor analysed its baseline capture from 2 of
-  // its 10 steps (H200, run M). During a window, while the flight recorder
-  // records into its ring, or for the program's own sightline_flush(), only
-  // completed ones.
-  bool force = false;
-  if (monitor_config_.enabled) {
-    MutexLock lock(control_mu_);
-    force = !capture_->capturing() && !activities_on_;
+  if (cupti_attached_) {
+    if (CuptiCall cupti(this); cupti.ok()) cuptiActivityFlushAll(0);
   }
-  if (force) force = SynchronizeContexts();
+  return WaitForWriterFlush(10) ? 0 : -1;
+}
+
+int CollectorImpl::FlushAfterCapture() {
+  if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return -1;
+  // The monitor's capture just closed and is analysed next: the buffers
+  // CUPTI has not completed are flushed too, once the GPU has finished the
+  // window's work (bounded wait), so no record comes back incomplete. A
+  // plain flush returns only completed buffers: the monitor analysed its
+  // baseline capture from 2 of its 10 steps (H200, run M). Not while a
+  // window is open or the flight recorder records into its ring (checked
+  // again after the wait: the program may have opened one).
+  auto quiet = [this] {
+    MutexLock lock(control_mu_);
+    return !capture_->capturing() && !activities_on_;
+  };
+  bool force = quiet() && SynchronizeContexts() && quiet();
   if (cupti_attached_) {
     if (CuptiCall cupti(this); cupti.ok()) {
       cuptiActivityFlushAll(force ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
@@ -1084,7 +1092,7 @@ uint32_t CollectorImpl::MonitorStart() {
 void CollectorImpl::StartMonitor() {
   monitor::CaptureControl control;
   control.start = [this] { return MonitorStart(); };
-  control.stop_and_flush = [this] { return ApiStop() == 0 && ApiFlush() == 0; };
+  control.stop_and_flush = [this] { return ApiStop() == 0 && FlushAfterCapture() == 0; };
   control.trace_path = output_path_;
   monitor_ = monitor::MonitorAgent::Start(monitor_config_, std::move(control));
   monitor_live_.store(monitor_.get(), std::memory_order_release);
@@ -1092,10 +1100,12 @@ void CollectorImpl::StartMonitor() {
 
 void CollectorImpl::Step(uint64_t step) {
   if (monitor_ != nullptr) monitor_->OnStepBegin(monitor::MonitorAgent::NowNs());
-  // CUPTI deferred and not attached yet: the writer writes nothing before
-  // the first capture (it waits for CUDA), so the step stays out of the
-  // trace instead of piling up in the host-event queue.
-  if (!cupti_attached_) return;
+  // Recorded only while capturing (sightline_step() comes here between
+  // captures too, for the monitor); with CUPTI deferred and not attached
+  // the writer writes nothing yet, so nothing piles up in the queue.
+  if (__atomic_load_n(&sightline_internal_capturing, __ATOMIC_RELAXED) == 0 || !cupti_attached_) {
+    return;
+  }
   HostEvent e;
   e.kind = HostEvent::kStep;
   e.start_ns = Now();

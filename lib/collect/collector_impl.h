@@ -137,10 +137,13 @@ class CollectorImpl final : public Collector {
   void AfterHookedLaunch(uint32_t correlation_id);
   void ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void StartMonitor();  // collector.cc, after the writer thread started
+  // The monitor's flush after closing a capture (its analysis follows):
+  // forced, after a bounded wait for the GPU, when no window is open.
+  int FlushAfterCapture() SL_EXCLUDES(control_mu_);
   // Deferred CUPTI (MonitorDefersCupti): subscribes at the first capture
-  // (SetUpCupti, then the contexts that already exist); false with a
-  // warning when CUPTI cannot be set up, and the monitor goes on without
-  // captures.
+  // (the agent thread) or the program's first sightline_start() (SetUpCupti,
+  // then the contexts that already exist); false, warned once, when CUPTI
+  // cannot be set up: the next capture tries again.
   bool AttachCupti() SL_EXCLUDES(control_mu_, attach_mu_);
   void MaybeTearDown();
   // Writer thread, once no capture window can open any more (default, no
@@ -304,8 +307,9 @@ class CollectorImpl final : public Collector {
   Mutex attach_mu_;
   std::atomic<bool> cupti_attached_{true};
   std::atomic<bool> attach_failed_{false};
-  // NVTX reaches the monitor through sightline's handlers, not CUPTI
-  // callbacks (no double count once CUPTI is attached).
+  // NVTX is expected to reach the monitor through sightline's handlers
+  // (NVTX_INJECTION64_PATH names this library): the monitor's CUPTI NVTX
+  // callbacks are not enabled; OnNvtx also checks NvtxObservedInstances().
   bool nvtx_observed_ = false;
   // NCCL's NVTX domain handle (nvtxDomainHandle_t), once seen being created.
   std::atomic<const void*> nccl_domain_{nullptr};

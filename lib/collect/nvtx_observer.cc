@@ -209,8 +209,11 @@ int InstallNvtxObserver(NvtxGetExportTableFn get, NvtxInitFn cupti_init,
       ++installed;
     }
   }
-  // g_real_get / g_real_callbacks stay: a tool that kept the export table
-  // and asks it again later reaches a real instance, not null.
+  // Only during an install: a later call through the proxy finds nothing
+  // (ProxyGet returns null, the table function 0) rather than another
+  // instance's tables.
+  g_real_get = nullptr;
+  g_real_callbacks = nullptr;
   if (installed == 0) return cupti_ok;
   g_instances.fetch_add(1, std::memory_order_relaxed);
   return 1;
