@@ -82,6 +82,7 @@ void AtForkChild() {
   // The child has no writer thread and must not touch the parent's CUPTI
   // state: the pid check in every entry point turns the collector off.
   SetCapturingFlag(false);
+  if (g_collector != nullptr) g_collector->OnForkChild();
 }
 
 uint32_t ThreadId() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
@@ -112,10 +113,8 @@ bool MonitorDefersCupti() {
 }
 
 void CollectorImpl::OnNvtxMessage(const char* message) {
+  // Null in a forked child (OnForkChild): its copy of the agent has no thread.
   monitor::MonitorAgent* agent = monitor_live_.load(std::memory_order_acquire);
-  // A forked child (a DataLoader worker) has a copy of the agent without its
-  // thread, and perhaps a lock held at the fork: not ours to feed.
-  if (agent != nullptr && getpid() != owner_pid_) return;
   if (agent != nullptr) agent->OnRangeOpened(message, monitor::MonitorAgent::NowNs());
 }
 

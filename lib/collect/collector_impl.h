@@ -92,6 +92,10 @@ class CollectorImpl final : public Collector {
   void Shutdown(const char* reason) override;
   std::string last_error() const override;
   void OnNvtxMessage(const char* message) override;
+  // pthread_atfork child handler: a forked child (a DataLoader worker) has
+  // a copy of the monitor agent without its thread, and perhaps a lock held
+  // at the fork; its NVTX calls no longer reach it.
+  void OnForkChild() { monitor_live_.store(nullptr, std::memory_order_release); }
 
   // CUPTI entry points (static trampolines call these).
   void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);

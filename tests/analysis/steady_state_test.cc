@@ -271,6 +271,37 @@ TEST(WindowSpecTest, DefaultScopeIsTheLastGroupOfWindowsFarApart) {
   }
 }
 
+// `n` whole 1-ms steps (an NVTX "train_step" and a kernel each) from `t`,
+// recorded in one capture window numbered `index`.
+void CaptureSteps(TraceBuilder* b, uint64_t t, int n, uint32_t index) {
+  const uint64_t w0 = t;
+  for (int i = 0; i < n; ++i) {
+    b->Kernel("step_kernel", t + us(100), t + us(900));
+    b->Nvtx("train_step", t, t + ms(1));
+    t += ms(1);
+  }
+  b->Capture(w0, t, CaptureTrigger::kApi, index);
+}
+
+// The default (steady) scope of `traces`, with the steps found and the notes.
+struct DefaultScope {
+  size_t steps = 0;
+  std::vector<std::string> notes;
+  ScopeChoice choice;
+};
+DefaultScope ScopeOf(const std::vector<SyntheticTrace>& traces) {
+  DefaultScope out;
+  absl::StatusOr<TimelineModel> m = testing::Build(traces, BuildPath::kDirect);
+  if (!m.ok()) {
+    ADD_FAILURE() << m.status();
+    return out;
+  }
+  StepDetection steps = DetectSteps(*m, "", nullptr);
+  out.steps = steps.steps.size();
+  out.choice = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &out.notes);
+  return out;
+}
+
 // Windows opened step after step (an NVTX capture range that repeats, a
 // profiler started and stopped every iteration) are one recording even when
 // each gap is longer than its window: the gaps are all alike.
@@ -283,12 +314,10 @@ TEST(WindowSpecTest, WindowsOpenedEveryStepAreOneRecording) {
     b.Capture(t, t + ms(1), CaptureTrigger::kNvtx, static_cast<uint32_t>(w + 1));
     t += ms(4);  // 3 ms of the iteration outside the window
   }
-  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
-  ASSERT_TRUE(m.ok()) << m.status();
-  StepDetection steps = DetectSteps(*m, "", nullptr);
-  ASSERT_EQ(steps.steps.size(), 12u);
-  std::vector<std::string> notes;
-  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  const DefaultScope s = ScopeOf({b.trace()});
+  ASSERT_EQ(s.steps, 12u);
+  const std::vector<std::string>& notes = s.notes;
+  const ScopeChoice& c = s.choice;
   EXPECT_EQ(c.kind, "steady_state");
   for (const std::string& n : notes) EXPECT_EQ(n.find("groups of capture windows"), std::string::npos) << n;
 }
@@ -297,23 +326,13 @@ TEST(WindowSpecTest, WindowsOpenedEveryStepAreOneRecording) {
 // is the last capture with at least two whole steps, and the note says so.
 TEST(WindowSpecTest, ALastCaptureCutShortIsPassedOver) {
   TraceBuilder b;
-  uint64_t t = ms(1);
-  for (int w = 0; w < 3; ++w) {
-    const uint64_t w0 = t;
-    for (int i = 0; i < (w == 2 ? 1 : 4); ++i) {
-      b.Kernel("step_kernel", t + us(100), t + us(900));
-      b.Nvtx("train_step", t, t + ms(1));
-      t += ms(1);
-    }
-    b.Capture(w0, t, CaptureTrigger::kApi, static_cast<uint32_t>(w + 1));
-    t += ms(500);
-  }
-  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
-  ASSERT_TRUE(m.ok()) << m.status();
-  StepDetection steps = DetectSteps(*m, "", nullptr);
-  ASSERT_EQ(steps.steps.size(), 9u);
-  std::vector<std::string> notes;
-  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  CaptureSteps(&b, ms(1), 4, 1);
+  CaptureSteps(&b, ms(505), 4, 2);
+  CaptureSteps(&b, ms(1009), 1, 3);
+  const DefaultScope s = ScopeOf({b.trace()});
+  ASSERT_EQ(s.steps, 9u);
+  const std::vector<std::string>& notes = s.notes;
+  const ScopeChoice& c = s.choice;
   EXPECT_EQ(c.kind, "steps");
   EXPECT_EQ(c.first_step, 4);
   EXPECT_EQ(c.last_step, 7);
@@ -329,28 +348,17 @@ TEST(WindowSpecTest, ALastCaptureCutShortIsPassedOver) {
 TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
   auto rank = [](int32_t r, uint64_t offset, int windows) {
     TraceBuilder b(r, "rank" + std::to_string(r));
-    uint64_t t = ms(1) + offset;
     for (int w = 0; w < windows; ++w) {
-      const uint64_t w0 = t;
-      for (int i = 0; i < 4; ++i) {
-        b.Kernel("step_kernel", t + us(100), t + us(900));
-        b.Nvtx("train_step", t, t + ms(1));
-        t += ms(1);
-      }
-      b.Capture(w0, t, CaptureTrigger::kApi, static_cast<uint32_t>(w + 1));
-      t += ms(500);
+      CaptureSteps(&b, ms(1) + offset + w * ms(504), 4, static_cast<uint32_t>(w + 1));
     }
     return b;
   };
   {  // same times: the last capture of both
     TraceBuilder r0 = rank(0, 0, 3), r1 = rank(1, us(20), 3);
-    absl::StatusOr<TimelineModel> m =
-        testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
-    ASSERT_TRUE(m.ok()) << m.status();
-    StepDetection steps = DetectSteps(*m, "", nullptr);
-    ASSERT_EQ(steps.steps.size(), 24u);
-    std::vector<std::string> notes;
-    ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+    const DefaultScope s = ScopeOf({r0.trace(), r1.trace()});
+    ASSERT_EQ(s.steps, 24u);
+    const std::vector<std::string>& notes = s.notes;
+    const ScopeChoice& c = s.choice;
     EXPECT_EQ(c.kind, "steps");
     EXPECT_EQ(c.first_step, 16);
     EXPECT_EQ(c.last_step, 23);
@@ -359,13 +367,10 @@ TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
   }
   {  // rank 1 stopped a capture earlier: its last recording is rank 0's second
     TraceBuilder r0 = rank(0, 0, 3), r1 = rank(1, us(20), 2);
-    absl::StatusOr<TimelineModel> m =
-        testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
-    ASSERT_TRUE(m.ok()) << m.status();
-    StepDetection steps = DetectSteps(*m, "", nullptr);
-    ASSERT_EQ(steps.steps.size(), 20u);
-    std::vector<std::string> notes;
-    ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+    const DefaultScope s = ScopeOf({r0.trace(), r1.trace()});
+    ASSERT_EQ(s.steps, 20u);
+    const std::vector<std::string>& notes = s.notes;
+    const ScopeChoice& c = s.choice;
     EXPECT_EQ(c.kind, "steps");
     EXPECT_EQ(c.first_step, 16);
     EXPECT_EQ(c.last_step, 19);
@@ -374,13 +379,10 @@ TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
   }
   {  // one capture each, at different times: still two recordings
     TraceBuilder r0 = rank(0, ms(600), 1), r1 = rank(1, us(20), 1);
-    absl::StatusOr<TimelineModel> m =
-        testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
-    ASSERT_TRUE(m.ok()) << m.status();
-    StepDetection steps = DetectSteps(*m, "", nullptr);
-    ASSERT_EQ(steps.steps.size(), 8u);
-    std::vector<std::string> notes;
-    ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+    const DefaultScope s = ScopeOf({r0.trace(), r1.trace()});
+    ASSERT_EQ(s.steps, 8u);
+    const std::vector<std::string>& notes = s.notes;
+    const ScopeChoice& c = s.choice;
     EXPECT_EQ(c.kind, "steps");
     EXPECT_EQ(c.first_step, 4) << "rank 0's capture, the later one";
     EXPECT_EQ(c.last_step, 7);
@@ -399,12 +401,10 @@ TEST(WindowSpecTest, TwoWindowsFarApartWithoutAStepPeriodAreTwoRecordings) {
     b.Nvtx("train_step", t, t + ms(1));
     b.Capture(t, t + ms(1), CaptureTrigger::kApi, t == ms(1) ? 1u : 2u);
   }
-  absl::StatusOr<TimelineModel> m = testing::Build({b.trace()}, BuildPath::kDirect);
-  ASSERT_TRUE(m.ok()) << m.status();
-  StepDetection steps = DetectSteps(*m, "", nullptr);
-  ASSERT_EQ(steps.steps.size(), 2u);
-  std::vector<std::string> notes;
-  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  const DefaultScope s = ScopeOf({b.trace()});
+  ASSERT_EQ(s.steps, 2u);
+  const std::vector<std::string>& notes = s.notes;
+  const ScopeChoice& c = s.choice;
   EXPECT_EQ(c.kind, "steps");
   EXPECT_EQ(c.first_step, 1);
   EXPECT_EQ(c.last_step, 1);
@@ -417,26 +417,15 @@ TEST(WindowSpecTest, TwoWindowsFarApartWithoutAStepPeriodAreTwoRecordings) {
 // then: its steps there are analysed with the others', and it is not named
 // as left out.
 TEST(WindowSpecTest, ARankWithAStepInsideTheRecordingIsAnalysedWithIt) {
-  auto steps_at = [](TraceBuilder* b, uint64_t t, int n, uint32_t index) {
-    const uint64_t w0 = t;
-    for (int i = 0; i < n; ++i) {
-      b->Kernel("step_kernel", t + us(100), t + us(900));
-      b->Nvtx("train_step", t, t + ms(1));
-      t += ms(1);
-    }
-    b->Capture(w0, t, CaptureTrigger::kApi, index);
-  };
   TraceBuilder r0(0, "rank0"), r1(1, "rank1");
-  steps_at(&r0, ms(1), 4, 1);
-  steps_at(&r0, ms(501), 4, 2);
-  steps_at(&r1, ms(201), 4, 1);
-  steps_at(&r1, ms(502) + us(500), 1, 2);  // cut short, inside rank 0's last capture
-  absl::StatusOr<TimelineModel> m = testing::Build({r0.trace(), r1.trace()}, BuildPath::kDirect);
-  ASSERT_TRUE(m.ok()) << m.status();
-  StepDetection steps = DetectSteps(*m, "", nullptr);
-  ASSERT_EQ(steps.steps.size(), 13u);
-  std::vector<std::string> notes;
-  ScopeChoice c = ChooseScope(*m, steps, *ParseWindowSpec("steady"), &notes);
+  CaptureSteps(&r0, ms(1), 4, 1);
+  CaptureSteps(&r0, ms(501), 4, 2);
+  CaptureSteps(&r1, ms(201), 4, 1);
+  CaptureSteps(&r1, ms(502) + us(500), 1, 2);  // cut short, inside rank 0's last capture
+  const DefaultScope s = ScopeOf({r0.trace(), r1.trace()});
+  ASSERT_EQ(s.steps, 13u);
+  const std::vector<std::string>& notes = s.notes;
+  const ScopeChoice& c = s.choice;
   ASSERT_FALSE(notes.empty());
   EXPECT_EQ(notes[0].find("not in it"), std::string::npos) << notes[0];
   EXPECT_EQ(c.kind, "steps");
