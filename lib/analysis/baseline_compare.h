@@ -50,8 +50,8 @@ std::vector<std::string> DescribeComparison(const BaselineComparison& c);
 // `now`'s findings in the order that explains what changed: first the new
 // findings whose offenders name a call or kernel that appeared or grew
 // (the cause of the change: a per-step sync that appeared, not the host
-// work it stopped overlapping), then the other new findings, then the rest;
-// each group in the report's own order.
+// work it stopped overlapping), the one naming the largest growth first;
+// then the other new findings, then the rest, in the report's own order.
 std::vector<const Finding*> FindingsByChange(const BaselineComparison& c, const Report& now);
 
 }  // namespace sightline::analysis

@@ -73,6 +73,39 @@ TEST(BaselineCompare, NamesTheCallThatAppearedAndTheNewFindings) {
   EXPECT_EQ(lines[2], "findings new since the baseline: cpu_bound (18.7 %), sync_api (9.4 %)");
 }
 
+// The H200 10-minute run's capture: the host got slower too, so cpu_bound
+// is new as well and names the launch call, which grew by ~1.3 ms a step;
+// the sync that appeared takes ~8 ms a step and comes first.
+TEST(BaselineCompare, TheFindingNamingTheLargestGrowthComesFirst) {
+  Report base = Window(10, 29'400'000, 89);
+  base.apis = {Api("cudaLaunchKernel", 1050, 27'900'000)};
+  Report now = Window(10, 66'800'000, 55);
+  now.apis = {Api("cudaLaunchKernel", 1050, 40'700'000),
+              Api("cudaDeviceSynchronize", 10, 79'500'000)};
+  Finding cpu, sync;
+  cpu.rule = "cpu_bound";
+  cpu.est_saving_pct = 32.6;
+  cpu.offenders.push_back(Offender{});
+  cpu.offenders.back().name = "cudaLaunchKernel";
+  sync.rule = "sync_api";
+  sync.est_saving_pct = 9.0;
+  sync.offenders.push_back(Offender{});
+  sync.offenders.back().name = "cudaDeviceSynchronize";
+  now.findings = {cpu, sync};
+  BaselineComparison c = CompareWithBaseline(base, now);
+  ASSERT_EQ(c.changes.size(), 2u);
+  ASSERT_EQ(c.new_findings.size(), 2u);
+  std::vector<const Finding*> order = FindingsByChange(c, now);
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0]->rule, "sync_api");
+  EXPECT_EQ(order[1]->rule, "cpu_bound");
+  // Had the launches grown more (10 ms a step), cpu_bound would explain more.
+  now.apis[0].total_ns = 27'900'000 + 100'000'000;
+  c = CompareWithBaseline(base, now);
+  order = FindingsByChange(c, now);
+  EXPECT_EQ(order[0]->rule, "cpu_bound");
+}
+
 TEST(BaselineCompare, GrownKernelsAndPerSecondWithoutSteps) {
   Report base = Window(0, 0, 0);
   base.summary.window_ns = 2'000'000'000;  // 2 s
