@@ -155,29 +155,43 @@ std::vector<const Finding*> FindingsByChange(const BaselineComparison& c, const 
     g = std::max(g, ch.now_ns - ch.base_ns);
   }
   std::set<const Finding*> fresh(c.new_findings.begin(), c.new_findings.end());
-  // The largest growth among the changes a finding's offenders name (0: none).
-  auto named_growth = [&](const Finding& f) {
-    double best = 0;
-    for (const Offender& o : f.offenders) {
-      if (auto it = growth.find(o.name); it != growth.end()) best = std::max(best, it->second);
-    }
-    return best;
+  // How a finding names the change: whether its top offender is a call or
+  // kernel that grew (the finding is about it), and the largest growth among
+  // the changes any of its offenders name (0: none).
+  struct Named {
+    bool top = false;
+    double growth = 0;
+    const Finding* finding = nullptr;
   };
-  std::vector<std::pair<double, const Finding*>> first;
+  auto named = [&](const Finding& f) {
+    Named n;
+    n.finding = &f;
+    for (size_t i = 0; i < f.offenders.size(); ++i) {
+      auto it = growth.find(f.offenders[i].name);
+      if (it == growth.end()) continue;
+      n.growth = std::max(n.growth, it->second);
+      if (i == 0 && it->second > 0) n.top = true;
+    }
+    return n;
+  };
+  std::vector<Named> first;
   std::vector<const Finding*> second, rest;
   for (const Finding& f : now.findings) {
-    const double g = fresh.count(&f) != 0 ? named_growth(f) : 0;
-    if (g > 0) first.emplace_back(g, &f);
+    Named n = fresh.count(&f) != 0 ? named(f) : Named{};
+    if (n.growth > 0) first.push_back(n);
     else if (fresh.count(&f) != 0) second.push_back(&f);
     else rest.push_back(&f);
   }
-  // The finding that names most of the extra time first: a per-step sync
-  // that appeared (8 ms a step) before a host-bound finding that names the
-  // launches, grown by 1 ms (an H200 10-minute run read cpu_bound first).
-  std::stable_sort(first.begin(), first.end(),
-                   [](const auto& x, const auto& y) { return x.first > y.first; });
+  // The finding about most of the extra time first: a per-step sync that
+  // appeared (8 ms a step) before a host-bound finding that lists it among
+  // the places its host time goes, or names the launches, grown by 1 ms (two
+  // H200 runs read cpu_bound first that way).
+  std::stable_sort(first.begin(), first.end(), [](const Named& x, const Named& y) {
+    if (x.top != y.top) return x.top;
+    return x.growth > y.growth;
+  });
   std::vector<const Finding*> order;
-  for (const auto& [g, f] : first) order.push_back(f);
+  for (const Named& n : first) order.push_back(n.finding);
   order.insert(order.end(), second.begin(), second.end());
   order.insert(order.end(), rest.begin(), rest.end());
   return order;

@@ -50,7 +50,9 @@ std::vector<std::string> DescribeComparison(const BaselineComparison& c);
 // `now`'s findings in the order that explains what changed: first the new
 // findings whose offenders name a call or kernel that appeared or grew
 // (the cause of the change: a per-step sync that appeared, not the host
-// work it stopped overlapping), the one naming the largest growth first;
+// work it stopped overlapping): those whose top offender grew before those
+// that list a change further down (cpu_bound lists the syncs among the
+// places its host time goes), each tier by the largest growth it names;
 // then the other new findings, then the rest, in the report's own order.
 std::vector<const Finding*> FindingsByChange(const BaselineComparison& c, const Report& now);
 

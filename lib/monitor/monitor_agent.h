@@ -122,7 +122,8 @@ class MonitorAgent {
   uint64_t judged_steps_ = 0;    // steps given to the step detector
   bool anomaly_seen_ = false;    // an automatic anomaly came (no baseline after it)
   bool baseline_done_ = false;
-  uint32_t baseline_captures_ = 0;  // 0 or 1: not counted in max_captures
+  uint32_t baseline_captures_ = 0;  // up to kBaselineAttempts: not counted in max_captures
+  uint64_t baseline_judged_from_ = 0;  // judged_steps_ when the last baseline was rejected
   std::vector<double> baseline_steps_;  // step times seen during the baseline capture
   double step_detector_median_at_start_ = 0;
   uint64_t capture_start_ns_ = 0;

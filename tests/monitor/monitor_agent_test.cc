@@ -349,6 +349,38 @@ TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
   }
 }
 
+// A rejected baseline is tried again once the detector has a full window of
+// steps again, up to three times; the next one near the level is kept.
+TEST(MonitorAgent, RejectedBaselineIsTriedAgain) {
+  EventsFile events;
+  MonitorConfig c = TestConfig();
+  c.baseline_capture = true;
+  c.events_path = events.path;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  uint64_t t = 1000000000;
+  agent->OnStepBegin(t);
+  FeedSteps(agent.get(), &t, 72, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+  FeedSteps(agent.get(), &t, 5, 0.016);  // 20 % faster than the level: rejected
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+  FeedSteps(agent.get(), &t, 40, 0.020);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(fake.starts.load(), 1) << "not before a full detector window again";
+  FeedSteps(agent.get(), &t, 60, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }));
+  FeedSteps(agent.get(), &t, 5, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
+  FeedSteps(agent.get(), &t, 200, 0.020);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(fake.starts.load(), 2) << "a kept baseline is the last";
+  const std::string all = events.Read();
+  const std::string pid = std::to_string(getpid());
+  EXPECT_NE(all.find("capture\t" + pid + "\t1\tbaseline_rejected\t"), std::string::npos) << all;
+  EXPECT_NE(all.find("capture\t" + pid + "\t2\tbaseline\t"), std::string::npos) << all;
+  agent.reset();
+}
+
 TEST(MonitorAgent, OnDemandCaptureIgnoresTheCooldownAndEndsAtTheTimeLimit) {
   MonitorConfig c = TestConfig();
   c.listen = "";
