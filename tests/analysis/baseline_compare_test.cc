@@ -2,6 +2,8 @@
 // (lib/analysis/baseline_compare.h), on hand-made reports.
 #include "lib/analysis/baseline_compare.h"
 
+#include <initializer_list>
+
 #include <gtest/gtest.h>
 
 namespace sightline::analysis {
@@ -24,6 +26,18 @@ ApiRow Api(const char* name, uint64_t count, uint64_t total_ns) {
   return a;
 }
 
+// A finding of RULE saving PCT % whose offenders are NAMES, in order.
+Finding MakeFinding(const char* rule, double pct, std::initializer_list<const char*> names = {}) {
+  Finding f;
+  f.rule = rule;
+  f.est_saving_pct = pct;
+  for (const char* name : names) {
+    f.offenders.push_back(Offender{});
+    f.offenders.back().name = name;
+  }
+  return f;
+}
+
 // The H200 monitor run's shape: a per-step sync appears, launches stay.
 TEST(BaselineCompare, NamesTheCallThatAppearedAndTheNewFindings) {
   Report base = Window(10, 37'400'000, 98);
@@ -31,18 +45,10 @@ TEST(BaselineCompare, NamesTheCallThatAppearedAndTheNewFindings) {
   Report now = Window(10, 47'500'000, 77);
   now.apis = {Api("cudaLaunchKernel", 4490, 41'700'000),
               Api("cudaDeviceSynchronize", 10, 56'000'000)};
-  Finding occupancy;
-  occupancy.rule = "occupancy_limited";
-  occupancy.est_saving_pct = 2.2;
+  const Finding occupancy = MakeFinding("occupancy_limited", 2.2);
   base.findings = {occupancy};
-  Finding cpu, sync, small;
-  cpu.rule = "cpu_bound";
-  cpu.est_saving_pct = 18.7;
-  sync.rule = "sync_api";
-  sync.est_saving_pct = 9.4;
-  small.rule = "small_grid";
-  small.est_saving_pct = 0.5;  // under 1 %: not news
-  now.findings = {cpu, sync, occupancy, small};
+  now.findings = {MakeFinding("cpu_bound", 18.7), MakeFinding("sync_api", 9.4), occupancy,
+                  MakeFinding("small_grid", 0.5)};  // small_grid under 1 %: not news
 
   BaselineComparison c = CompareWithBaseline(base, now);
   ASSERT_TRUE(c.per_step);
@@ -82,16 +88,8 @@ TEST(BaselineCompare, TheFindingNamingTheLargestGrowthComesFirst) {
   Report now = Window(10, 66'800'000, 55);
   now.apis = {Api("cudaLaunchKernel", 1050, 40'700'000),
               Api("cudaDeviceSynchronize", 10, 79'500'000)};
-  Finding cpu, sync;
-  cpu.rule = "cpu_bound";
-  cpu.est_saving_pct = 32.6;
-  cpu.offenders.push_back(Offender{});
-  cpu.offenders.back().name = "cudaLaunchKernel";
-  sync.rule = "sync_api";
-  sync.est_saving_pct = 9.0;
-  sync.offenders.push_back(Offender{});
-  sync.offenders.back().name = "cudaDeviceSynchronize";
-  now.findings = {cpu, sync};
+  now.findings = {MakeFinding("cpu_bound", 32.6, {"cudaLaunchKernel"}),
+                  MakeFinding("sync_api", 9.0, {"cudaDeviceSynchronize"})};
   BaselineComparison c = CompareWithBaseline(base, now);
   ASSERT_EQ(c.changes.size(), 2u);
   ASSERT_EQ(c.new_findings.size(), 2u);
@@ -109,12 +107,9 @@ TEST(BaselineCompare, TheFindingNamingTheLargestGrowthComesFirst) {
   // time goes (the step range, host work outside calls, then the sync), so
   // it names the same growth as sync_api but is not about it.
   now.apis[0].total_ns = 40'700'000;
-  now.findings[0].offenders.clear();
-  for (const char* name : {"train_step", "(CPU work outside NVTX ranges and CUDA calls)",
-                           "cudaDeviceSynchronize"}) {
-    now.findings[0].offenders.push_back(Offender{});
-    now.findings[0].offenders.back().name = name;
-  }
+  now.findings[0] = MakeFinding("cpu_bound", 32.6,
+                                {"train_step", "(CPU work outside NVTX ranges and CUDA calls)",
+                                 "cudaDeviceSynchronize"});
   c = CompareWithBaseline(base, now);
   order = FindingsByChange(c, now);
   EXPECT_EQ(order[0]->rule, "sync_api");

@@ -302,6 +302,13 @@ DefaultScope ScopeOf(const std::vector<SyntheticTrace>& traces) {
   return out;
 }
 
+// The scope is steps FIRST..LAST (`why` says which recording that is).
+void ExpectStepScope(const DefaultScope& s, int64_t first, int64_t last, const char* why = "") {
+  EXPECT_EQ(s.choice.kind, "steps");
+  EXPECT_EQ(s.choice.first_step, first) << why;
+  EXPECT_EQ(s.choice.last_step, last);
+}
+
 // Windows opened step after step (an NVTX capture range that repeats, a
 // profiler started and stopped every iteration) are one recording even when
 // each gap is longer than its window: the gaps are all alike.
@@ -332,10 +339,7 @@ TEST(WindowSpecTest, ALastCaptureCutShortIsPassedOver) {
   const DefaultScope s = ScopeOf({b.trace()});
   ASSERT_EQ(s.steps, 9u);
   const std::vector<std::string>& notes = s.notes;
-  const ScopeChoice& c = s.choice;
-  EXPECT_EQ(c.kind, "steps");
-  EXPECT_EQ(c.first_step, 4);
-  EXPECT_EQ(c.last_step, 7);
+  ExpectStepScope(s, 4, 7);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("the last with at least 2 steps (1 later one has fewer)"), std::string::npos)
       << notes[0];
@@ -358,10 +362,7 @@ TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
     const DefaultScope s = ScopeOf({r0.trace(), r1.trace()});
     ASSERT_EQ(s.steps, 24u);
     const std::vector<std::string>& notes = s.notes;
-    const ScopeChoice& c = s.choice;
-    EXPECT_EQ(c.kind, "steps");
-    EXPECT_EQ(c.first_step, 16);
-    EXPECT_EQ(c.last_step, 23);
+    ExpectStepScope(s, 16, 23);
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_EQ(notes[0].find("not in it"), std::string::npos) << notes[0];
   }
@@ -370,10 +371,7 @@ TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
     const DefaultScope s = ScopeOf({r0.trace(), r1.trace()});
     ASSERT_EQ(s.steps, 20u);
     const std::vector<std::string>& notes = s.notes;
-    const ScopeChoice& c = s.choice;
-    EXPECT_EQ(c.kind, "steps");
-    EXPECT_EQ(c.first_step, 16);
-    EXPECT_EQ(c.last_step, 19);
+    ExpectStepScope(s, 16, 19);
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_NE(notes[0].find("not in it: the recording of rank1"), std::string::npos) << notes[0];
   }
@@ -382,10 +380,7 @@ TEST(WindowSpecTest, RanksAreGroupedEachAndTheirLastRecordingsJoined) {
     const DefaultScope s = ScopeOf({r0.trace(), r1.trace()});
     ASSERT_EQ(s.steps, 8u);
     const std::vector<std::string>& notes = s.notes;
-    const ScopeChoice& c = s.choice;
-    EXPECT_EQ(c.kind, "steps");
-    EXPECT_EQ(c.first_step, 4) << "rank 0's capture, the later one";
-    EXPECT_EQ(c.last_step, 7);
+    ExpectStepScope(s, 4, 7, "rank 0's capture, the later one");
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_NE(notes[0].find("not in it: the recording of rank1"), std::string::npos) << notes[0];
   }
@@ -404,10 +399,7 @@ TEST(WindowSpecTest, TwoWindowsFarApartWithoutAStepPeriodAreTwoRecordings) {
   const DefaultScope s = ScopeOf({b.trace()});
   ASSERT_EQ(s.steps, 2u);
   const std::vector<std::string>& notes = s.notes;
-  const ScopeChoice& c = s.choice;
-  EXPECT_EQ(c.kind, "steps");
-  EXPECT_EQ(c.first_step, 1);
-  EXPECT_EQ(c.last_step, 1);
+  ExpectStepScope(s, 1, 1);
   ASSERT_FALSE(notes.empty());
   EXPECT_NE(notes[0].find("2 groups of capture windows"), std::string::npos) << notes[0];
 }
