@@ -83,10 +83,41 @@ double BinomialUpperBound(uint32_t n, uint32_t x, double confidence) {
   return hi;
 }
 
+std::vector<double> Relevel(const std::vector<double>& values, double from, double to) {
+  const double spread = from > 0 && to > from ? to / from : 1.0;
+  std::vector<double> out;
+  out.reserve(values.size());
+  for (double v : values) out.push_back(std::max(0.0, to + (v - from) * spread));
+  return out;
+}
+
+void StepTimeDetector::RelevelTo(double level, const std::deque<double>& steps) {
+  std::vector<double> moved =
+      Relevel(std::vector<double>(window_.begin(), window_.end()), median_, level);
+  window_.assign(moved.begin(), moved.end());
+  window_.insert(window_.end(), steps.begin(), steps.end());
+  while (window_.size() > o_.window) window_.pop_front();
+  median_ = Median(std::vector<double>(window_.begin(), window_.end()));
+}
+
+void StepTimeDetector::Restart() {
+  recent_.clear();
+  leveling_ = window_.size() >= o_.warmup && median_ > 0;
+  if (!leveling_) window_.clear();
+}
+
 bool StepTimeDetector::Add(double seconds, Anomaly* anomaly) {
   if (!std::isfinite(seconds) || seconds < 0) return false;
   const uint32_t k = o_.consecutive;
   recent_.push_back(seconds);
+  if (leveling_) {
+    // After Restart(): this group is the new level, not judged.
+    if (recent_.size() < k) return false;
+    RelevelTo(Median(std::vector<double>(recent_.begin(), recent_.end())), recent_);
+    recent_.clear();
+    leveling_ = false;
+    return false;
+  }
   if (recent_.size() > k) {
     window_.push_back(recent_.front());
     recent_.pop_front();
@@ -110,33 +141,48 @@ bool StepTimeDetector::Add(double seconds, Anomaly* anomaly) {
     for (double v : window_) above += v > median_ * rel;
     exceed_share_ = above / n;
   }
-  // Test 1, a sign test: most of the recent steps above a limit that the
-  // baseline's steps rarely pass. Limits: multiples of the median, and the
-  // upper quartile and decile with the margin (a baseline with many long
-  // steps). The chance a normal step passes is the 95 % upper bound of the
-  // baseline's share (a few dozen steps estimate it), times the number of
-  // limits (Bonferroni).
-  const double limits[] = {median_ * rel, median_ * std::max(rel, 1.25),
-                           median_ * std::max(rel, 1.5),  median_ * std::max(rel, 2.0),
-                           quantile(0.75) * rel,          quantile(0.90) * rel};
-  static_assert(std::size(limits) == kStepLimits, "the constructor's smallest group uses it");
-  const double tests = static_cast<double>(std::size(limits));
-  double best_p = 2, best_share = 0;
-  uint32_t best_count = 0;
-  for (double limit : limits) {
-    uint32_t base_above = 0, recent_above = 0;
-    for (double v : window_) base_above += v > limit;
-    for (double v : recent_) recent_above += v > limit;
-    if (2 * recent_above <= k) continue;
-    double p0 = BinomialUpperBound(static_cast<uint32_t>(n), base_above, 0.95);
-    double p = BinomialTail(k, recent_above, p0) * tests;
-    if (p < best_p) {
-      best_p = p;
-      best_count = recent_above;
-      best_share = base_above / n;
+  // A sign test: most of the recent steps past a limit that the baseline's
+  // steps rarely pass. The chance a normal step passes is the 95 % upper
+  // bound of the baseline's share (a few dozen steps estimate it), times
+  // the number of limits (Bonferroni).
+  struct SignTest {
+    double p = 2, share = 0;
+    uint32_t count = 0;
+  };
+  auto sign_test = [&](const double (&limits)[kStepLimits], bool above) {
+    SignTest best;
+    for (double limit : limits) {
+      uint32_t base_past = 0, recent_past = 0;
+      for (double v : window_) base_past += above ? v > limit : v < limit;
+      for (double v : recent_) recent_past += above ? v > limit : v < limit;
+      if (2 * recent_past <= k) continue;
+      double p0 = BinomialUpperBound(static_cast<uint32_t>(n), base_past, 0.95);
+      double p = BinomialTail(k, recent_past, p0) * static_cast<double>(kStepLimits);
+      if (p < best.p) best = {p, base_past / n, recent_past};
     }
+    return best;
+  };
+  // Slower: multiples of the median, and the upper quartile and decile with
+  // the margin (a baseline with many long steps).
+  const double slow_limits[] = {median_ * rel, median_ * std::max(rel, 1.25),
+                                median_ * std::max(rel, 1.5),  median_ * std::max(rel, 2.0),
+                                quantile(0.75) * rel,          quantile(0.90) * rel};
+  static_assert(std::size(slow_limits) == kStepLimits, "the constructor's smallest group uses it");
+  const SignTest slow_test = sign_test(slow_limits, true);
+  const double group_level = Median(std::vector<double>(recent_.begin(), recent_.end()));
+  if (slow_test.p >= o_.p_value) {
+    // Faster (mirrored limits): the baseline moves down to the group's level
+    // at once (a burst of slow steps that ended, a slowdown that went away),
+    // so a slowdown after it is judged against the level it left.
+    const double fast_limits[] = {median_ / rel, median_ / std::max(rel, 1.25),
+                                  median_ / std::max(rel, 1.5),  median_ / std::max(rel, 2.0),
+                                  quantile(0.25) / rel,          quantile(0.10) / rel};
+    if (sign_test(fast_limits, false).p < o_.p_value) {
+      RelevelTo(group_level, recent_);
+      recent_.clear();
+    }
+    return false;
   }
-  if (best_p >= o_.p_value) return false;
   std::vector<double> slow;
   for (double v : recent_) {
     if (v > median_ * rel) slow.push_back(v);
@@ -150,17 +196,15 @@ bool StepTimeDetector::Add(double seconds, Anomaly* anomaly) {
                   "%.3f ms (+%.0f%%; %u of %u steps above a limit that %.0f%% of the %.0f "
                   "normal steps passed: chance %.1g)",
                   level * 1e3, slow.size(), k, median_ * 1e3, (level / median_ - 1) * 100,
-                  best_count, k, best_share * 100, n, std::max(best_p, 1e-99));
+                  slow_test.count, k, slow_test.share * 100, n, std::max(slow_test.p, 1e-99));
     anomaly->kind = "step_time";
     anomaly->value = level;
     anomaly->baseline = median_;
     anomaly->message = buf;
   }
-  // The recent group is the new level's first steps: the baseline from now on.
-  window_.assign(recent_.begin(), recent_.end());
-  while (window_.size() > o_.window) window_.pop_front();
+  // The recent group is the new level: the baseline re-levelled to it.
+  RelevelTo(group_level, recent_);
   recent_.clear();
-  median_ = Median(std::vector<double>(window_.begin(), window_.end()));
   return true;
 }
 

@@ -20,10 +20,16 @@
 //    few steps) slowed down uniformly, when most single steps stay under
 //    every limit; a test of group means was tried and raised false alarms
 //    on random long steps, whose runs 64 steps cannot bound. A step enters
-//    the baseline when it leaves the recent group; after an anomaly the
-//    recent group becomes the new baseline, so a lasting slowdown fires
-//    once and then is the new normal. The baseline needs `warmup` steps
-//    (judging starts after warmup + consecutive steps).
+//    the baseline when it leaves the recent group. A level that moves (an
+//    anomaly; a group significantly *faster* than the baseline, by the
+//    mirrored test, which is no anomaly; Restart() after a capture)
+//    re-levels the baseline instead of forgetting it: its steps keep their
+//    noise shape around the new level (Relevel()), so a lasting slowdown
+//    fires once and then is the new normal, and the next change is judged
+//    from the next group on, not after a new warm-up (in a 10-minute H200
+//    run a slowdown 20 steps after a capture had cleared the baseline was
+//    learnt as normal). The baseline needs `warmup` steps (judging starts
+//    after warmup + consecutive steps).
 //  * UtilizationDropDetector: GPU utilization (0..1) below the rolling median
 //    of the last `window` samples by `min_drop` for `consecutive` samples.
 //  * MemoryGrowthDetector: memory used above the lowest value of the last
@@ -66,14 +72,13 @@ class StepTimeDetector {
   // One step's duration in seconds. True (and *anomaly filled) when this step
   // completes an anomaly.
   bool Add(double seconds, Anomaly* anomaly);
-  // Forgets the baseline: the steps from now on are a new normal (after a
-  // capture, which leaves the process slower by the profiler's doing). No
-  // step is judged until `warmup` steps and a recent group are in again;
-  // median() keeps its value until the next step.
-  void Restart() {
-    window_.clear();
-    recent_.clear();
-  }
+  // Forgets the level, not the noise shape: the steps from now on are a new
+  // normal (after a capture, which leaves the process slower by the
+  // profiler's doing). The next group of steps sets the level, the
+  // baseline's steps are re-levelled to it, and judging resumes with the
+  // group after. Without a full baseline (fewer than `warmup` steps),
+  // forgets it all: judged again after `warmup` steps and a group.
+  void Restart();
   // Rolling median of the baseline (0 before the first step).
   double median() const { return median_; }
   // Steps judged together: `consecutive`, raised to the smallest group that
@@ -89,7 +94,18 @@ class StepTimeDetector {
   std::deque<double> recent_;  // the last `consecutive` steps, not yet in the baseline
   double median_ = 0;  // median step of the baseline
   double exceed_share_ = 0;
+  bool leveling_ = false;  // after Restart(): recent_ collects the new level's group
+  // The baseline re-levelled to `level`, then `steps` appended (the oldest
+  // re-levelled ones leave first).
+  void RelevelTo(double level, const std::deque<double>& steps);
 };
+
+// `values` (a baseline whose median is `from`) moved to the median `to`:
+// each value's distance from the median is kept, scaled by to / from when
+// the level rises (noise that grows with the step), never narrowed when it
+// falls (a narrower spread would make normal steps look anomalous); never
+// below 0.
+std::vector<double> Relevel(const std::vector<double>& values, double from, double to);
 
 // P(X >= k) for X ~ Binomial(n, p).
 double BinomialTail(uint32_t n, uint32_t k, double p);

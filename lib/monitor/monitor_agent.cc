@@ -225,7 +225,13 @@ void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
   AppendEvent("anomaly\t" + std::to_string(getpid()) + "\t" + anomaly.kind + "\t" +
               anomaly.message.substr(0, 1000));
   bool manual = anomaly.kind == "manual";
-  if (!manual) anomaly_seen_ = true;
+  if (!manual) {
+    // No baseline until the steps are back at the level before the first
+    // anomaly for a full detector window (BaselineDue()).
+    if (normal_level_ <= 0 && anomaly.kind == "step_time") normal_level_ = anomaly.baseline;
+    if (normal_level_ <= 0) normal_level_ = -1;  // a device anomaly first: no level to return to
+    baseline_judged_from_ = judged_steps_;
+  }
   if (capturing_.load() && capture_reason_.kind == "baseline") {
     // The anomaly's capture matters more than the rest of the baseline.
     FinishCapture("ended early for an anomaly");
@@ -239,13 +245,61 @@ void MonitorAgent::HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns) {
         " captures already taken (SIGHTLINE_MAX_CAPTURES)");
     return;
   }
-  if (!manual && last_capture_end_ns_ != 0 &&
-      now_ns - last_capture_end_ns_ < static_cast<uint64_t>(config_.cooldown_s * 1e9)) {
-    Log("capture not started: within " + Fixed(config_.cooldown_s, 0) +
-        " s of the last one (SIGHTLINE_ANOMALY_COOLDOWN_S)");
+  const double rel = 1 + config_.step.min_rel_increase;
+  const bool worse = anomaly.kind == "step_time" && last_captured_step_level_ > 0 &&
+                     anomaly.value > last_captured_step_level_ * rel;
+  if (!manual && InCooldown(now_ns) && worse) {
+    // The cooldown holds back repeats of a slowdown, not a worse one (on the
+    // H200 a sync switched on 3 s after a capture for a burst of slow steps
+    // was otherwise captured 54 steps late).
+    Log("within the cooldown, but slower than the last capture's " +
+        Fixed(last_captured_step_level_ * 1e3, 3) + " ms steps: captured now");
+  } else if (!manual && InCooldown(now_ns)) {
+    // Deferred, not dropped: a slowdown that starts within the cooldown is
+    // learnt as the detector's new level and would never fire again.
+    Log("capture deferred: within " + Fixed(config_.cooldown_s, 0) +
+        " s of the last one (SIGHTLINE_ANOMALY_COOLDOWN_S); it starts when the cooldown ends" +
+        (anomaly.kind == "step_time" ? " if the steps are still slow" : ""));
+    deferred_ = anomaly;
     return;
   }
+  deferred_.reset();
   StartCapture(anomaly, now_ns);
+}
+
+bool MonitorAgent::InCooldown(uint64_t now_ns) const {
+  return last_capture_end_ns_ != 0 &&
+         now_ns - last_capture_end_ns_ < static_cast<uint64_t>(config_.cooldown_s * 1e9);
+}
+
+void MonitorAgent::StartDeferredCapture(uint64_t now_ns) {
+  if (!deferred_ || capturing_.load() || InCooldown(now_ns)) return;
+  Anomaly a = *deferred_;
+  deferred_.reset();
+  if (capture_index_ - baseline_captures_ >= config_.max_captures) return;
+  const double rel = 1 + config_.step.min_rel_increase;
+  const double median = step_detector_.median();
+  if (a.kind == "step_time" && median > 0 && median < a.baseline * rel) {
+    Log("deferred capture dropped: the steps are at " + Fixed(median * 1e3, 3) +
+        " ms again, within " + Fixed(config_.step.min_rel_increase * 100, 0) +
+        " % of the anomaly's baseline " + Fixed(a.baseline * 1e3, 3) + " ms");
+    return;
+  }
+  a.message = "deferred by the cooldown: " + a.message;
+  StartCapture(a, now_ns);
+}
+
+bool MonitorAgent::BaselineDue() const {
+  if (judged_steps_ - baseline_judged_from_ < config_.step.window + step_detector_.group_steps()) {
+    return false;
+  }
+  if (normal_level_ == 0) return true;  // no anomaly yet
+  if (normal_level_ < 0) return false;  // a device anomaly first: the normal is unknown
+  // After an anomaly, only at the level before it (bursts that ended): a
+  // lasting slowdown's steps are no baseline.
+  const double rel = 1 + config_.step.min_rel_increase;
+  const double median = step_detector_.median();
+  return median < normal_level_ * rel && median * rel > normal_level_;
 }
 
 void MonitorAgent::StartCapture(const Anomaly& anomaly, uint64_t now_ns) {
@@ -257,6 +311,8 @@ void MonitorAgent::StartCapture(const Anomaly& anomaly, uint64_t now_ns) {
   }
   capture_window_ = window;
   ++capture_index_;
+  if (anomaly.kind == "step_time") last_captured_step_level_ = anomaly.value;
+  else if (anomaly.kind != "baseline") last_captured_step_level_ = 0;
   capture_steps_seen_ = 0;
   capture_start_ns_ = now_ns;
   capture_reason_ = anomaly;
@@ -282,9 +338,10 @@ void MonitorAgent::FinishCapture(const char* why) {
   // loop ran +11..+39 % slower after a bounded capture, and in a 10-minute
   // run the steps after the baseline capture fired an anomaly of +22 %):
   // after the baseline's capture, and a step-time anomaly's (whose slowdown
-  // was reported, the detector already at its level), the steps after it
-  // are judged against each other, not against the steps before it, so the
-  // profiler's own cost is never an anomaly. Not after a manual or device
+  // was reported, the detector already at its level), the first group of
+  // steps after it sets the detector's new level (the baseline's noise
+  // shape is kept, StepTimeDetector::Restart), so the profiler's own cost
+  // is never an anomaly and a slowdown after that group still is. Not after a manual or device
   // anomaly's capture (a step slowdown starting with it must still fire),
   // nor with the flight recorder (CUPTI was on all along).
   if (config_.flight_recorder_s <= 0 &&
@@ -466,15 +523,14 @@ void MonitorAgent::Main() {
       anomalies.push_back(a);
     }
     for (const Anomaly& a : anomalies) HandleAnomaly(a, now_ns);
-    // The baseline: the steady state once the detector's baseline is full and
-    // nothing was anomalous yet, captured once, for later captures to be
-    // compared with (`sightline monitor` prints what changed).
+    StartDeferredCapture(now_ns);
+    // The baseline: the steady state once the detector's baseline is full
+    // and nothing was anomalous for as long (after an anomaly, only at the
+    // level before it), captured once, for later captures to be compared
+    // with (`sightline monitor` prints what changed).
     if (config_.baseline_capture && !baseline_done_ && !capturing_.load() &&
         config_.max_captures > 0 && config_.flight_recorder_s <= 0) {
-      if (anomaly_seen_) {
-        baseline_done_ = true;
-      } else if (judged_steps_ - baseline_judged_from_ >=
-                 config_.step.window + step_detector_.group_steps()) {
+      if (BaselineDue()) {
         Anomaly b;
         b.kind = "baseline";
         b.message = "the steady state, for comparison with later captures";

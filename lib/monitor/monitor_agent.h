@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,6 +88,14 @@ class MonitorAgent {
   void PushStep(uint64_t now_ns);  // a step boundary, whatever its source
   void HandleAnomaly(const Anomaly& anomaly, uint64_t now_ns);
   void StartCapture(const Anomaly& anomaly, uint64_t now_ns);
+  bool InCooldown(uint64_t now_ns) const;
+  // The last anomaly refused by the cooldown, captured when it ends (a step
+  // anomaly only while the steps are still slow).
+  void StartDeferredCapture(uint64_t now_ns);
+  // Time for the baseline capture: a full detector window of steps judged
+  // since the last anomaly (or rejected baseline), at the level before the
+  // first anomaly.
+  bool BaselineDue() const;
   void FinishCapture(const char* why);
   void AppendEvent(const std::string& line);
   void Log(const std::string& line) const;
@@ -120,10 +129,16 @@ class MonitorAgent {
   uint32_t settle_steps_ = 0;    // steps after a capture not given to the detector
   uint32_t capture_window_ = 0;  // the open capture's window index in the trace
   uint64_t judged_steps_ = 0;    // steps given to the step detector
-  bool anomaly_seen_ = false;    // an automatic anomaly came (no baseline after it)
+  // The detector's level before the first automatic anomaly (0: none yet;
+  // -1: a device anomaly came first).
+  double normal_level_ = 0;
+  std::optional<Anomaly> deferred_;  // refused by the cooldown
+  // The step level that started the last capture (0: not a step anomaly): a
+  // slower one is captured within the cooldown.
+  double last_captured_step_level_ = 0;
   bool baseline_done_ = false;
   uint32_t baseline_captures_ = 0;  // up to kBaselineAttempts: not counted in max_captures
-  uint64_t baseline_judged_from_ = 0;  // judged_steps_ when the last baseline was rejected
+  uint64_t baseline_judged_from_ = 0;  // judged_steps_ at the last anomaly or rejected baseline
   std::vector<double> baseline_steps_;  // step times seen during the baseline capture
   double step_detector_median_at_start_ = 0;
   uint64_t capture_start_ns_ = 0;

@@ -133,6 +133,120 @@ TEST(StepTimeDetector, AlternatingSeriesIsABlindSpot) {
   EXPECT_EQ(fired, 0);
 }
 
+// A capture restarts the detector (the profiler leaves the process slower):
+// the next group sets the new level and the baseline keeps its noise shape
+// around it, so a slowdown 12 steps after the capture fires within a group.
+// (Forgetting the baseline instead needed warmup + group steps again; on
+// the H200 a slowdown 20 steps after a capture was learnt as normal.)
+TEST(StepTimeDetector, AfterARestartTheNextGroupSetsTheLevelAndJudgingGoesOn) {
+  int missed = 0, late = 0, early = 0;
+  for (uint32_t seed = 200; seed < 240; ++seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::normal_distribution<double> z(0, 1);
+    auto step = [&](double scale) {
+      return scale * ((u(rng) < 0.85 ? 0.022 : 0.0275) + 0.0005 * z(rng));
+    };
+    StepTimeDetector d;
+    Anomaly a;
+    for (int i = 0; i < 300; ++i) ASSERT_FALSE(d.Add(step(1.0), &a)) << a.message;
+    d.Restart();
+    // Tracing's after-effect: +15 % from now on, the new normal.
+    for (int i = 0; i < 12; ++i) early += d.Add(step(1.15), &a);
+    EXPECT_NEAR(d.median(), 1.15 * 0.022, 0.002) << "seed " << seed;
+    int at = -1;
+    for (int i = 0; i < 40 && at < 0; ++i) {
+      if (d.Add(step(1.15 * 1.4), &a)) at = i;
+    }
+    missed += at < 0;
+    late += at > 7;
+  }
+  EXPECT_EQ(early, 0) << "the restart's own level is no anomaly";
+  EXPECT_EQ(missed, 0);
+  EXPECT_EQ(late, 0);
+  // Restarted before the baseline was full: forgotten, judged after warm-up.
+  StepTimeDetector e;
+  Anomaly a;
+  for (int i = 0; i < 10; ++i) e.Add(0.010, &a);
+  e.Restart();
+  for (int i = 0; i < 23; ++i) EXPECT_FALSE(e.Add(i < 15 ? 0.020 : 0.050, &a)) << i;
+}
+
+// After an anomaly the baseline is re-levelled to the slow group, not
+// replaced by it: a second slowdown 10 steps after the first fires within
+// a group (replaced, the baseline needed a new warm-up first).
+TEST(StepTimeDetector, ASecondSlowdownSoonAfterTheFirstFires) {
+  std::mt19937 rng(11);
+  std::normal_distribution<double> z(0, 1);
+  auto step = [&](double level) { return level * (1 + 0.01 * z(rng)); };
+  StepTimeDetector d;
+  Anomaly a;
+  std::vector<int> fired;
+  for (int i = 0; i < 400; ++i) {
+    double level = i < 200 ? 0.020 : i < 210 ? 0.030 : 0.045;
+    if (d.Add(step(level), &a)) fired.push_back(i);
+  }
+  ASSERT_EQ(fired.size(), 2u) << a.message;
+  EXPECT_LE(fired[0], 207);
+  EXPECT_GE(fired[1], 210);
+  EXPECT_LE(fired[1], 217) << "within a group of the second slowdown";
+  EXPECT_NEAR(a.baseline, 0.030, 0.002) << a.message;
+}
+
+// The 10-minute H200 run's noise: a 38 ms step with bursts of slow host
+// steps that end. The burst fires; when it ends, the faster group moves the
+// baseline back (no anomaly), and a slowdown 20 steps later is judged
+// against the level it left.
+TEST(StepTimeDetector, ABurstThatEndsMovesTheBaselineBack) {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> z(0, 1);
+  auto step = [&](double level) { return level * (1 + 0.008 * z(rng)); };
+  StepTimeDetector d;
+  Anomaly a;
+  std::vector<int> fired;
+  for (int i = 0; i < 400; ++i) {
+    double level = i < 300 ? 0.038 : i < 312 ? 0.046 : i < 332 ? 0.038 : 0.045;
+    if (d.Add(step(level), &a)) fired.push_back(i);
+    if (i == 331) EXPECT_NEAR(d.median(), 0.038, 0.001) << "back at the level before the burst";
+  }
+  ASSERT_EQ(fired.size(), 2u) << a.message;
+  EXPECT_LE(fired[0], 307) << "the burst";
+  EXPECT_GE(fired[1], 332);
+  EXPECT_LE(fired[1], 339) << "the slowdown after it";
+}
+
+// Noise with a capture's restart every 1000 steps: still no false alarm.
+TEST(StepTimeDetector, NoFalseAlarmsAcrossRestarts) {
+  for (int shape = 0; shape < 3; ++shape) {
+    std::mt19937 rng(40 + shape);
+    std::uniform_real_distribution<double> u(0, 1);
+    std::normal_distribution<double> z(0, 1);
+    std::exponential_distribution<double> tail(1.0);
+    StepTimeDetector d;
+    Anomaly a;
+    int fired = 0;
+    for (int i = 0; i < 60000; ++i) {
+      if (i % 1000 == 999) d.Restart();
+      double s = shape == 0   ? (u(rng) < 0.85 ? 0.022 : 0.0275) + 0.0005 * z(rng)
+                 : shape == 1 ? 0.020 * (1 + 0.08 * z(rng))
+                              : 0.020 + 0.002 * tail(rng);
+      fired += d.Add(s, &a);
+    }
+    EXPECT_EQ(fired, 0) << "shape " << shape << ": " << a.message;
+  }
+}
+
+TEST(Relevel, KeepsTheShapeScalesUpNeverNarrows) {
+  std::vector<double> up = Relevel({0.9, 1.0, 1.2}, 1.0, 2.0);
+  EXPECT_DOUBLE_EQ(up[0], 1.8);
+  EXPECT_DOUBLE_EQ(up[1], 2.0);
+  EXPECT_DOUBLE_EQ(up[2], 2.4);
+  std::vector<double> down = Relevel({0.9, 1.0, 1.2}, 1.0, 0.5);
+  EXPECT_DOUBLE_EQ(down[0], 0.4);
+  EXPECT_DOUBLE_EQ(down[2], 0.7);
+  EXPECT_EQ(Relevel({0.1, 1.0}, 1.0, 0.5)[0], 0.0) << "never below 0";
+}
+
 TEST(BinomialTail, Values) {
   EXPECT_DOUBLE_EQ(BinomialTail(8, 0, 0.3), 1.0);
   EXPECT_EQ(BinomialTail(8, 9, 0.3), 0.0);

@@ -271,8 +271,8 @@ TEST(MonitorAgent, ManualCaptureKeepsTheBaseline) {
   agent.reset();
 }
 
-// No baseline once an anomaly came first (the "normal" is unknown then),
-// none with the flight recorder; an on-demand capture during the baseline
+// No baseline after an anomaly while the steps stay at its level (a lasting
+// slowdown is no "normal"), none with the flight recorder; an on-demand capture during the baseline
 // ends it early and is taken; a baseline whose steps ran off the
 // detector's level is marked rejected.
 TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
@@ -288,7 +288,7 @@ TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
     ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
     FeedSteps(agent.get(), &t, 200, 0.040);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    EXPECT_EQ(fake.starts.load(), 1) << "no baseline after an anomaly";
+    EXPECT_EQ(fake.starts.load(), 1) << "no baseline at a slowdown's level";
   }
   {
     MonitorConfig c = TestConfig();
@@ -379,6 +379,85 @@ TEST(MonitorAgent, RejectedBaselineIsTriedAgain) {
   EXPECT_NE(all.find("capture\t" + pid + "\t1\tbaseline_rejected\t"), std::string::npos) << all;
   EXPECT_NE(all.find("capture\t" + pid + "\t2\tbaseline\t"), std::string::npos) << all;
   agent.reset();
+}
+
+// After a burst of slow steps that ended, the baseline is taken once the
+// steps have been back at the level before it for a full detector window
+// (a 10-minute H200 run on a noisy machine had its anomalies before any
+// baseline, and then nothing to compare with).
+TEST(MonitorAgent, BaselineAfterABurstThatEnded) {
+  EventsFile events;
+  MonitorConfig c = TestConfig();
+  c.baseline_capture = true;
+  c.events_path = events.path;
+  FakeCapture fake;
+  auto agent = MonitorAgent::Start(c, fake.Control());
+  uint64_t t = 1000000000;
+  agent->OnStepBegin(t);
+  FeedSteps(agent.get(), &t, 40, 0.020);
+  FeedSteps(agent.get(), &t, 8, 0.040);  // a burst: anomaly, capture #1
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+  FeedSteps(agent.get(), &t, 5, 0.040);
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+  FeedSteps(agent.get(), &t, 60, 0.020);  // over
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(fake.starts.load(), 1) << "not before a full detector window at the old level";
+  FeedSteps(agent.get(), &t, 40, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }));
+  FeedSteps(agent.get(), &t, 5, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
+  const std::string all = events.Read();
+  EXPECT_NE(all.find("capture\t" + std::to_string(getpid()) + "\t2\tbaseline\t"),
+            std::string::npos)
+      << all;
+  agent.reset();
+}
+
+// Within the cooldown a repeat of the last capture's slowdown is deferred:
+// captured when the cooldown ends if its steps are still slow, dropped if
+// they came back (deferred, not dropped at once: a slowdown that starts
+// within the cooldown is otherwise learnt as the new level and never
+// captured). A slowdown worse than the last capture's is captured at once.
+TEST(MonitorAgent, WithinTheCooldownARepeatIsDeferredAWorseSlowdownCapturedAtOnce) {
+  enum Case { kStillSlow, kBackToNormal, kWorse };
+  for (Case which : {kStillSlow, kBackToNormal, kWorse}) {
+    SCOPED_TRACE(which == kStillSlow ? "still slow" : which == kBackToNormal ? "back" : "worse");
+    EventsFile events;
+    MonitorConfig c = TestConfig();
+    c.listen = "";
+    c.cooldown_s = which == kWorse ? 60.0 : 1.0;
+    c.events_path = events.path;
+    FakeCapture fake;
+    auto agent = MonitorAgent::Start(c, fake.Control());
+    uint64_t t = 1000000000;
+    agent->OnStepBegin(t);
+    FeedSteps(agent.get(), &t, 80, 0.020);
+    FeedSteps(agent.get(), &t, 8, 0.040);  // capture #1, for 40 ms steps
+    ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
+    FeedSteps(agent.get(), &t, 5, 0.040);
+    ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+    // Settle and level at 20 ms (the capture restarted the detector), then
+    // 40 ms again (a repeat) or 80 ms (worse).
+    FeedSteps(agent.get(), &t, 16, 0.020);
+    FeedSteps(agent.get(), &t, 8, which == kWorse ? 0.080 : 0.040);
+    ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().anomalies["step_time"] == 2; }));
+    if (which == kWorse) {
+      ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }, 500)) << "at once";
+      continue;
+    }
+    EXPECT_EQ(fake.starts.load(), 1) << "a repeat within the cooldown";
+    FeedSteps(agent.get(), &t, 16, which == kStillSlow ? 0.040 : 0.020);
+    if (which == kStillSlow) {
+      ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }, 3000));
+      FeedSteps(agent.get(), &t, 5, 0.040);
+      ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
+      EXPECT_NE(events.Read().find("deferred by the cooldown"), std::string::npos)
+          << events.Read();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      EXPECT_EQ(fake.starts.load(), 1) << "the steps came back: nothing to capture";
+    }
+  }
 }
 
 TEST(MonitorAgent, OnDemandCaptureIgnoresTheCooldownAndEndsAtTheTimeLimit) {
