@@ -60,7 +60,7 @@ def main():
         step_ms = r["summary"]["first_action"]["step_ns"] / 1e6
         est_ms = est / 100.0 * step_ms
         print(f"| {slow} → {fixed} | {first['rule'] if first else '-'} | {est:.1f} % | "
-              f"{measured:.1f} % ({plain[slow]:.3g} → {plain[fixed]:.3g} ms) | {ratio:.2f} | "
+              f"{measured:.1f} % ({plain[slow]:.3g} → {plain[fixed]:.3g} ms) | {ratio:.3f} | "
               f"{'yes' if within else 'no'} | {est_ms:.3g} / {plain[slow] - plain[fixed]:.3g} | "
               f"{step_ms / plain[slow]:.2f} |")
     share = 100.0 * ok / len(PAIRS)

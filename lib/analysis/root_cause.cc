@@ -15,7 +15,9 @@
 //    others by standalone saving.
 // 3. Symptom rules that restate idle time (gpu_idle, gpu_low_utilization)
 //    fold into the top cause finding when there is one; a modelled cause
-//    whose own fix saves under 1 % of the window folds too.
+//    whose own fix saves under 1 % of the window folds too, except
+//    synchronizing calls that idle the GPU (sync_api fired on idle: named
+//    calls, a cause of their own), kept at their small saving's severity.
 // 4. After ranking (analyze.cc), a final pass caps savings in rank order so
 //    that their sum never exceeds the window, and picks the first action.
 #include <algorithm>
@@ -146,6 +148,18 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
       if (i == top || drop[i]) continue;
       bool fold = IsIdleSymptom(fs[i].rule) ||
                   (IsIdleCause(fs[i].rule) && fs[i].est_saving_pct < 1);
+      if (fold && fs[i].rule == "sync_api") {
+        // Synchronizing calls that leave the GPU idle are their own cause
+        // (named calls and lines, e.g. a per-step .item()), not a symptom of
+        // another: kept, at the severity of what the replay gives them
+        // after the fixes before them, and a step that synchronizes still
+        // cannot be captured in a CUDA graph.
+        fs[i].Text("after_earlier_fixes",
+                   "the replay finds little saving of its own once the fixes ranked before it "
+                   "are applied; a step that synchronizes still cannot be captured in a CUDA "
+                   "graph");
+        continue;
+      }
       if (!fold) continue;
       fs[top].symptoms.push_back(fs[i].rule);
       for (const std::string& s : fs[i].symptoms) fs[top].symptoms.push_back(s);

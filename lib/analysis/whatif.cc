@@ -122,6 +122,9 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     pinned_gbps[dir] = pinned_ns[dir] > 0 ? pinned_bytes[dir] / pinned_ns[dir] : params.pinned_gbps;
   }
   absl::flat_hash_map<uint32_t, uint32_t> stream_index;
+  // Per thread: the index in calls_ of its last call, if that call was an
+  // upload the memcpy fix makes asynchronous (else kNone).
+  absl::flat_hash_map<uint32_t, uint32_t> upload_before;
   uint64_t busy_end = 0;
   std::vector<uint64_t> small_gaps;
   for (uint32_t idx : order) {
@@ -136,6 +139,7 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     busy_end = std::max(busy_end, c.end_ns);
     call.flags = c.flags;
     call.op_begin = static_cast<uint32_t>(ops_.size());
+    bool uploads = false, downloads = false;
     auto it = ops_of.find(idx);
     if (it != ops_of.end()) {
       std::vector<uint32_t>& list = it->second;
@@ -156,6 +160,10 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
         if ((a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) &&
             a.detail != kNone && a.detail < model.copies.size()) {
           const CopyDetail& d = model.copies[a.detail];
+          if (a.kind == ActivityKind::kMemcpy) {
+            uploads |= d.copy_kind == CopyKind::kHtoD;
+            downloads |= d.copy_kind != CopyKind::kHtoD;
+          }
           if (a.kind == ActivityKind::kMemcpy &&
               (d.src_kind == MemoryKind::kPageable || d.dst_kind == MemoryKind::kPageable)) {
             call.pageable = true;
@@ -170,6 +178,15 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     }
     call.op_end = static_cast<uint32_t>(ops_.size());
     if (call.gap < params_.host_gap_ns && (c.flags & kApiLaunch)) small_gaps.push_back(call.gap);
+    const bool sync_copy = (c.flags & kApiMemcpySync) != 0 || (call.pageable && (c.flags & kApiMemcpy));
+    auto before = upload_before.find(c.thread);
+    if ((c.flags & kApiSync) && !(c.flags & kApiMemcpy) && before != upload_before.end() &&
+        before->second != kNone && call.gap < params_.host_gap_ns) {
+      call.upload_wait = true;
+    }
+    upload_before[c.thread] = sync_copy && uploads && !downloads
+                                  ? static_cast<uint32_t>(calls_.size())
+                                  : kNone;
     calls_.push_back(call);
   }
   if (!small_gaps.empty()) {
@@ -226,7 +243,9 @@ uint64_t WhatIf::Replay(uint32_t fixes) const {
       free[op.stream] = start + d;
       gpu_done = std::max(gpu_done, free[op.stream]);
     }
-    const bool waits = (sync_api && !(fixes & kFixSyncApi)) || (sync_copy && !(fixes & kFixSyncMemcpy));
+    const bool waits = (sync_api && !(fixes & kFixSyncApi) &&
+                        !(c.upload_wait && (fixes & kFixSyncMemcpy))) ||
+                       (sync_copy && !(fixes & kFixSyncMemcpy));
     if (waits) {
       // The host part of a blocking call is short; the rest was the wait.
       uint64_t host_part = std::min<uint64_t>(duration, 5'000);

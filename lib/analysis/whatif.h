@@ -21,7 +21,13 @@
 //                 memory, non_blocking=True): synchronous and pageable copies
 //                 no longer block the host, and pageable copies run at the
 //                 pinned bandwidth of the trace's own pinned copies in that
-//                 direction (else `pinned_gbps`);
+//                 direction (else `pinned_gbps`); a synchronize that
+//                 only waits for an upload (the same thread's next call
+//                 after a host-to-device copy the fix makes asynchronous,
+//                 with no launch between: PyTorch's `.cuda()` without
+//                 non_blocking is cudaMemcpyAsync + cudaStreamSynchronize)
+//                 goes with it. The wait after a download stays: the host
+//                 reads that data (deferring the read is kSyncApi's fix);
 //   kHostGaps     host pauses longer than `host_gap_ns` between CUDA calls
 //                 (data loading, preprocessing, logging) shrink to the median
 //                 pause: the work moves off the launch path (DataLoader
@@ -94,6 +100,7 @@ class WhatIf {
     uint64_t duration;  // host time inside the call not overlapped by earlier calls
     uint8_t flags;      // ApiFlag
     bool pageable;      // moves pageable host memory (cannot be captured)
+    bool upload_wait = false;  // a synchronize that only waits for the upload before it
     uint32_t op_begin = 0, op_end = 0;
   };
   std::vector<Call> calls_;
