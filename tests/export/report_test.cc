@@ -77,6 +77,28 @@ TEST(ReportTextTest, FitsTheWidthAndShowsEverySection) {
   }
 }
 
+// A call site's GPU time counts its copies and memsets: its share in
+// `--group-by python` is of all GPU work, so the column never passes 100 %
+// (a graph replay's line read 102 % of kernel time beside its input copy's
+// 16.5 %).
+TEST(ReportTextTest, PythonSiteSharesAreOfAllGpuWork) {
+  Report r = MakeReport(5e6, 50, 90'000'000, 10'000'000, false);  // 100 ms of kernels
+  analysis::MemcpyRow copy;
+  copy.kind = "HtoD";
+  copy.total_ns = 25'000'000;
+  r.memcpys = {copy};
+  analysis::PythonSiteRow replay, input;
+  replay.site = "train.py:88 in step";
+  replay.gpu_ns = 102'000'000;  // the graph's kernels and its memset
+  input.site = "train.py:87 in step";
+  input.gpu_ns = 23'000'000;  // the input copy
+  r.python_sites = {replay, input};
+  std::string text = RenderGroupByText(r, "python", 100);
+  EXPECT_NE(text.find(" 81.6% "), std::string::npos) << text;
+  EXPECT_NE(text.find(" 18.4% "), std::string::npos) << text;
+  EXPECT_NE(text.find("kernels, copies and memsets"), std::string::npos) << text;
+}
+
 TEST(ReportJsonTest, CarriesSchemaAndNumbers) {
   Report r = MakeReport(2e6, 80, 1'000'000, 1000, true);
   std::string json = RenderReportJson(r);
