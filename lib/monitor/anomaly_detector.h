@@ -81,6 +81,9 @@ class StepTimeDetector {
   void Restart();
   // Rolling median of the baseline (0 before the first step).
   double median() const { return median_; }
+  // The baseline holds its `warmup` steps: median() is the baseline's, not
+  // that of the first few (start-up) steps.
+  bool has_baseline() const { return window_.size() >= o_.warmup; }
   // Steps judged together: `consecutive`, raised to the smallest group that
   // can be unlikely enough under `p_value` (5 at the defaults).
   uint32_t group_steps() const { return o_.consecutive; }

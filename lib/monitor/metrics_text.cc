@@ -107,8 +107,11 @@ std::string RenderMetrics(const MetricsSnapshot& s, bool om) {
   w.Sample("sightline_step_duration_seconds_count", "", static_cast<double>(s.steps.count()));
 
   w.Family("sightline_step_duration_median_seconds", "gauge",
-           "Rolling median of the step duration (the anomaly detector's baseline).");
-  w.Sample("sightline_step_duration_median_seconds", "", s.step_median_seconds);
+           "Rolling median of the step duration (the anomaly detector's baseline); no sample "
+           "until the detector has its warm-up steps.");
+  if (s.step_median_seconds > 0) {
+    w.Sample("sightline_step_duration_median_seconds", "", s.step_median_seconds);
+  }
   w.Family("sightline_steps_dropped", "counter",
            "Steps not counted because the monitor's step queue was full.");
   w.Sample("sightline_steps_dropped_total", "", static_cast<double>(s.steps_dropped));

@@ -78,7 +78,7 @@ struct MetricsSnapshot {
   std::string job;
   std::string rank;  // "" when the process has no rank: label value "-1"
   StepHistogram steps;
-  double step_median_seconds = 0;
+  double step_median_seconds = 0;  // 0: no baseline yet (no sample)
   uint64_t steps_dropped = 0;
   bool nvml_up = false;
   std::vector<DeviceSample> devices;

@@ -482,7 +482,9 @@ void MonitorAgent::Main() {
         Anomaly a;
         if (step_detector_.Add(s, &a)) anomalies.push_back(a);
       }
-      snapshot_.step_median_seconds = step_detector_.median();
+      // Published once the detector has its baseline: the first steps'
+      // median (start-up, autotuning) read 2.12 s on the H200.
+      if (step_detector_.has_baseline()) snapshot_.step_median_seconds = step_detector_.median();
       snapshot_.steps_dropped = dropped;
       if (torch_changed) snapshot_.torch_memory = torch;
     }

@@ -207,7 +207,9 @@ TEST(StepTimeDetector, ABurstThatEndsMovesTheBaselineBack) {
   for (int i = 0; i < 400; ++i) {
     double level = i < 300 ? 0.038 : i < 312 ? 0.046 : i < 332 ? 0.038 : 0.045;
     if (d.Add(step(level), &a)) fired.push_back(i);
-    if (i == 331) EXPECT_NEAR(d.median(), 0.038, 0.001) << "back at the level before the burst";
+    if (i == 331) {
+      EXPECT_NEAR(d.median(), 0.038, 0.001) << "back at the level before the burst";
+    }
   }
   ASSERT_EQ(fired.size(), 2u) << a.message;
   EXPECT_LE(fired[0], 307) << "the burst";
@@ -292,6 +294,16 @@ TEST(StepTimeDetector, NotBeforeWarmupAndIgnoresGarbage) {
   bool fired = false;
   for (int i = 0; i < 8; ++i) fired |= e.Add(1.0, &a);
   EXPECT_TRUE(fired);
+}
+
+TEST(StepTimeDetector, HasABaselineAfterItsWarmupSteps) {
+  StepTimeDetector d;  // warmup 16, group 8
+  Anomaly a;
+  for (int i = 0; i < 23; ++i) d.Add(i < 3 ? 2.0 : 0.020, &a);  // start-up steps first
+  EXPECT_FALSE(d.has_baseline()) << "15 steps in the baseline";
+  d.Add(0.020, &a);
+  EXPECT_TRUE(d.has_baseline());
+  EXPECT_NEAR(d.median(), 0.020, 1e-9);
 }
 
 TEST(StepTimeDetector, TooSmallGroupsAreRaisedToOneThatCanFire) {

@@ -71,6 +71,18 @@ TEST(MetricsText, PrometheusTextFormat) {
   EXPECT_EQ(std::string(MetricsContentType(false)), "text/plain; version=0.0.4; charset=utf-8");
 }
 
+// The median gauge has no sample until the detector has its baseline (the
+// first steps' median, start-up included, read 2.12 s on the H200).
+TEST(MetricsText, NoMedianSampleBeforeTheBaseline) {
+  MetricsSnapshot s = Sample();
+  EXPECT_NE(RenderMetrics(s, false).find("sightline_step_duration_median_seconds{"),
+            std::string::npos);
+  s.step_median_seconds = 0;
+  std::string t = RenderMetrics(s, false);
+  EXPECT_NE(t.find("# TYPE sightline_step_duration_median_seconds gauge\n"), std::string::npos);
+  EXPECT_EQ(t.find("sightline_step_duration_median_seconds{"), std::string::npos) << t;
+}
+
 TEST(MetricsText, OpenMetricsFamiliesAndEof) {
   std::string t = RenderMetrics(Sample(), true);
   EXPECT_NE(t.find("# TYPE sightline_anomalies counter\n"), std::string::npos);
