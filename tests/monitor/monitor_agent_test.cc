@@ -271,6 +271,27 @@ TEST(MonitorAgent, ManualCaptureKeepsTheBaseline) {
   agent.reset();
 }
 
+// An agent on `c` with a fake capture control and a private events file,
+// fed synthetic steps from t = 1 s.
+struct AgentRun {
+  EventsFile events;
+  FakeCapture fake;
+  std::unique_ptr<MonitorAgent> agent;
+  uint64_t t = 1000000000;
+  explicit AgentRun(MonitorConfig c) {
+    c.events_path = events.path;
+    agent = MonitorAgent::Start(c, fake.Control());
+    agent->OnStepBegin(t);
+  }
+  void Feed(int n, double seconds) { FeedSteps(agent.get(), &t, n, seconds); }
+};
+
+// The events file's line of capture `index`, up to its kind.
+std::string CaptureEvent(uint32_t index, const std::string& kind) {
+  return "capture\t" + std::to_string(getpid()) + "\t" + std::to_string(index) + "\t" + kind +
+         "\t";
+}
+
 // No baseline after an anomaly while the steps stay at its level (a lasting
 // slowdown is no "normal"), none with the flight recorder; an on-demand capture during the baseline
 // ends it early and is taken; a baseline whose steps ran off the
@@ -352,33 +373,26 @@ TEST(MonitorAgent, BaselineOnlyOfTheSteadyState) {
 // A rejected baseline is tried again once the detector has a full window of
 // steps again, up to three times; the next one near the level is kept.
 TEST(MonitorAgent, RejectedBaselineIsTriedAgain) {
-  EventsFile events;
   MonitorConfig c = TestConfig();
   c.baseline_capture = true;
-  c.events_path = events.path;
-  FakeCapture fake;
-  auto agent = MonitorAgent::Start(c, fake.Control());
-  uint64_t t = 1000000000;
-  agent->OnStepBegin(t);
-  FeedSteps(agent.get(), &t, 72, 0.020);
-  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
-  FeedSteps(agent.get(), &t, 5, 0.016);  // 20 % faster than the level: rejected
-  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
-  FeedSteps(agent.get(), &t, 40, 0.020);
+  AgentRun run(c);
+  run.Feed(72, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return run.fake.starts.load() == 1; }));
+  run.Feed(5, 0.016);  // 20 % faster than the level: rejected
+  ASSERT_TRUE(WaitFor([&] { return run.fake.stops.load() == 1; }));
+  run.Feed(40, 0.020);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(fake.starts.load(), 1) << "not before a full detector window again";
-  FeedSteps(agent.get(), &t, 60, 0.020);
-  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }));
-  FeedSteps(agent.get(), &t, 5, 0.020);
-  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
-  FeedSteps(agent.get(), &t, 200, 0.020);
+  EXPECT_EQ(run.fake.starts.load(), 1) << "not before a full detector window again";
+  run.Feed(60, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return run.fake.starts.load() == 2; }));
+  run.Feed(5, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return run.fake.stops.load() == 2; }));
+  run.Feed(200, 0.020);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(fake.starts.load(), 2) << "a kept baseline is the last";
-  const std::string all = events.Read();
-  const std::string pid = std::to_string(getpid());
-  EXPECT_NE(all.find("capture\t" + pid + "\t1\tbaseline_rejected\t"), std::string::npos) << all;
-  EXPECT_NE(all.find("capture\t" + pid + "\t2\tbaseline\t"), std::string::npos) << all;
-  agent.reset();
+  EXPECT_EQ(run.fake.starts.load(), 2) << "a kept baseline is the last";
+  const std::string all = run.events.Read();
+  EXPECT_NE(all.find(CaptureEvent(1, "baseline_rejected")), std::string::npos) << all;
+  EXPECT_NE(all.find(CaptureEvent(2, "baseline")), std::string::npos) << all;
 }
 
 // After a burst of slow steps that ended, the baseline is taken once the
@@ -386,31 +400,23 @@ TEST(MonitorAgent, RejectedBaselineIsTriedAgain) {
 // (a 10-minute H200 run on a noisy machine had its anomalies before any
 // baseline, and then nothing to compare with).
 TEST(MonitorAgent, BaselineAfterABurstThatEnded) {
-  EventsFile events;
   MonitorConfig c = TestConfig();
   c.baseline_capture = true;
-  c.events_path = events.path;
-  FakeCapture fake;
-  auto agent = MonitorAgent::Start(c, fake.Control());
-  uint64_t t = 1000000000;
-  agent->OnStepBegin(t);
-  FeedSteps(agent.get(), &t, 40, 0.020);
-  FeedSteps(agent.get(), &t, 8, 0.040);  // a burst: anomaly, capture #1
-  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
-  FeedSteps(agent.get(), &t, 5, 0.040);
-  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
-  FeedSteps(agent.get(), &t, 60, 0.020);  // over
+  AgentRun run(c);
+  run.Feed(40, 0.020);
+  run.Feed(8, 0.040);  // a burst: anomaly, capture #1
+  ASSERT_TRUE(WaitFor([&] { return run.fake.starts.load() == 1; }));
+  run.Feed(5, 0.040);
+  ASSERT_TRUE(WaitFor([&] { return run.fake.stops.load() == 1; }));
+  run.Feed(60, 0.020);  // over
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(fake.starts.load(), 1) << "not before a full detector window at the old level";
-  FeedSteps(agent.get(), &t, 40, 0.020);
-  ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }));
-  FeedSteps(agent.get(), &t, 5, 0.020);
-  ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
-  const std::string all = events.Read();
-  EXPECT_NE(all.find("capture\t" + std::to_string(getpid()) + "\t2\tbaseline\t"),
-            std::string::npos)
-      << all;
-  agent.reset();
+  EXPECT_EQ(run.fake.starts.load(), 1) << "not before a full detector window at the old level";
+  run.Feed(40, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return run.fake.starts.load() == 2; }));
+  run.Feed(5, 0.020);
+  ASSERT_TRUE(WaitFor([&] { return run.fake.stops.load() == 2; }));
+  EXPECT_NE(run.events.Read().find(CaptureEvent(2, "baseline")), std::string::npos)
+      << run.events.Read();
 }
 
 // Within the cooldown a repeat of the last capture's slowdown is deferred:
@@ -422,40 +428,35 @@ TEST(MonitorAgent, WithinTheCooldownARepeatIsDeferredAWorseSlowdownCapturedAtOnc
   enum Case { kStillSlow, kBackToNormal, kWorse };
   for (Case which : {kStillSlow, kBackToNormal, kWorse}) {
     SCOPED_TRACE(which == kStillSlow ? "still slow" : which == kBackToNormal ? "back" : "worse");
-    EventsFile events;
     MonitorConfig c = TestConfig();
     c.listen = "";
     c.cooldown_s = which == kWorse ? 60.0 : 1.0;
-    c.events_path = events.path;
-    FakeCapture fake;
-    auto agent = MonitorAgent::Start(c, fake.Control());
-    uint64_t t = 1000000000;
-    agent->OnStepBegin(t);
-    FeedSteps(agent.get(), &t, 80, 0.020);
-    FeedSteps(agent.get(), &t, 8, 0.040);  // capture #1, for 40 ms steps
-    ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 1; }));
-    FeedSteps(agent.get(), &t, 5, 0.040);
-    ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 1; }));
+    AgentRun run(c);
+    run.Feed(80, 0.020);
+    run.Feed(8, 0.040);  // capture #1, for 40 ms steps
+    ASSERT_TRUE(WaitFor([&] { return run.fake.starts.load() == 1; }));
+    run.Feed(5, 0.040);
+    ASSERT_TRUE(WaitFor([&] { return run.fake.stops.load() == 1; }));
     // Settle and level at 20 ms (the capture restarted the detector), then
     // 40 ms again (a repeat) or 80 ms (worse).
-    FeedSteps(agent.get(), &t, 16, 0.020);
-    FeedSteps(agent.get(), &t, 8, which == kWorse ? 0.080 : 0.040);
-    ASSERT_TRUE(WaitFor([&] { return agent->Snapshot().anomalies["step_time"] == 2; }));
+    run.Feed(16, 0.020);
+    run.Feed(8, which == kWorse ? 0.080 : 0.040);
+    ASSERT_TRUE(WaitFor([&] { return run.agent->Snapshot().anomalies["step_time"] == 2; }));
     if (which == kWorse) {
-      ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }, 500)) << "at once";
+      ASSERT_TRUE(WaitFor([&] { return run.fake.starts.load() == 2; }, 500)) << "at once";
       continue;
     }
-    EXPECT_EQ(fake.starts.load(), 1) << "a repeat within the cooldown";
-    FeedSteps(agent.get(), &t, 16, which == kStillSlow ? 0.040 : 0.020);
+    EXPECT_EQ(run.fake.starts.load(), 1) << "a repeat within the cooldown";
+    run.Feed(16, which == kStillSlow ? 0.040 : 0.020);
     if (which == kStillSlow) {
-      ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }, 3000));
-      FeedSteps(agent.get(), &t, 5, 0.040);
-      ASSERT_TRUE(WaitFor([&] { return fake.stops.load() == 2; }));
-      EXPECT_NE(events.Read().find("deferred by the cooldown"), std::string::npos)
-          << events.Read();
+      ASSERT_TRUE(WaitFor([&] { return run.fake.starts.load() == 2; }, 3000));
+      run.Feed(5, 0.040);
+      ASSERT_TRUE(WaitFor([&] { return run.fake.stops.load() == 2; }));
+      EXPECT_NE(run.events.Read().find("deferred by the cooldown"), std::string::npos)
+          << run.events.Read();
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-      EXPECT_EQ(fake.starts.load(), 1) << "the steps came back: nothing to capture";
+      EXPECT_EQ(run.fake.starts.load(), 1) << "the steps came back: nothing to capture";
     }
   }
 }
