@@ -172,10 +172,16 @@ void FillNvtx(const TimelineModel& model, Report* report) {
       }
     }
   }
-  std::map<std::pair<uint32_t, uint32_t>, NvtxRow> rows;  // (domain, name)
+  // By (domain, name), the name without PyTorch's per-instance annotations
+  // (RangeGroupName: a --pytorch trace's 9 134 ranges were 9 134 rows of one
+  // instance each).
+  std::map<std::pair<uint32_t, std::string_view>, NvtxRow> rows;
+  absl::flat_hash_map<uint32_t, std::string_view> group_of;  // name id → group name
   for (size_t i = 0; i < model.nvtx_ranges.size(); ++i) {
     const NvtxRange& r = model.nvtx_ranges[i];
-    NvtxRow& row = rows[{r.domain, r.name}];
+    auto [g, fresh] = group_of.try_emplace(r.name);
+    if (fresh) g->second = RangeGroupName(model.String(r.name));
+    NvtxRow& row = rows[{r.domain, g->second}];
     row.count++;
     row.cpu_total_ns += r.end_ns - r.start_ns;
     row.gpu_total_ns += gpu_ns[i];
@@ -183,7 +189,7 @@ void FillNvtx(const TimelineModel& model, Report* report) {
   }
   for (auto& [key, row] : rows) {
     row.domain = std::string(model.String(key.first));
-    row.name = std::string(model.String(key.second));
+    row.name = std::string(key.second);
     row.gpu_share_pct = all_gpu ? 100.0 * double(row.gpu_total_ns) / double(all_gpu) : 0;
     report->nvtx.push_back(std::move(row));
   }

@@ -32,6 +32,20 @@ inline bool ContainsIgnoreCase(std::string_view s, std::string_view needle) {
   return false;
 }
 
+// An NVTX range name without the per-instance annotations of PyTorch's
+// emit_nvtx / `--pytorch` ranges ("aten::mm, seq = 12, op_id = 3, sizes =
+// [[8, 4]]" -> "aten::mm"; "enumerate(DataLoader)#..., op_id = 4187" ->
+// "enumerate(DataLoader)#..."), so that the instances of one op or one
+// record_function group together; any other name whole.
+inline std::string_view RangeGroupName(std::string_view name) {
+  size_t cut = name.size();
+  for (std::string_view key : {", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "}) {
+    size_t at = name.find(key);
+    if (at != std::string_view::npos && at < cut) cut = at;
+  }
+  return name.substr(0, cut);
+}
+
 }  // namespace sightline::analysis
 
 #endif  // SIGHTLINE_LIB_ANALYSIS_TEXT_UTIL_H_

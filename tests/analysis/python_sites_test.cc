@@ -164,6 +164,42 @@ TEST(PythonSitesTest, SyncOffenderNamesTheItemLine) {
   EXPECT_EQ(r.findings[0].offenders[1].python_site, kForward);
 }
 
+// A host-bound loop: cpu_bound's time before each launch goes to that
+// launch's user line. Uninstrumented time (Python) is split by line, an NVTX
+// range (a PyTorch op, its instances grouped) names the line it led to.
+TEST(PythonSitesTest, CpuBoundNamesTheLineTheHostWorkedTowards) {
+  TraceBuilder b;
+  uint32_t at42 = PyStack(b, {{kLib + "nn/functional.py", "linear", 2000},
+                              {"/work/train.py", "Model.forward", 42},
+                              {"/work/train.py", "<module>", 100}});
+  uint32_t at45 = PyStack(b, {{"/work/train.py", "Model.forward", 45},
+                              {"/work/train.py", "<module>", 100}});
+  for (int i = 0; i < 10; ++i) {
+    uint64_t t = testing::ms(1) + i * testing::ms(2);
+    b.Nvtx("aten::copy_, op_id = " + std::to_string(100 + i), t, t + us(500), 1);
+    SetPythonStack(b, b.Kernel("copy_kernel", t + us(510), t + us(560), 7, t + us(500), us(3), 1),
+                   at45);
+    // 0.94 ms of Python outside any range before the next launch.
+    SetPythonStack(b, b.Kernel("linear_kernel", t + us(1510), t + us(1560), 7, t + us(1500),
+                               us(3), 1),
+                   at42);
+  }
+  Report r = AnalyzeTraces({b.trace()}, BuildPath::kDirect);
+  const Finding* f = testing::FindFinding(r, "cpu_bound");
+  ASSERT_NE(f, nullptr);
+  ASSERT_GE(f->offenders.size(), 2u);
+  EXPECT_EQ(f->offenders[0].name, "(CPU work outside NVTX ranges and CUDA calls)");
+  EXPECT_EQ(f->offenders[0].python_site, kForward);
+  EXPECT_EQ(f->offenders[0].count, 10u);
+  const Offender* copy = nullptr;
+  for (const Offender& o : f->offenders) {
+    if (o.name == "aten::copy_") copy = &o;
+  }
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->python_site, "/work/train.py:45 in Model.forward");
+  EXPECT_NE(f->recommendation.find(kForward), std::string::npos) << f->recommendation;
+}
+
 TEST(PythonSitesTest, NoPythonStacksChangesNothing) {
   TraceBuilder b;
   b.Kernel("k", us(100), us(200));

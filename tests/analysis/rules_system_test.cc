@@ -4,6 +4,7 @@
 // analysed twice: built directly, and through the .sltrace wire format.
 #include "gtest/gtest.h"
 #include "lib/analysis/analyze.h"
+#include "lib/analysis/text_util.h"
 #include "tests/analysis/synthetic.h"
 
 namespace sightline::analysis {
@@ -117,12 +118,18 @@ TEST_P(SystemRuleTest, LowUtilizationSilentWhenBusy) {
 
 // ---- cpu_bound --------------------------------------------------------------
 
-TraceBuilder ClipEncodeTrace(bool overlapped) {
+// `encode` names the CPU span of each step; "%d" in it is replaced by the
+// step's index (PyTorch's ranges carry a per-instance ", op_id = N").
+TraceBuilder ClipEncodeTrace(bool overlapped, const std::string& encode = "clip.encode") {
   TraceBuilder b;
   for (int i = 0; i < 5; ++i) {
     uint64_t t = ms(1) + i * ms(3);
     b.Nvtx("step", t, t + ms(3));
-    b.Nvtx("clip.encode", t, t + ms(2));
+    std::string name = encode;
+    if (size_t at = name.find("%d"); at != std::string::npos) {
+      name.replace(at, 2, std::to_string(4187 + i));
+    }
+    b.Nvtx(name, t, t + ms(2));
     if (overlapped) {
       // The GPU work of step i runs while the CPU encodes step i+1.
       uint64_t start = ms(3) + us(20) + i * ms(3);
@@ -149,6 +156,36 @@ TEST_P(SystemRuleTest, CpuBoundNamesTheCpuSpanThatMakesTheGpuWait) {
   EXPECT_EQ(f->offenders[1].name, "step");
   EXPECT_EQ(f->offenders[1].total_ns, 4 * us(20));
   EXPECT_NE(f->recommendation.find("clip.encode"), std::string::npos);
+}
+
+// PyTorch's record_function ranges (`--pytorch`) differ per instance only by
+// their ", op_id = N": one offender for all of them, and one NVTX table row
+// (a real DataLoader trace listed 17 offenders and 9 134 table rows of one
+// instance each).
+TEST_P(SystemRuleTest, CpuBoundGroupsPytorchRangeInstances) {
+  const std::string next = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+  Report report = Analyze(ClipEncodeTrace(false, next + ", op_id = %d"));
+  const Finding* f = FindFinding(report, "cpu_bound");
+  ASSERT_NE(f, nullptr);
+  ASSERT_FALSE(f->offenders.empty());
+  EXPECT_EQ(f->offenders[0].name, next);
+  EXPECT_EQ(f->offenders[0].count, 4u);
+  EXPECT_EQ(f->offenders[0].total_ns, ms(8));
+  const NvtxRow* row = nullptr;
+  for (const NvtxRow& r : report.nvtx) {
+    if (r.name == next) row = &r;
+  }
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->count, 5u);
+  EXPECT_EQ(report.nvtx.size(), 2u) << "step and the DataLoader's __next__";
+}
+
+TEST(RangeGroupName, StripsPytorchsPerInstanceAnnotations) {
+  EXPECT_EQ(RangeGroupName("aten::mm, seq = 12, op_id = 3, sizes = [[8, 4], [4, 2]]"), "aten::mm");
+  EXPECT_EQ(RangeGroupName("aten::copy_, op_id = 4803"), "aten::copy_");
+  EXPECT_EQ(RangeGroupName("aten::add, sizes = [[2], [2]], input_op_ids = [1, 2]"), "aten::add");
+  EXPECT_EQ(RangeGroupName("train_step"), "train_step");
+  EXPECT_EQ(RangeGroupName("load, resize"), "load, resize") << "a user's comma stays";
 }
 
 TEST_P(SystemRuleTest, CpuBoundSilentWhenCpuWorkOverlapsGpu) {

@@ -3,23 +3,32 @@
 // cover those gaps on the launching thread: the innermost NVTX range at each
 // instant ("clip.encode on the CPU makes the GPU wait") and CUDA API calls
 // other than the launch itself. What no span covers is reported as
-// uninstrumented CPU time. Saving: the host-wait idle time.
+// uninstrumented CPU time. With Python stacks, each gap's time also goes to
+// the user's line of the launch that ends it (python_sites.h: the line the
+// host was working towards): uninstrumented time is split by that line, and
+// an NVTX range names the line most of its time led to. Saving: the
+// host-wait idle time.
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include "lib/analysis/python_sites.h"
 #include "lib/analysis/rule.h"
 #include "lib/analysis/rule_util.h"
+#include "lib/analysis/text_util.h"
 
 namespace sightline::analysis {
 namespace {
 
 struct Attribution {
   std::map<std::string, Offender> by_name;
+  std::map<std::string, std::map<std::string, uint64_t>> sites;  // offender key → site → ns
   uint64_t uncovered = 0;
 };
 
+// `site`: the user's Python line of the launch that ends the gap (or null).
 void AttributeGap(const TimelineModel& model, const IdleGap& gap, uint32_t thread,
-                  uint32_t launch_api, Attribution* out) {
+                  uint32_t launch_api, const std::string* site, Attribution* out) {
   const ThreadInfo& t = model.threads[thread];
   IntervalSet covered;
   // NVTX ranges overlapping the gap, innermost first.
@@ -44,11 +53,15 @@ void AttributeGap(const TimelineModel& model, const IdleGap& gap, uint32_t threa
     uint64_t fresh = piece.Subtract(covered).total();
     covered = covered.Union(piece);
     if (fresh == 0) continue;
-    Offender& o = out->by_name["nvtx:" + std::string(model.String(r->name))];
-    o.name = std::string(model.String(r->name));
+    // Instances of one op or record_function group under one name (PyTorch's
+    // ranges carry ", op_id = N" each).
+    const std::string name(RangeGroupName(model.String(r->name)));
+    Offender& o = out->by_name["nvtx:" + name];
+    o.name = name;
     o.detail = "NVTX range";
     o.count++;
     o.total_ns += fresh;
+    if (site != nullptr) out->sites["nvtx:" + name][*site] += fresh;
   }
   // CUDA API calls on the thread inside the gap (not the launch that ends it).
   const ApiCall* abase = model.api_calls.data();
@@ -65,7 +78,16 @@ void AttributeGap(const TimelineModel& model, const IdleGap& gap, uint32_t threa
     o.count++;
     o.total_ns += hi - lo;
   }
-  out->uncovered += gap.length() - std::min(gap.length(), covered.total());
+  const uint64_t uncovered = gap.length() - std::min(gap.length(), covered.total());
+  out->uncovered += uncovered;
+  if (site != nullptr && uncovered > 0) {
+    Offender& o = out->by_name["uncovered:" + *site];
+    o.name = "(CPU work outside NVTX ranges and CUDA calls)";
+    o.detail = "uninstrumented, before this line's launch";
+    o.python_site = *site;
+    o.count++;
+    o.total_ns += uncovered;
+  }
 }
 
 void Run(const RuleContext& ctx, std::vector<Finding>* out) {
@@ -86,12 +108,20 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     double pct = PctOf(double(host_wait), double(t.window_ns()));
     if (host_wait == 0 || pct < min_pct || share < min_share) continue;
     Attribution attribution;
+    std::optional<PythonAttribution> python;  // only for traces with Python stacks
+    for (const ApiCall& c : model.api_calls) {
+      if (c.python_stack_id != 0) {
+        python = AttributePython(model);
+        break;
+      }
+    }
     for (const IdleGap& g : t.gaps) {
       if (g.cause != IdleCause::kHostWait || g.next_activity == kNone) continue;
       const GpuActivity& next = model.activities[g.next_activity];
       const ApiCall* launch = model.LaunchOf(next);
       if (launch == nullptr) continue;
-      AttributeGap(model, g, launch->thread, next.launch_api, &attribution);
+      const std::string* site = python ? python->SiteOf(next.launch_api) : nullptr;
+      AttributeGap(model, g, launch->thread, next.launch_api, site, &attribution);
     }
     Finding f = ctx.NewFinding(host_wait);
     f.scope = DeviceLabel(model, t.device);
@@ -103,20 +133,32 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
         .Number("idle_ns", double(idle), "ns")
         .Number("host_wait_gaps", double(gaps), "count")
         .Number("uncovered_ns", double(attribution.uncovered), "ns");
+    uint64_t uncovered_by_site = 0;
     for (auto& [key, o] : attribution.by_name) {
       o.share_pct = PctOf(double(o.total_ns), double(host_wait));
+      if (auto it = attribution.sites.find(key); it != attribution.sites.end()) {
+        const auto top = std::max_element(it->second.begin(), it->second.end(),
+                                          [](const auto& a, const auto& b) {
+                                            return a.second < b.second;
+                                          });
+        o.python_site = top->first;
+      }
+      if (StartsWith(key, "uncovered:")) uncovered_by_site += o.total_ns;
       f.offenders.push_back(o);
     }
-    if (attribution.uncovered > 0) {
+    if (attribution.uncovered > uncovered_by_site) {  // gaps without a Python line
       Offender o;
       o.name = "(CPU work outside NVTX ranges and CUDA calls)";
-      o.total_ns = attribution.uncovered;
+      o.total_ns = attribution.uncovered - uncovered_by_site;
       o.share_pct = PctOf(double(o.total_ns), double(host_wait));
       o.detail = "uninstrumented";
       f.offenders.push_back(o);
     }
     KeepTopOffenders(&f.offenders, 8);
     std::string top = f.offenders.empty() ? std::string() : f.offenders.front().name;
+    if (!f.offenders.empty() && !f.offenders.front().python_site.empty()) {
+      top += "' before the launches at '" + f.offenders.front().python_site;
+    }
     f.recommendation =
         "The GPU waits for the CPU" + (top.empty() ? std::string(".") : " (mostly during '" + top + "').") +
         " Move that CPU work off the launch path: run preprocessing in DataLoader workers or a "
