@@ -33,7 +33,9 @@
 #     endpoint; monitor-noflush = without the writer's periodic CUPTI flush
 #     (every 500 ms otherwise); monitor-nonvml = without NVML;
 #     monitor-nodefer = CUPTI subscribed from the start instead of at the
-#     first capture (SIGHTLINE_MONITOR_DEFER_CUPTI=0, the default before run M)
+#     first capture (SIGHTLINE_MONITOR_DEFER_CUPTI=0, the default before run M);
+#     monitor-nocapture = anomalies counted, no capture taken (--max-captures
+#     0): monitoring alone on a machine noisy enough to fire the detector
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -66,10 +68,11 @@ one() {  # MODE ROUND
     monitor-inject) SIGHTLINE_MODE=monitor SIGHTLINE_QUIET=1 SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" \
                CUDA_INJECTION64_PATH=$INJ NVTX_INJECTION64_PATH=$INJ \
                $PIN python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
-    monitor-base | monitor-nohook | monitor-noflush | monitor-nonvml | monitor-nodefer)  # one setting changed each
+    monitor-base | monitor-nohook | monitor-noflush | monitor-nonvml | monitor-nodefer | monitor-nocapture)  # one setting changed each
       local -a env_set=() opts=()
       case $1 in
         monitor-base) opts=(--baseline-capture on) ;;
+        monitor-nocapture) opts=(--max-captures 0) ;;
         monitor-nohook) opts=(--pytorch-memory off) ;;
         monitor-noflush) env_set=(SIGHTLINE_FLUSH_MS=600000) ;;
         monitor-nonvml) env_set=(SIGHTLINE_NVML_LIB=/nonexistent) ;;
