@@ -200,6 +200,34 @@ TEST(PythonSitesTest, CpuBoundNamesTheLineTheHostWorkedTowards) {
   EXPECT_NE(f->recommendation.find(kForward), std::string::npos) << f->recommendation;
 }
 
+// A launch-bound loop: launch_bound's offenders are the user's lines whose
+// launches take the host's launch path time (pause before each launch, up to
+// the replay's pause limit, plus the call), largest first.
+TEST(PythonSitesTest, LaunchBoundNamesTheLinesThatLaunch) {
+  TraceBuilder b;
+  uint32_t at42 = PyStack(b, {{kLib + "nn/functional.py", "linear", 2000},
+                              {"/work/train.py", "Model.forward", 42},
+                              {"/work/train.py", "<module>", 100}});
+  uint32_t at45 = PyStack(b, {{"/work/train.py", "Model.forward", 45},
+                              {"/work/train.py", "<module>", 100}});
+  uint64_t t = testing::ms(1);
+  for (int i = 0; i < 200; ++i) {  // 25 us of host per launch, 2 us kernels
+    t += us(20);
+    SetPythonStack(b, b.Kernel("tiny", t + us(8), t + us(10), 7, t, us(5), 1), i % 4 ? at42 : at45);
+    t += us(5);
+  }
+  Report r = AnalyzeTraces({b.trace()}, BuildPath::kDirect);
+  const Finding* f = testing::FindFinding(r, "launch_bound");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->offenders.size(), 2u);
+  EXPECT_EQ(f->offenders[0].name, "train.py:42");
+  EXPECT_EQ(f->offenders[0].python_site, kForward);
+  EXPECT_EQ(f->offenders[0].count, 150u);
+  EXPECT_EQ(f->offenders[1].name, "train.py:45");
+  EXPECT_EQ(f->offenders[1].count, 50u);
+  EXPECT_EQ(f->offenders[1].total_ns, 50 * us(25) - us(20)) << "the first launch has no pause before it";
+}
+
 TEST(PythonSitesTest, NoPythonStacksChangesNothing) {
   TraceBuilder b;
   b.Kernel("k", us(100), us(200));

@@ -180,6 +180,28 @@ TEST_P(SystemRuleTest, CpuBoundGroupsPytorchRangeInstances) {
   EXPECT_EQ(report.nvtx.size(), 2u) << "step and the DataLoader's __next__";
 }
 
+// Without Python stacks, launch_bound's offenders are the kernels whose
+// launches take the host's launch path time.
+TEST_P(SystemRuleTest, LaunchBoundNamesTheKernelsOfTheLaunchPath) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  for (int i = 0; i < 300; ++i) {  // 25 us of host per launch, 2 us kernels
+    t += us(20);
+    b.Kernel(i % 3 ? "elementwise" : "reduce", t + us(8), t + us(10), 7, t, us(5));
+    t += us(5);
+  }
+  Report report = Analyze(b);
+  const Finding* f = FindFinding(report, "launch_bound");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(f->offenders.size(), 2u);
+  EXPECT_EQ(f->offenders[0].name, "elementwise");
+  EXPECT_EQ(f->offenders[0].count, 200u);
+  EXPECT_EQ(f->offenders[0].total_ns, 200 * us(25));
+  EXPECT_EQ(f->offenders[1].name, "reduce");
+  EXPECT_NEAR(f->offenders[0].share_pct, 100.0 * 200 * 25 / (300 * 25 - 20), 1e-6);
+  EXPECT_EQ(f->EvidenceNumber("launch_path_ns"), double(300 * us(25) - us(20)));
+}
+
 TEST(RangeGroupName, StripsPytorchsPerInstanceAnnotations) {
   EXPECT_EQ(RangeGroupName("aten::mm, seq = 12, op_id = 3, sizes = [[8, 4], [4, 2]]"), "aten::mm");
   EXPECT_EQ(RangeGroupName("aten::copy_, op_id = 4803"), "aten::copy_");

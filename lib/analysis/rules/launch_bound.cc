@@ -5,15 +5,77 @@
 // the analysed window with the launches replayed as CUDA graphs (whatif.h,
 // kFixGraph: launch calls and the short host pauses between them vanish, one
 // graph launch per run remains; synchronizing calls and pageable copies end
-// a run). Already graphed steps gain nothing and do not fire.
+// a run). Already graphed steps gain nothing and do not fire. Offenders:
+// where the launch path's host time goes — per launch, the host time since
+// the thread's previous CUDA call (pauses shorter than host_gap_ns: longer
+// ones are cpu_bound's work) plus the launch call up to the replay's launch
+// cost — by the user's Python line of the launch (python_sites.h) when the
+// trace has Python stacks, else by kernel.
 #include <algorithm>
+#include <map>
+#include <optional>
 
+#include "lib/analysis/python_sites.h"
 #include "lib/analysis/rule.h"
 #include "lib/analysis/rule_util.h"
 #include "lib/analysis/whatif.h"
 
 namespace sightline::analysis {
 namespace {
+
+void AddLaunchPathOffenders(const TimelineModel& model, const WhatIfParams& p, Finding* f) {
+  std::optional<PythonAttribution> python;
+  for (const ApiCall& c : model.api_calls) {
+    if (c.python_stack_id != 0) {
+      python = AttributePython(model);
+      break;
+    }
+  }
+  std::vector<uint32_t> kernel_of(model.api_calls.size(), kNone);  // launch → a kernel's name
+  if (!python) {
+    for (const GpuActivity& a : model.activities) {
+      if (a.kind == ActivityKind::kKernel && a.launch_api != kNone) kernel_of[a.launch_api] = a.name;
+    }
+  }
+  std::map<std::string, Offender> by_key;
+  uint64_t total = 0;
+  for (const ThreadInfo& t : model.threads) {
+    uint64_t prev_end = 0;
+    for (uint32_t i = t.api_begin; i < t.api_end; ++i) {
+      const ApiCall& c = model.api_calls[i];
+      const uint64_t gap = prev_end != 0 && c.start_ns > prev_end ? c.start_ns - prev_end : 0;
+      prev_end = std::max(prev_end, c.end_ns);
+      if (!(c.flags & kApiLaunch) || (c.flags & kApiSync)) continue;
+      const uint64_t host = (gap < p.host_gap_ns ? gap : 0) +
+                            std::min<uint64_t>(c.duration(), p.launch_overhead_ns);
+      std::string key, site;
+      if (python) {
+        if (const std::string* s = python->SiteOf(i)) site = *s;
+        // "train.py:42" (the full site is python_site).
+        std::string_view file_line = std::string_view(site).substr(0, site.find(" in "));
+        if (size_t slash = file_line.rfind('/'); slash != std::string_view::npos) {
+          file_line.remove_prefix(slash + 1);
+        }
+        key = site.empty() ? "(no Python line)" : std::string(file_line);
+      } else {
+        key = kernel_of[i] != kNone ? std::string(model.String(kernel_of[i])) : ApiName(model, c.name);
+      }
+      Offender& o = by_key[python ? site : key];
+      o.name = key;
+      o.python_site = site;
+      o.detail = "host launch path";
+      o.count++;
+      o.total_ns += host;
+      total += host;
+    }
+  }
+  for (auto& [key, o] : by_key) {
+    o.share_pct = PctOf(double(o.total_ns), double(total));
+    f->offenders.push_back(std::move(o));
+  }
+  KeepTopOffenders(&f->offenders, 8);
+  f->Number("launch_path_ns", double(total), "ns");
+}
 
 void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   const TimelineModel& model = ctx.model();
@@ -54,6 +116,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
       .Number("replay_graphed_ns", double(w.Replay(kFixGraph)), "ns")
       .Text("what_if", "launches replayed as CUDA graphs (whatif.h kFixGraph)");
   if (steps.count > 0) f.Number("launches_per_step", per_step, "count");
+  AddLaunchPathOffenders(model, p, &f);
   f.recommendation =
       "Capture the step in a CUDA graph (torch.compile(mode=\"reduce-overhead\"), or "
       "torch.cuda.CUDAGraph / torch.cuda.graph around a static-shape step), fuse small ops "
