@@ -164,16 +164,21 @@ TEST(PythonSitesTest, SyncOffenderNamesTheItemLine) {
   EXPECT_EQ(r.findings[0].offenders[1].python_site, kForward);
 }
 
+// Python stacks of two lines of Model.forward: 42 (kForward, under a torch
+// frame) and 45.
+std::pair<uint32_t, uint32_t> ForwardLines(TraceBuilder& b) {
+  return {PyStack(b, {{kLib + "nn/functional.py", "linear", 2000},
+                      {"/work/train.py", "Model.forward", 42},
+                      {"/work/train.py", "<module>", 100}}),
+          PyStack(b, {{"/work/train.py", "Model.forward", 45}, {"/work/train.py", "<module>", 100}})};
+}
+
 // A host-bound loop: cpu_bound's time before each launch goes to that
 // launch's user line. Uninstrumented time (Python) is split by line, an NVTX
 // range (a PyTorch op, its instances grouped) names the line it led to.
 TEST(PythonSitesTest, CpuBoundNamesTheLineTheHostWorkedTowards) {
   TraceBuilder b;
-  uint32_t at42 = PyStack(b, {{kLib + "nn/functional.py", "linear", 2000},
-                              {"/work/train.py", "Model.forward", 42},
-                              {"/work/train.py", "<module>", 100}});
-  uint32_t at45 = PyStack(b, {{"/work/train.py", "Model.forward", 45},
-                              {"/work/train.py", "<module>", 100}});
+  const auto [at42, at45] = ForwardLines(b);
   for (int i = 0; i < 10; ++i) {
     uint64_t t = testing::ms(1) + i * testing::ms(2);
     b.Nvtx("aten::copy_, op_id = " + std::to_string(100 + i), t, t + us(500), 1);
@@ -205,11 +210,7 @@ TEST(PythonSitesTest, CpuBoundNamesTheLineTheHostWorkedTowards) {
 // the replay's pause limit, plus the call), largest first.
 TEST(PythonSitesTest, LaunchBoundNamesTheLinesThatLaunch) {
   TraceBuilder b;
-  uint32_t at42 = PyStack(b, {{kLib + "nn/functional.py", "linear", 2000},
-                              {"/work/train.py", "Model.forward", 42},
-                              {"/work/train.py", "<module>", 100}});
-  uint32_t at45 = PyStack(b, {{"/work/train.py", "Model.forward", 45},
-                              {"/work/train.py", "<module>", 100}});
+  const auto [at42, at45] = ForwardLines(b);
   uint64_t t = testing::ms(1);
   for (int i = 0; i < 200; ++i) {  // 25 us of host per launch, 2 us kernels
     t += us(20);

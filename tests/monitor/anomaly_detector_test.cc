@@ -45,6 +45,27 @@ class NoisySteps {
   std::exponential_distribution<double> tail_{1.0};
 };
 
+// Steps at a level that changes with the step's index, with relative
+// normal jitter.
+class LevelSteps {
+ public:
+  LevelSteps(uint32_t seed, double jitter) : rng_(seed), jitter_(jitter) {}
+  // Steps [from, to) at level(i) into `d`; the indices at which it fired.
+  template <typename Level>
+  std::vector<int> Feed(StepTimeDetector* d, int from, int to, Level level, Anomaly* a) {
+    std::vector<int> fired;
+    for (int i = from; i < to; ++i) {
+      if (d->Add(level(i) * (1 + jitter_ * z_(rng_)), a)) fired.push_back(i);
+    }
+    return fired;
+  }
+
+ private:
+  std::mt19937 rng_;
+  std::normal_distribution<double> z_{0, 1};
+  double jitter_;
+};
+
 TEST(StepTimeDetector, QuietOnJitterFiresWithinConsecutiveStepsOfASlowdown) {
   StepTimeDetector d;
   std::vector<double> v = Series(400, 200);
@@ -178,16 +199,12 @@ TEST(StepTimeDetector, AfterARestartTheNextGroupSetsTheLevelAndJudgingGoesOn) {
 // replaced by it: a second slowdown 10 steps after the first fires within
 // a group (replaced, the baseline needed a new warm-up first).
 TEST(StepTimeDetector, ASecondSlowdownSoonAfterTheFirstFires) {
-  std::mt19937 rng(11);
-  std::normal_distribution<double> z(0, 1);
-  auto step = [&](double level) { return level * (1 + 0.01 * z(rng)); };
+  LevelSteps steps(11, 0.01);
   StepTimeDetector d;
   Anomaly a;
-  std::vector<int> fired;
-  for (int i = 0; i < 400; ++i) {
-    double level = i < 200 ? 0.020 : i < 210 ? 0.030 : 0.045;
-    if (d.Add(step(level), &a)) fired.push_back(i);
-  }
+  std::vector<int> fired = steps.Feed(&d, 0, 400, [](int i) {
+    return i < 200 ? 0.020 : i < 210 ? 0.030 : 0.045;
+  }, &a);
   ASSERT_EQ(fired.size(), 2u) << a.message;
   EXPECT_LE(fired[0], 207);
   EXPECT_GE(fired[1], 210);
@@ -200,19 +217,13 @@ TEST(StepTimeDetector, ASecondSlowdownSoonAfterTheFirstFires) {
 // baseline back (no anomaly), and a slowdown 20 steps later is judged
 // against the level it left.
 TEST(StepTimeDetector, ABurstThatEndsMovesTheBaselineBack) {
-  std::mt19937 rng(3);
-  std::normal_distribution<double> z(0, 1);
-  auto step = [&](double level) { return level * (1 + 0.008 * z(rng)); };
+  LevelSteps steps(3, 0.008);
   StepTimeDetector d;
   Anomaly a;
-  std::vector<int> fired;
-  for (int i = 0; i < 400; ++i) {
-    double level = i < 300 ? 0.038 : i < 312 ? 0.046 : i < 332 ? 0.038 : 0.045;
-    if (d.Add(step(level), &a)) fired.push_back(i);
-    if (i == 331) {
-      EXPECT_NEAR(d.median(), 0.038, 0.001) << "back at the level before the burst";
-    }
-  }
+  auto level = [](int i) { return i < 300 ? 0.038 : i < 312 ? 0.046 : i < 332 ? 0.038 : 0.045; };
+  std::vector<int> fired = steps.Feed(&d, 0, 332, level, &a);
+  EXPECT_NEAR(d.median(), 0.038, 0.001) << "back at the level before the burst";
+  for (int i : steps.Feed(&d, 332, 400, level, &a)) fired.push_back(i);
   ASSERT_EQ(fired.size(), 2u) << a.message;
   EXPECT_LE(fired[0], 307) << "the burst";
   EXPECT_GE(fired[1], 332);
