@@ -32,7 +32,10 @@
 //   SIGHTLINE_FLIGHT_RECORDER_MB  most memory that ring holds (default 1024)
 //   SIGHTLINE_ANOMALY_COOLDOWN_S  no anomaly-triggered capture sooner than this
 //                                 after the last one ended (default 60; on-demand
-//                                 triggers ignore it)
+//                                 triggers ignore it): a repeat is deferred to its
+//                                 end (taken if the steps are still slow), a step
+//                                 anomaly slower than the last capture's by the
+//                                 detector's margin is taken at once
 //   SIGHTLINE_ANOMALY_P           chance under the baseline's noise below which a
 //                                 group of steps is slow (default 1e-5)
 //   SIGHTLINE_ANOMALY_MIN_PCT     and at least this % over the median (default 10)
