@@ -12,7 +12,8 @@
 # (monitor / plain - 1, in %). Each round says whether its monitored run took
 # an anomaly capture (captured=N, its trace files: on a noisy machine the
 # detector fires, CUPTI attaches, and the steps after pay tracing's
-# after-effect); the median over rounds without one is printed too.
+# after-effect); the median over rounds without one is printed too; and the
+# VM's steal time during the round (steal=%, bench/overhead/steal.sh).
 #   MONITOR_ROUNDS (10)  MONITOR_STEPS (400)  MONITOR_WARMUP (40)
 #   MONITOR_ARGS ("--variant eager")  MONITOR_SCRIPT (examples/pytorch/lm_train.py)
 #   MONITOR_PIN (e.g. "taskset -c 2-7": both modes pinned alike)
@@ -38,6 +39,7 @@
 #     0): monitoring alone on a machine noisy enough to fire the detector
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
+. "$(dirname "$0")/steal.sh"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SL=${SIGHTLINE_BIN:-$ROOT/build/release/tools/sightline/sightline}
 SCRIPT=${MONITOR_SCRIPT:-$ROOT/examples/pytorch/lm_train.py}
@@ -92,13 +94,14 @@ one() {  # MODE ROUND
 }
 echo "round plain_ms monitor_ms excess_pct"
 for r in $(seq 1 "$ROUNDS"); do
+  snap=$(stat_snapshot)
   if [ $((r % 2)) -eq 1 ]; then p=$(one plain "$r"); m=$(one monitor "$r")
   else m=$(one monitor "$r"); p=$(one plain "$r"); fi
   if [ -z "$p" ] || [ -z "$m" ]; then echo "round $r: a run printed no SIGHTLINE_STEPS line" >&2; cat "$W"/*."$r".out >&2; exit 1; fi
   extra=""
   for x in ${MONITOR_EXTRA:-}; do v=$(one "$x" "$r"); extra="$extra $x=$(python3 -c "import sys; print(f'{(float(sys.argv[1])/float(sys.argv[2])-1)*100:+.2f}%' if sys.argv[1] else 'nan')" "$v" "$p")"; done
   caps=$(cat "$W/monitor.$r.captures" 2>/dev/null || echo 0)
-  python3 -c "import sys; p,m=float(sys.argv[2]),float(sys.argv[3]); print(f'{sys.argv[1]} {p:.4f} {m:.4f} {(m/p-1)*100:+.2f}{sys.argv[4]} captured={sys.argv[5]}')" "$r" "$p" "$m" "$extra" "$caps" | tee -a "$W/rounds"
+  python3 -c "import sys; p,m=float(sys.argv[2]),float(sys.argv[3]); print(f'{sys.argv[1]} {p:.4f} {m:.4f} {(m/p-1)*100:+.2f}{sys.argv[4]} steal={sys.argv[6]}% captured={sys.argv[5]}')" "$r" "$p" "$m" "$extra" "$caps" "$(steal_pct "$snap")" | tee -a "$W/rounds"
 done
 python3 - "$W/rounds" <<'PY'
 import statistics, sys

@@ -44,6 +44,7 @@
 #             OVERHEAD_STEP_ROUNDS (5), OVERHEAD_STEP_ARGS ("--steps 300 --warmup 30").
 #             Target: sightline-records' added cost <= 1.15x floor-same's.
 set -uo pipefail
+. "$(dirname "$0")/steal.sh"
 B=${1:-${SIGHTLINE_BINARY_DIR:-build-gpu}}
 SL=$B/tools/sightline/sightline
 W=${SIGHTLINE_TEST_OUT:-$(mktemp -d)}
@@ -196,7 +197,8 @@ torch_one() {  # MODE ROUND: wall and Python-thread CPU µs per op
 }
 
 step_one() {  # MODE ROUND SCRIPT:VARIANT: the script's steady-state step median (ms)
-  local o=$W/ov_s.out script=${3%%:*} variant=${3#*:} tag
+  local o=$W/ov_s.out script=${3%%:*} variant=${3#*:} tag snap
+  snap=$(stat_snapshot)
   [[ "$3" == *:* ]] || { echo "FAIL: OVERHEAD_STEP_SCRIPTS item '$3' is not SCRIPT:VARIANT"; fail=1; return; }
   tag=${script%.py}-$variant
   local cmd=(python3 "$EXAMPLES/$script" --variant "$variant" ${OVERHEAD_STEP_ARGS:---steps 300 --warmup 30})
@@ -214,6 +216,7 @@ step_one() {  # MODE ROUND SCRIPT:VARIANT: the script's steady-state step median
   ms=$(grep -o 'SIGHTLINE_STEPS .*' "$o" | val median_ms)
   [ -n "$ms" ] || { echo "FAIL: $1 $3 printed no step time"; tail -5 "$o"; fail=1; ms=nan; }
   echo "step-$tag $2 $1 $ms" | tee -a "$R"
+  echo "  steal during it: $(steal_pct "$snap") % of CPU time"
 }
 
 rotate() {  # ROUND MODES... -> the modes in an order that rotates with the round
