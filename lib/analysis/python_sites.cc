@@ -64,6 +64,13 @@ bool IsLibraryPythonFile(std::string_view path) {
          Contains(path, "/torch_compile_debug/");
 }
 
+std::optional<PythonAttribution> AttributePythonIfStacks(const TimelineModel& model) {
+  for (const ApiCall& c : model.api_calls) {
+    if (c.python_stack_id != 0) return AttributePython(model);
+  }
+  return std::nullopt;
+}
+
 PythonAttribution AttributePython(const TimelineModel& model) {
   PythonAttribution a;
   const size_t n = model.api_calls.size();

@@ -33,6 +33,8 @@
 #include <string_view>
 #include <vector>
 
+#include <optional>
+
 #include "lib/analysis/model.h"
 #include "lib/analysis/report.h"
 
@@ -61,6 +63,8 @@ struct PythonAttribution {
 };
 
 PythonAttribution AttributePython(const TimelineModel& model);
+// The same, only for a trace with Python stacks (nullopt without any).
+std::optional<PythonAttribution> AttributePythonIfStacks(const TimelineModel& model);
 
 // Fills report->python_sites, ops, python_stacks, kernels[].python_site/op and
 // findings' offenders[].python_site. A no-op on traces without Python stacks

@@ -15,9 +15,8 @@
 //    others by standalone saving.
 // 3. Symptom rules that restate idle time (gpu_idle, gpu_low_utilization)
 //    fold into the top cause finding when there is one; a modelled cause
-//    whose own fix saves under 1 % of the window folds too, except
-//    synchronizing calls that idle the GPU (sync_api fired on idle: named
-//    calls, a cause of their own), kept at their small saving's severity.
+//    whose own fix saves under 1 % of the window folds too (not sync_api:
+//    see IsIdleCause).
 // 4. After ranking (analyze.cc), a final pass caps savings in rank order so
 //    that their sum never exceeds the window, and picks the first action.
 #include <algorithm>
@@ -57,8 +56,12 @@ bool IsIdleSymptom(const std::string& rule) {
 
 // Causes of GPU idle time (host launch path, waits): when their own fix
 // saves next to nothing, the idle they point at belongs to the top cause.
+// Not sync_api: synchronizing calls that idle the GPU are named calls and
+// lines (a per-step .item()), a cause of their own, kept at the severity of
+// their small saving (those that only block the host and save nothing are
+// dropped above).
 bool IsIdleCause(const std::string& rule) {
-  return rule == "cpu_bound" || rule == "sync_api" || rule == "sync_memcpy" ||
+  return rule == "cpu_bound" || rule == "sync_memcpy" ||
          rule == "pageable_memcpy" || rule == "launch_bound" || rule == "kernel_fragmentation" ||
          rule == "launch_latency" || rule == "allocation_churn";
 }
@@ -146,22 +149,17 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
   if (top != fs.size() && fs[top].est_saving_pct >= 1) {
     for (size_t i = 0; i < fs.size(); ++i) {
       if (i == top || drop[i]) continue;
-      bool fold = IsIdleSymptom(fs[i].rule) ||
-                  (IsIdleCause(fs[i].rule) && fs[i].est_saving_pct < 1);
-      if (fold && fs[i].rule == "sync_api") {
-        // Synchronizing calls that leave the GPU idle are their own cause
-        // (named calls and lines, e.g. a per-step .item()), not a symptom of
-        // another: kept, at the severity of what the replay gives them
-        // after the fixes before them, and a step that synchronizes still
-        // cannot be captured in a CUDA graph.
+      if (fs[i].rule == "sync_api" && fs[i].est_saving_pct < 1) {
+        // Kept beside the top cause (IsIdleCause), saying why it is small.
         const std::string note =
             "in the replay, removing these waits saves under 1 % of the window on its own (with "
             "the fixes ranked before it applied); a step that synchronizes still cannot be "
             "captured in a CUDA graph";
         fs[i].Text("after_earlier_fixes", note);
         fs[i].recommendation = "Small by itself: " + note + ". " + fs[i].recommendation;
-        continue;
       }
+      bool fold = IsIdleSymptom(fs[i].rule) ||
+                  (IsIdleCause(fs[i].rule) && fs[i].est_saving_pct < 1);
       if (!fold) continue;
       fs[top].symptoms.push_back(fs[i].rule);
       for (const std::string& s : fs[i].symptoms) fs[top].symptoms.push_back(s);

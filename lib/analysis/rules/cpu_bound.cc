@@ -94,6 +94,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   const TimelineModel& model = ctx.model();
   double min_pct = ctx.Param("min_host_wait_pct");
   double min_share = ctx.Param("min_share_of_idle_pct");
+  std::optional<PythonAttribution> python;  // only for traces with Python stacks
+  bool python_done = false;
   for (const DeviceTimeline& t : ctx.timeline().devices) {
     if (t.window_ns() == 0) continue;
     uint64_t idle = 0, host_wait = 0, gaps = 0;
@@ -108,12 +110,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     double pct = PctOf(double(host_wait), double(t.window_ns()));
     if (host_wait == 0 || pct < min_pct || share < min_share) continue;
     Attribution attribution;
-    std::optional<PythonAttribution> python;  // only for traces with Python stacks
-    for (const ApiCall& c : model.api_calls) {
-      if (c.python_stack_id != 0) {
-        python = AttributePython(model);
-        break;
-      }
+    if (!python_done) {  // once, for the first device that fires
+      python = AttributePythonIfStacks(model);
+      python_done = true;
     }
     for (const IdleGap& g : t.gaps) {
       if (g.cause != IdleCause::kHostWait || g.next_activity == kNone) continue;

@@ -24,13 +24,7 @@ namespace sightline::analysis {
 namespace {
 
 void AddLaunchPathOffenders(const TimelineModel& model, const WhatIfParams& p, Finding* f) {
-  std::optional<PythonAttribution> python;
-  for (const ApiCall& c : model.api_calls) {
-    if (c.python_stack_id != 0) {
-      python = AttributePython(model);
-      break;
-    }
-  }
+  const std::optional<PythonAttribution> python = AttributePythonIfStacks(model);
   std::vector<uint32_t> kernel_of(model.api_calls.size(), kNone);  // launch → a kernel's name
   if (!python) {
     for (const GpuActivity& a : model.activities) {
