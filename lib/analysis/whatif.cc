@@ -51,6 +51,17 @@ double TensorSpeedupFor(uint32_t cc_major, uint32_t cc_minor) {
   return 4.0;
 }
 
+double PinnedGbpsFor(uint32_t cc_major, uint32_t cc_minor) {
+  // The host link of the data-center parts, per direction, at 80 % of its
+  // raw rate (PCIe encoding and packet headers; pinned copies of a few MiB
+  // reach 80-86 %): Hopper (H100/H200) and Blackwell on PCIe Gen5 x16
+  // (63 GB/s raw; 53-54 GB/s measured on the H200), A100 and the rest on
+  // Gen4 x16 (31.5 GB/s raw).
+  if (cc_major >= 9) return 50.0;
+  (void)cc_minor;
+  return 25.0;
+}
+
 WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_(params) {
   // The trace with the most GPU work (one rank's loop).
   std::vector<uint64_t> per_trace(model.traces.size(), 0);
@@ -66,6 +77,14 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     }
   }
   if (tensor_speedup_ <= 0) tensor_speedup_ = 4.0;
+  double default_pinned_gbps = params.pinned_gbps;
+  for (const DeviceTimelineInfo& d : model.devices) {
+    if (d.trace == trace && d.has_info && default_pinned_gbps <= 0) {
+      default_pinned_gbps = PinnedGbpsFor(d.info.cc_major, d.info.cc_minor);
+    }
+  }
+  if (default_pinned_gbps <= 0) default_pinned_gbps = 25.0;
+  pinned_gbps_default_ = default_pinned_gbps;
   // Ops per launching call. Work launched through an API that was not
   // recorded (cuBLAS, cuDNN and Triton launch through the driver API, which
   // is not traced by default) joins the runtime call issued just before it:
@@ -119,7 +138,7 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   }
   double pinned_gbps[2];
   for (int dir = 0; dir < 2; ++dir) {
-    pinned_gbps[dir] = pinned_ns[dir] > 0 ? pinned_bytes[dir] / pinned_ns[dir] : params.pinned_gbps;
+    pinned_gbps[dir] = pinned_ns[dir] > 0 ? pinned_bytes[dir] / pinned_ns[dir] : default_pinned_gbps;
   }
   absl::flat_hash_map<uint32_t, uint32_t> stream_index;
   // Per thread: the index in calls_ of its last call, if that call was an

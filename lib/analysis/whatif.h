@@ -21,7 +21,8 @@
 //                 memory, non_blocking=True): synchronous and pageable copies
 //                 no longer block the host, and pageable copies run at the
 //                 pinned bandwidth of the trace's own pinned copies in that
-//                 direction (else `pinned_gbps`); a synchronize that
+//                 direction (else `pinned_gbps`, by default the device's
+//                 host link: PinnedGbpsFor); a synchronize that
 //                 only waits for an upload (the same thread's next call
 //                 after a host-to-device copy the fix makes asynchronous,
 //                 with no launch between: PyTorch's `.cuda()` without
@@ -72,7 +73,7 @@ struct WhatIfParams {
   uint64_t launch_overhead_ns = 20'000;  // launch-path time a graph removes per call
   uint64_t launch_to_start_ns = 1'000;
   double tensor_speedup = 0;         // 0: from the device (TensorSpeedupFor)
-  double pinned_gbps = 25;           // pinned copy bandwidth when the trace has no pinned copies
+  double pinned_gbps = 0;  // pinned copy bandwidth when the trace has none; 0: PinnedGbpsFor
 };
 
 class WhatIf {
@@ -87,6 +88,8 @@ class WhatIf {
   // FP32 GEMM/convolution kernels without tensor cores: GPU time in the window.
   uint64_t fp32_math_ns() const { return fp32_math_ns_; }
   double tensor_speedup() const { return tensor_speedup_; }
+  // Pinned copy bandwidth (GB/s) assumed where the trace has no pinned copy.
+  double pinned_gbps_default() const { return pinned_gbps_default_; }
 
  private:
   struct Op {
@@ -110,6 +113,7 @@ class WhatIf {
   uint64_t baseline_ = 0;
   uint64_t fp32_math_ns_ = 0;
   double tensor_speedup_ = 1;
+  double pinned_gbps_default_ = 25;
   WhatIfParams params_;
 };
 
@@ -121,6 +125,8 @@ bool IsFp32MathKernelName(std::string_view name);
 // Dense BF16 tensor-core peak / FP32 FMA peak: GH100 (cc 9.x) 14.8, GA100
 // (8.0) 16, other 8.x 4, else 4.
 double TensorSpeedupFor(uint32_t cc_major, uint32_t cc_minor);
+// Pinned host<->device copy bandwidth (GB/s) of the device's host link.
+double PinnedGbpsFor(uint32_t cc_major, uint32_t cc_minor);
 
 }  // namespace sightline::analysis
 

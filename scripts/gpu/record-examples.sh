@@ -118,8 +118,8 @@ fi
 
 say "---- rankings (tests/analysis/real_traces_test.cc)"
 judge starved_gpu cpu_bound starved_gpu_slow starved_gpu_fixed
-judge fragmented_kernels kernel_fragmentation fragmented_kernels_slow fragmented_kernels_fixed
-judge fragmented_kernels_graph kernel_fragmentation fragmented_kernels_slow fragmented_kernels_graph
+judge fragmented_kernels launch_bound fragmented_kernels_slow fragmented_kernels_fixed
+judge fragmented_kernels_graph launch_bound fragmented_kernels_slow fragmented_kernels_graph
 judge serialized_streams stream_serialization serialized_streams_slow serialized_streams_fixed
 judge training_loop sync_memcpy training_loop_slow training_loop_fixed
 if [ "$ngpu" -ge 2 ]; then

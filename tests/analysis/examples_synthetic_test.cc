@@ -225,11 +225,13 @@ TEST_P(ExampleTimelineTest, SerializedStreamsSlowIsSerializedFixedIsNot) {
   ASSERT_NE(serial, nullptr);
   EXPECT_EQ(serial->EvidenceNumber("small_kernels"), 80);
   EXPECT_GE(serial->EvidenceNumber("queued_pct"), 95);
-  // small_grid describes the same idle SMs (33 of 132 busy): raised, with the
-  // larger nominal saving, but ranked right after the scheduling finding.
+  // small_grid describes the same idle SMs (33 of 132 busy) by the same
+  // model, Σ duration × (1 − blocks / SMs): raised with the same saving, and
+  // ranked right after the scheduling finding.
   const Finding* grid = FindFinding(s, "small_grid");
   ASSERT_NE(grid, nullptr);
-  EXPECT_GT(grid->est_saving_ns, serial->est_saving_ns);
+  EXPECT_EQ(grid->est_saving_ns, serial->est_saving_ns);
+  EXPECT_NEAR(serial->EvidenceNumber("mean_fill_pct"), 100.0 * 33 / 132, 0.01);
   EXPECT_EQ(FindingRank(s, "small_grid"), 1) << Ranking(s);
   // Fixed: the four chains together fill the 132 SMs.
   EXPECT_EQ(FindFinding(f, "small_grid"), nullptr) << Ranking(f);

@@ -500,5 +500,15 @@ TEST(WhatIfTest, Fp32MathNamesFromTheLibraries) {
   EXPECT_DOUBLE_EQ(TensorSpeedupFor(8, 0), 16.0);
 }
 
+// Pageable copies replayed as pinned without a pinned copy in the trace run
+// at the device's host link: PCIe Gen5 x16 on Hopper and later (H200's
+// pinned copies: 53-54 GB/s), Gen4 x16 before.
+TEST(WhatIfTest, PinnedBandwidthFollowsTheHostLink) {
+  EXPECT_DOUBLE_EQ(PinnedGbpsFor(9, 0), 50.0);
+  EXPECT_DOUBLE_EQ(PinnedGbpsFor(10, 0), 50.0);
+  EXPECT_DOUBLE_EQ(PinnedGbpsFor(8, 0), 25.0);
+  EXPECT_DOUBLE_EQ(PinnedGbpsFor(0, 0), 25.0);
+}
+
 }  // namespace
 }  // namespace sightline::analysis

@@ -72,4 +72,11 @@ for t in $(real_traces) "$SRC"/tests/data/pytorch/lm_eager.sltrace \
   expect_exit 0 "analyze $b json" "$SL" analyze "$t" --format json -o "$WORK/$b.json" &&
     check "$b json schema" python3 "$SRC/tests/cli/validate_report.py" "$SRC/docs/report-schema.md" "$WORK/$b.json"
 done
+
+# The savings table of docs/steady-state.md (issue 12): the slow variant's
+# first finding's estimated saving within ±30 % of the measured change of the
+# unprofiled step (or timed loop) for >= 80 % of the corpus and example pairs.
+expect_exit 0 "savings table >= 80 % within 30 %" python3 "$SRC/scripts/savings-table.py" \
+  "$SL" "$SRC/tests/data/pytorch" "$SRC/tests/data" --check ||
+  cat "$WORK/last.out"
 finish

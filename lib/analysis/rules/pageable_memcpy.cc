@@ -4,13 +4,15 @@
 // A copy counts when its host side is pageable and it was issued
 // asynchronously (the record's async flag, or an *Async API). Saving: for each
 // such copy, its time minus the time at pinned bandwidth (the bandwidth of the
-// trace's own pinned copies in that direction, else `assumed_pinned_gbps`).
+// trace's own pinned copies in that direction, else `assumed_pinned_gbps`;
+// 0, the default: the device's host link, PinnedGbpsFor in whatif.h).
 #include <algorithm>
 #include <map>
 
 #include "lib/analysis/rule.h"
 #include "lib/analysis/rule_util.h"
 #include "lib/analysis/text_util.h"
+#include "lib/analysis/whatif.h"
 
 namespace sightline::analysis {
 namespace {
@@ -50,6 +52,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     }
   }
   double assumed = ctx.Param("assumed_pinned_gbps");
+  for (const DeviceTimelineInfo& d : model.devices) {
+    if (assumed <= 0 && d.has_info) assumed = PinnedGbpsFor(d.info.cc_major, d.info.cc_minor);
+  }
+  if (assumed <= 0) assumed = PinnedGbpsFor(0, 0);
   uint64_t count = 0, bytes = 0, time = 0, saving = 0;
   std::map<std::string, Offender> by_kind;
   std::map<std::string, Offender> by_api;
@@ -112,5 +118,6 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
 SIGHTLINE_RULE(pageable_memcpy, sightline::analysis::kRuleTimeline,
                "Async memcpy using pageable memory (nsys cuda_memcpy_async)",
                sightline::analysis::Run,
-               {"assumed_pinned_gbps", 25,
-                "pinned bandwidth (GB/s) when the trace has no pinned copy of that direction"});
+               {"assumed_pinned_gbps", 0,
+                "pinned bandwidth (GB/s) when the trace has no pinned copy of that direction; "
+                "0: the device's host link (Hopper and later, PCIe Gen5 x16: 50; else 25)"});

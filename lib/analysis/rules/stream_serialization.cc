@@ -8,7 +8,9 @@
 // missing overlap × `expected_overlap_fraction` (kernels that fill the GPU
 // cannot fully overlap, so this is an estimate, not a bound). (2) A single
 // stream runs kernels that each fill only a small part of the GPU, one at a
-// time (see SingleStream).
+// time (see SingleStream); saving: the SM time those kernels leave idle,
+// Σ duration × (1 − blocks / SMs), the time packing them side by side on
+// the idle SMs would save (small_grid's model, over their sequence).
 #include <algorithm>
 
 #include "lib/analysis/rule.h"
@@ -35,6 +37,7 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
   double max_fill = ctx.Param("max_fill_pct");
   uint64_t min_kernel = static_cast<uint64_t>(ctx.Param("min_kernel_ns"));
   uint64_t small_ns = 0, small_count = 0, queued = 0;
+  double idle_sm_ns = 0;  // Σ duration × share of the SMs the kernel leaves idle
   std::vector<Offender> by_name(model.strings.size());
   // Start of the previous kernel on each stream (kNoStart: none yet).
   constexpr uint64_t kNoStart = ~uint64_t{0};
@@ -50,6 +53,8 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
     if (PctOf(double(c.blocks()), double(info.info.sm_count)) >= max_fill) continue;
     small_ns += a.duration();
     ++small_count;
+    idle_sm_ns += double(a.duration()) *
+                  (1.0 - double(c.blocks()) / double(info.info.sm_count));
     // Launched before the previous kernel of its stream even started: it
     // waited in the stream's queue while that kernel ran alone.
     const ApiCall* launch = model.LaunchOf(a);
@@ -67,8 +72,8 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
   double achieved_pct = PctOf(double(achieved), double(small_ns));
   if (achieved_pct >= ctx.Param("max_overlap_pct")) return;
   uint64_t missing = small_ns > achieved ? small_ns - achieved : 0;
-  uint64_t saving =
-      static_cast<uint64_t>(double(missing) * ctx.Param("expected_overlap_fraction"));
+  // The idle SM time of the share of their time not yet overlapped.
+  uint64_t saving = static_cast<uint64_t>(idle_sm_ns * double(missing) / double(small_ns));
   if (ctx.PctOfWindow(saving) < ctx.Param("min_saving_pct")) return;
   Finding f = ctx.NewFinding(saving);
   f.scope = DeviceLabel(model, ds.index);
@@ -84,7 +89,8 @@ void SingleStream(const RuleContext& ctx, const DeviceSummary& ds, uint64_t kern
       .Number("queued_pct", PctOf(double(queued), double(small_count)), "pct")
       .Number("kernel_busy_ns", double(kernel_busy), "ns")
       .Number("sm_count", double(info.info.sm_count), "count")
-      .Number("expected_overlap_fraction", ctx.Param("expected_overlap_fraction"), "");
+      .Number("idle_sm_ns", idle_sm_ns, "ns")
+      .Number("mean_fill_pct", PctOf(double(small_ns) - idle_sm_ns, double(small_ns)), "pct");
   for (size_t name = 0; name < by_name.size(); ++name) {
     Offender& o = by_name[name];
     if (o.count == 0) continue;
