@@ -87,6 +87,9 @@ sl_env() {
       echo "SIGHTLINE_QUIET=1 SIGHTLINE_PYTHON_BACKTRACE=off PYTHONPATH=$(realpath "$B")/share/sightline/python"
       [ "$1" = sightline-pytorch ] && echo "SIGHTLINE_PYTORCH=ops" || echo "SIGHTLINE_PYTORCH=shapes" ;;
     sightline-nobt) echo "SIGHTLINE_TRACE=cuda,nvtx,nccl" ;;  # no sync-call backtraces
+    # The default without native backtraces only (memory records and Python
+    # stacks kept): what the native stacks of syncs and allocations cost.
+    sightline-nobt-mem) echo "SIGHTLINE_QUIET=1 SIGHTLINE_TRACE=cuda,cuda-memory,nvtx,nccl,python" ;;
     sightline-nolaunchapi) echo "SIGHTLINE_API_SKIP=cudaLaunchKernel" ;;  # no launch API records
     sightline-kind) echo "SIGHTLINE_RUNTIME_PER_API=0" ;;  # the whole RUNTIME kind, skips switched off
     sightline-records)  # floor-same's records, recorded by sightline: no stacks of any kind
