@@ -193,11 +193,15 @@ void CapSavingsAndChooseFirst(Report* report) {
     a.title = f.title;
     a.saving_pct = f.est_saving_pct;
     // The step period (start to next start: what the loop takes per step,
-    // also when the step's range leaves part of the loop out).
+    // also when the step's range leaves part of the loop out). A step that
+    // starts before the previous one ended is another process's (ranks
+    // step side by side; their capture windows open nanoseconds apart): no
+    // period of one loop.
     const StepSummary& st = report->summary.steps;
     std::vector<uint64_t> periods;
     for (size_t i = 1; i < st.steps.size(); ++i) {
-      if (st.steps[i].start_ns > st.steps[i - 1].start_ns) {
+      if (st.steps[i].start_ns >= st.steps[i - 1].end_ns &&
+          st.steps[i].start_ns > st.steps[i - 1].start_ns) {
         periods.push_back(st.steps[i].start_ns - st.steps[i - 1].start_ns);
       }
     }

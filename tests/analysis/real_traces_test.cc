@@ -250,6 +250,21 @@ INSTANTIATE_TEST_SUITE_P(
                       CorpusPair{"cnn_slow", "cnn_fixed", "fp32_math"}),
     [](const auto& info) { return std::string(info.param.slow); });
 
+// Two ranks' capture windows open nanoseconds apart: "Do this first" takes
+// the step of one rank (a window, 20.1 ms), not the gap between the ranks'
+// window starts (it read "step 394 ns -> ~294 ns expected").
+TEST(RealTraceTest, TwoRanksFirstActionStepIsOneRanksStep) {
+  std::string r0 = DataPath("nccl_allreduce_slow_rank0"), r1 = DataPath("nccl_allreduce_slow_rank1");
+  if (!Exists(r0) || !Exists(r1)) GTEST_SKIP() << "no recorded nccl traces";
+  auto r = Analyze(std::vector<std::string>{r0, r1}, {});
+  ASSERT_TRUE(r.ok());
+  const FirstAction& a = r->summary.first_action;
+  EXPECT_EQ(a.rule, "comm_compute_overlap");
+  EXPECT_EQ(a.step_ns, r->summary.steps.p50_ns);
+  EXPECT_GT(a.step_ns, 10'000'000u);
+  EXPECT_LT(a.expected_step_ns, a.step_ns);
+}
+
 // Traces recorded with Python stacks name the user's lines: the pageable
 // .cuda() copy of sync_copy.py is the offender of its first finding.
 TEST(PytorchCorpusTest, SyncCopyOffenderIsThePageableCopyLine) {

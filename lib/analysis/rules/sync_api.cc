@@ -14,6 +14,7 @@
 // nothing.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "lib/analysis/rule.h"
 #include "lib/analysis/rule_util.h"
@@ -25,6 +26,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   const TimelineModel& model = ctx.model();
   double min_idle_pct = ctx.Param("min_idle_pct");
   uint64_t calls = 0, blocked = 0;
+  // The host threads that call them, across processes (ranks block side by
+  // side: their blocked times add up to more than the window).
+  std::set<std::pair<uint16_t, uint32_t>> threads;  // (trace, thread)
   std::map<std::pair<std::string, std::string>, Offender> sites;  // (name, stack)
   std::map<uint32_t, Offender*> by_api;  // api index → its site
   std::map<const Offender*, uint64_t> blocked_by_site;
@@ -33,6 +37,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     if ((c.flags & kApiSync) == 0) continue;
     ++calls;
     blocked += c.duration();
+    threads.insert({c.trace, c.thread});
     std::string name = ApiName(model, c.name);
     std::string stack = StackText(model, c.trace, c.stack_id);
     Offender& o = sites[{name, stack}];
@@ -55,14 +60,18 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     }
   }
   double idle_pct = ctx.PctOfWindow(caused);
-  double blocked_pct = ctx.PctOfWindow(blocked);
+  // Blocked share of the calling threads' time: the window once per thread.
+  const double blocked_pct = ctx.PctOfWindow(blocked) / double(threads.size());
   if ((caused == 0 || idle_pct < min_idle_pct) && blocked_pct < min_idle_pct) return;
   Finding f = ctx.NewFinding(caused);
   // Which threshold fired: the idle the calls cause, or only the host time
   // they block (then the what-if replay gives the saving, root_cause.cc).
   const bool idle_fired = caused > 0 && idle_pct >= min_idle_pct;
   f.title = std::to_string(calls) + " synchronizing calls block the host for " +
-            FormatNs(double(blocked)) + " (" + FormatPct(blocked_pct) + " of the window)";
+            FormatNs(double(blocked)) + " (" + FormatPct(blocked_pct) +
+            (threads.size() == 1 ? std::string(" of the window)")
+                                 : " of the time of the " + std::to_string(threads.size()) +
+                                       " threads that call them)");
   // Fired on blocked time only, the GPU was busy while they waited: what they
   // cost is the overlap lost after them (the next launches come only once the
   // host is done with the work between), which "idle 0 ns" misstated.
@@ -75,7 +84,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   f.Text("fired_on", idle_fired ? "gpu_idle" : "host_blocked");
   f.Number("sync_calls", double(calls), "count")
       .Number("host_blocked_ns", double(blocked), "ns")
-      .Number("host_blocked_pct", ctx.PctOfWindow(blocked), "pct")
+      .Number("host_blocked_pct", blocked_pct, "pct")
+      .Number("calling_threads", double(threads.size()), "count")
       .Number("gpu_idle_caused_ns", double(caused), "ns")
       .Number("gpu_idle_caused_pct", idle_pct, "pct")
       .Number("sync_wait_gaps", double(gaps), "count")
