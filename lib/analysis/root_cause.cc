@@ -5,7 +5,8 @@
 //    pageable_memcpy (kFixSyncMemcpy), cpu_bound (kFixHostGaps),
 //    launch_bound, kernel_fragmentation and launch_latency (kFixGraph),
 //    fp32_math and tensor_core_idle (kFixTensorCores), allocation_churn
-//    (kFixAllocations). Findings that share a
+//    (kFixAllocations), comm_compute_overlap (kFixCommOverlap: one finding
+//    per rank, the replayed rank's owns it). Findings that share a
 //    fix are one cause: the first of the list above owns it, the others
 //    become its symptoms.
 // 2. Savings are marginal: each fix's saving is measured with the fixes
@@ -41,6 +42,7 @@ constexpr Owner kOwners[] = {
     {"tensor_core_idle", kFixTensorCores}, {"fp32_math", kFixTensorCores},
     {"pageable_memcpy", kFixSyncMemcpy},  {"kernel_fragmentation", kFixGraph},
     {"launch_latency", kFixGraph},        {"allocation_churn", kFixAllocations},
+    {"comm_compute_overlap", kFixCommOverlap},
 };
 
 int OwnerIndex(const std::string& rule) {
@@ -104,7 +106,13 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
     if (o < 0 || w.empty()) continue;
     size_t owner = owner_of_fix[kOwners[o].fix];
     if (owner != i) {
-      fs[owner].symptoms.push_back(fs[i].rule);
+      if (fs[i].rule == fs[owner].rule) {
+        // The same cause on another device or rank: one finding, its scope
+        // naming both (the replayed rank's numbers in the title).
+        fs[owner].scope += ", " + fs[i].scope;
+      } else {
+        fs[owner].symptoms.push_back(fs[i].rule);
+      }
       drop[i] = 1;
     }
   }
@@ -126,6 +134,9 @@ void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
     uint64_t marginal = w.Saving(fix, applied, window);
     applied |= fix;
     if (prerequisite(fix)) f.Text("fix_order", "first: a step that waits cannot be graphed");
+    if (fix == kFixCommOverlap) {
+      f.Number("syncs_before_collectives", double(w.comm_waits()), "count");
+    }
     // Baseline replay / recorded window (a ratio, not a share: may pass 1).
     f.Number("replay_to_recorded_ratio", double(w.baseline()) / double(window), "x")
         .Number("standalone_saving_ns", double(standalone), "ns");

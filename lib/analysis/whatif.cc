@@ -144,6 +144,9 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   // Per thread: the index in calls_ of its last call, if that call was an
   // upload the memcpy fix makes asynchronous (else kNone).
   absl::flat_hash_map<uint32_t, uint32_t> upload_before;
+  // Per thread: the index in calls_ of a synchronize not yet followed by GPU
+  // work (else kNone).
+  absl::flat_hash_map<uint32_t, uint32_t> sync_before_comm;
   uint64_t busy_end = 0;
   std::vector<uint64_t> small_gaps;
   for (uint32_t idx : order) {
@@ -158,7 +161,7 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     busy_end = std::max(busy_end, c.end_ns);
     call.flags = c.flags;
     call.op_begin = static_cast<uint32_t>(ops_.size());
-    bool uploads = false, downloads = false;
+    bool uploads = false, downloads = false, has_comm = false, has_other = false;
     auto it = ops_of.find(idx);
     if (it != ops_of.end()) {
       std::vector<uint32_t>& list = it->second;
@@ -170,6 +173,9 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
         auto [s, fresh] = stream_index.try_emplace(a.stream, static_cast<uint32_t>(streams_));
         if (fresh) ++streams_;
         Op op{s->second, a.duration(), false, a.duration()};
+        op.comm = a.klass == ActivityClass::kCommunication;
+        has_comm |= op.comm;
+        has_other |= !op.comm;
         if (a.kind == ActivityKind::kKernel) {
           uint8_t& known = fp32[a.name];
           if (known == 2) known = IsFp32MathKernelName(model.String(a.name)) ? 1 : 0;
@@ -206,6 +212,18 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     upload_before[c.thread] = sync_copy && uploads && !downloads
                                   ? static_cast<uint32_t>(calls_.size())
                                   : kNone;
+    // A synchronize whose thread's next GPU work is a collective (calls
+    // without GPU work between, e.g. NCCL's own event calls, are passed).
+    auto [pending, unused] = sync_before_comm.try_emplace(c.thread, kNone);
+    if (has_comm && !has_other && pending->second != kNone) {
+      calls_[pending->second].comm_wait = true;
+      ++comm_waits_;
+    }
+    if (has_comm || has_other || (c.flags & (kApiSync | kApiMemcpySync))) {
+      pending->second = (c.flags & kApiSync) && !(c.flags & kApiMemcpy) && call.op_end == call.op_begin
+                            ? static_cast<uint32_t>(calls_.size())
+                            : kNone;
+    }
     calls_.push_back(call);
   }
   if (!small_gaps.empty()) {
@@ -218,7 +236,9 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
 
 uint64_t WhatIf::Replay(uint32_t fixes) const {
   if (calls_.empty()) return 0;
-  std::vector<uint64_t> free(streams_, 0);
+  // One more stream: the communication stream of kFixCommOverlap.
+  std::vector<uint64_t> free(streams_ + 1, 0);
+  const bool comm_fix = (fixes & kFixCommOverlap) != 0;
   uint64_t t = 0, gpu_done = 0;
   bool in_run = false;  // inside a run of graphed launches
   const bool graph = fixes & kFixGraph;
@@ -258,11 +278,14 @@ uint64_t WhatIf::Replay(uint32_t fixes) const {
       if ((fixes & kFixTensorCores) && op.fp32_math && tensor_speedup_ > 1) {
         d = static_cast<uint64_t>(double(d) / tensor_speedup_);
       }
-      uint64_t start = std::max(launch_at + params_.launch_to_start_ns, free[op.stream]);
-      free[op.stream] = start + d;
-      gpu_done = std::max(gpu_done, free[op.stream]);
+      const uint32_t stream = comm_fix && op.comm ? static_cast<uint32_t>(streams_) : op.stream;
+      uint64_t start = std::max(launch_at + params_.launch_to_start_ns, free[stream]);
+      free[stream] = start + d;
+      gpu_done = std::max(gpu_done, free[stream]);
     }
-    const bool waits = (sync_api && !(fixes & kFixSyncApi) &&
+    // A synchronize before a collective belongs to kFixCommOverlap alone.
+    const bool sync_fixed = c.comm_wait ? comm_fix : (fixes & kFixSyncApi) != 0;
+    const bool waits = (sync_api && !sync_fixed &&
                         !(c.upload_wait && (fixes & kFixSyncMemcpy))) ||
                        (sync_copy && !(fixes & kFixSyncMemcpy));
     if (waits) {

@@ -45,7 +45,15 @@
 //                 calls also end a graph run (cudaFree cannot be captured);
 //   kTensorCores  FP32 GEMM/convolution kernels that do not use tensor cores
 //                 run `tensor_speedup` times faster (the device's dense BF16
-//                 tensor-core peak over its FP32 FMA peak: bf16 autocast).
+//                 tensor-core peak over its FP32 FMA peak: bf16 autocast);
+//   kCommOverlap  communication kernels (NCCL) run on a stream of their own,
+//                 beside compute, and a synchronize that only orders compute
+//                 before a collective (the same thread's next GPU work after
+//                 it is a collective) no longer blocks the host (an event
+//                 or stream dependency orders them instead): the upper bound
+//                 of overlapping communication with independent compute, as
+//                 comm_compute_overlap's recommendation does. Such
+//                 synchronizes belong to this fix, not to kSyncApi.
 #ifndef SIGHTLINE_LIB_ANALYSIS_WHATIF_H_
 #define SIGHTLINE_LIB_ANALYSIS_WHATIF_H_
 
@@ -65,6 +73,7 @@ enum WhatIfFix : uint32_t {
   kFixGraph = 8,
   kFixTensorCores = 16,
   kFixAllocations = 32,
+  kFixCommOverlap = 64,
 };
 
 struct WhatIfParams {
@@ -88,6 +97,8 @@ class WhatIf {
   // FP32 GEMM/convolution kernels without tensor cores: GPU time in the window.
   uint64_t fp32_math_ns() const { return fp32_math_ns_; }
   double tensor_speedup() const { return tensor_speedup_; }
+  // Synchronizes that only order compute before a collective (kFixCommOverlap).
+  uint64_t comm_waits() const { return comm_waits_; }
   // Pinned copy bandwidth (GB/s) assumed where the trace has no pinned copy.
   double pinned_gbps_default() const { return pinned_gbps_default_; }
 
@@ -97,6 +108,7 @@ class WhatIf {
     uint64_t duration;
     bool fp32_math;
     uint64_t pinned_duration;  // pageable copy at pinned bandwidth (else = duration)
+    bool comm = false;         // a communication kernel (NCCL)
   };
   struct Call {
     uint64_t gap;       // host time since the previous call (union of host busy time)
@@ -104,6 +116,7 @@ class WhatIf {
     uint8_t flags;      // ApiFlag
     bool pageable;      // moves pageable host memory (cannot be captured)
     bool upload_wait = false;  // a synchronize that only waits for the upload before it
+    bool comm_wait = false;    // a synchronize whose thread next launches a collective
     uint32_t op_begin = 0, op_end = 0;
   };
   std::vector<Call> calls_;
@@ -112,6 +125,7 @@ class WhatIf {
   uint64_t median_small_gap_ = 0;
   uint64_t baseline_ = 0;
   uint64_t fp32_math_ns_ = 0;
+  uint64_t comm_waits_ = 0;
   double tensor_speedup_ = 1;
   double pinned_gbps_default_ = 25;
   WhatIfParams params_;

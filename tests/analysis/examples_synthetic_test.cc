@@ -279,6 +279,23 @@ TEST_P(ExampleTimelineTest, NcclAllreduceSlowHasExposedCommunicationFixedDoesNot
   ExpectFirstAndAbsent(s, f, "comm_compute_overlap");
   // The NCCL kernels' 16 blocks are no stream_serialization case.
   EXPECT_EQ(FindFinding(s, "stream_serialization"), nullptr) << Ranking(s);
+  // One finding for the cause on both ranks; its saving is the replay's
+  // (the all-reduce on a stream of its own, the synchronize before each
+  // collective gone), close to what the fixed variant gains.
+  int overlap_findings = 0;
+  for (const Finding& x : s.findings) overlap_findings += x.rule == "comm_compute_overlap";
+  EXPECT_EQ(overlap_findings, 1) << Ranking(s);
+  const Finding& first = s.findings.front();
+  EXPECT_NE(first.scope.find("rank 0"), std::string::npos) << first.scope;
+  EXPECT_NE(first.scope.find("rank 1"), std::string::npos) << first.scope;
+  // One per iteration of the analysed (steady-state) window, of 50.
+  EXPECT_GE(first.EvidenceNumber("syncs_before_collectives"), 40);
+  EXPECT_LE(first.EvidenceNumber("syncs_before_collectives"), 50);
+  double gained = 100.0 * (1.0 - double(f.summary.window_ns) / double(s.summary.window_ns));
+  EXPECT_NEAR(first.est_saving_pct, gained, 0.3 * gained)
+      << "window " << s.summary.window_ns << " -> " << f.summary.window_ns;
+  // The synchronizes belong to this fix: no sync_api finding claims them.
+  EXPECT_EQ(FindFinding(s, "sync_api"), nullptr) << Ranking(s);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothPaths, ExampleTimelineTest,
