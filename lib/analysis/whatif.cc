@@ -138,7 +138,8 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   }
   double pinned_gbps[2];
   for (int dir = 0; dir < 2; ++dir) {
-    pinned_gbps[dir] = pinned_ns[dir] > 0 ? pinned_bytes[dir] / pinned_ns[dir] : default_pinned_gbps;
+    pinned_gbps[dir] =
+        pinned_ns[dir] > 0 ? pinned_bytes[dir] / pinned_ns[dir] : default_pinned_gbps;
   }
   absl::flat_hash_map<uint32_t, uint32_t> stream_index;
   // Per thread: the index in calls_ of its last call, if that call was an
@@ -220,9 +221,9 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
       ++comm_waits_;
     }
     if (has_comm || has_other || (c.flags & (kApiSync | kApiMemcpySync))) {
-      pending->second = (c.flags & kApiSync) && !(c.flags & kApiMemcpy) && call.op_end == call.op_begin
-                            ? static_cast<uint32_t>(calls_.size())
-                            : kNone;
+      const bool pure_sync =
+          (c.flags & kApiSync) && !(c.flags & kApiMemcpy) && call.op_end == call.op_begin;
+      pending->second = pure_sync ? static_cast<uint32_t>(calls_.size()) : kNone;
     }
     calls_.push_back(call);
   }

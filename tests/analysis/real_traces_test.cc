@@ -254,7 +254,8 @@ INSTANTIATE_TEST_SUITE_P(
 // the step of one rank (a window, 20.1 ms), not the gap between the ranks'
 // window starts (it read "step 394 ns -> ~294 ns expected").
 TEST(RealTraceTest, TwoRanksFirstActionStepIsOneRanksStep) {
-  std::string r0 = DataPath("nccl_allreduce_slow_rank0"), r1 = DataPath("nccl_allreduce_slow_rank1");
+  std::string r0 = DataPath("nccl_allreduce_slow_rank0");
+  std::string r1 = DataPath("nccl_allreduce_slow_rank1");
   if (!Exists(r0) || !Exists(r1)) GTEST_SKIP() << "no recorded nccl traces";
   auto r = Analyze(std::vector<std::string>{r0, r1}, {});
   ASSERT_TRUE(r.ok());

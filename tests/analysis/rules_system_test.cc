@@ -284,25 +284,32 @@ TEST_P(SystemRuleTest, SyncApiFiresWithCallSites) {
   EXPECT_NE(f->offenders[0].detail.find("train_loop"), std::string::npos);
 }
 
-// Two threads (ranks, or a process's workers) block side by side, each for
-// 60 % of the window: the blocked share is of the calling threads' time,
-// not 120 % of the window.
-TEST_P(SystemRuleTest, SyncApiBlockedShareIsPerCallingThread) {
+// 20 steps: a 1 ms kernel, a cudaStreamSynchronize on each of `threads`
+// waiting for it, then 600 µs of host work while the GPU idles.
+TraceBuilder SyncEachStep(std::initializer_list<uint32_t> threads) {
   TraceBuilder b;
   uint64_t t = ms(1);
   for (int i = 0; i < 20; ++i) {
     uint64_t start = t + us(15), end = start + ms(1);
     b.Kernel("k", start, end, 7, t, us(3));
-    for (uint32_t thread : {1u, 2u}) b.Api("cudaStreamSynchronize", t + us(5), end + us(2), thread);
+    for (uint32_t thread : threads) b.Api("cudaStreamSynchronize", t + us(5), end + us(2), thread);
     t = end + us(2) + us(600);
   }
+  return b;
+}
+
+// Two threads (ranks, or a process's workers) block side by side, each for
+// 60 % of the window: the blocked share is of the calling threads' time,
+// not 120 % of the window.
+TEST_P(SystemRuleTest, SyncApiBlockedShareIsPerCallingThread) {
   AnalysisOptions with_replay;
   with_replay.params["root_causes"] = 1;
-  Report report = Analyze(b, with_replay);
+  Report report = Analyze(SyncEachStep({1, 2}), with_replay);
   const Finding* f = FindFinding(report, "sync_api");
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->EvidenceNumber("calling_threads"), 2);
-  double one_thread = 100.0 * f->EvidenceNumber("host_blocked_ns") / 2 / double(report.summary.window_ns);
+  double one_thread =
+      100.0 * f->EvidenceNumber("host_blocked_ns") / 2 / double(report.summary.window_ns);
   EXPECT_NEAR(f->EvidenceNumber("host_blocked_pct"), one_thread, 1e-6);
   EXPECT_LT(f->EvidenceNumber("host_blocked_pct"), 100);
   EXPECT_NE(f->title.find("of the time of the 2 threads that call them"), std::string::npos)
@@ -315,17 +322,9 @@ TEST_P(SystemRuleTest, SyncApiBlockedShareIsPerCallingThread) {
 // fires on the host time it blocks, and the what-if replay gives it the
 // overlap regained.
 TEST_P(SystemRuleTest, SyncApiFiresWhenItStopsHostWorkOverlapping) {
-  TraceBuilder b;
-  uint64_t t = ms(1);
-  for (int i = 0; i < 20; ++i) {
-    uint64_t start = t + us(15), end = start + ms(1);
-    b.Kernel("k", start, end, 7, t, us(3));
-    b.Api("cudaStreamSynchronize", t + us(5), end + us(2));
-    t = end + us(2) + us(600);
-  }
   AnalysisOptions with_replay;
   with_replay.params["root_causes"] = 1;
-  Report report = Analyze(b, with_replay);
+  Report report = Analyze(SyncEachStep({1}), with_replay);
   const Finding* f = FindFinding(report, "sync_api");
   ASSERT_NE(f, nullptr) << "a sync that serializes host work is a cause";
   EXPECT_EQ(f->EvidenceNumber("gpu_idle_caused_ns"), 0);
