@@ -26,6 +26,23 @@ void StackCollector::Capture(uint32_t correlation_id) {
   Push(raw);
 }
 
+bool NativeStackOnce::First(uint32_t python_stack, uint32_t api_key) {
+  if (python_stack == 0) return true;
+  const uint64_t key = (uint64_t{python_stack} << 32) | api_key;
+  MutexLock lock(mu_);
+  if (seen_.count(key) != 0) {
+    ++shared_;
+    return false;
+  }
+  if (seen_.size() < max_keys_) seen_.insert(key);
+  return true;
+}
+
+uint64_t NativeStackOnce::shared() const {
+  MutexLock lock(mu_);
+  return shared_;
+}
+
 void StackCollector::Push(const RawStack& raw) {
   MutexLock lock(mu_);
   if (pending_.size() >= max_pending_) {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lib/collect/event_sink.h"
@@ -54,6 +55,29 @@ class StackCollector {
   std::vector<RawStack> pending_ SL_GUARDED_BY(mu_);
   size_t max_pending_;
   uint64_t dropped_ SL_GUARDED_BY(mu_) = 0;
+};
+
+// Calls that already carry a Python stack: under one Python call site the
+// native stack of the same API call is the same call after call (PyTorch's
+// caching allocator under a line, the sync inside an .item()), while each
+// glibc backtrace() through libtorch and the interpreter costs tens of µs
+// (bench/overhead/README.md run Q: +0.5..1.1 ms a step on a loop with ~30
+// allocations a step). So a native stack is captured the first time a
+// (Python stack, API) pair is seen; later calls get that stack in the
+// analyzer (model_finish.cc). Thread-safe; past `max_keys` pairs every call
+// is captured again (memory stays bounded).
+class NativeStackOnce {
+ public:
+  explicit NativeStackOnce(size_t max_keys = size_t{1} << 20) : max_keys_(max_keys) {}
+  // True when this call should capture its native stack.
+  bool First(uint32_t python_stack, uint32_t api_key);
+  uint64_t shared() const;  // calls that took an earlier call's stack
+
+ private:
+  mutable Mutex mu_;  // leaf
+  std::unordered_set<uint64_t> seen_ SL_GUARDED_BY(mu_);
+  uint64_t shared_ SL_GUARDED_BY(mu_) = 0;
+  size_t max_keys_;
 };
 
 // Writer thread: turns raw addresses into interned frames.

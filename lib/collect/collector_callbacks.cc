@@ -27,6 +27,8 @@ thread_local int t_in_runtime_launch = 0;
 // Runtime API calls with callbacks that this thread is inside (the driver
 // calls they make are nested in them).
 thread_local int t_runtime_depth = 0;
+// The Python stack id of this thread's current outermost API call (0: none).
+thread_local uint32_t t_python_stack = 0;
 
 const char* NvtxMessage(const nvtxEventAttributes_t* a) {
   if (a == nullptr) return "";
@@ -219,9 +221,12 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   const bool recording = activities_on_;
   // Python stack of an outermost launch/copy/memset/sync call (a driver call
   // inside a runtime call shares the runtime call's Python stack).
+  if (enter && t_runtime_depth == 0) t_python_stack = 0;
   if (enter && python_ != nullptr && t_runtime_depth == 0 && recording) {
     const std::vector<uint8_t>& table = runtime ? python_rt_cbids_ : python_drv_cbids_;
-    if (cbid < table.size() && table[cbid] != 0) python_->Capture(data->correlationId);
+    if (cbid < table.size() && table[cbid] != 0) {
+      t_python_stack = python_->Capture(data->correlationId);
+    }
   }
   if (callback_driver_launches_ && !runtime && t_runtime_depth == 0 && IsLaunchCbid(domain, cbid)) {
     // A launch the application (a library) made through the driver itself:
@@ -307,7 +312,12 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     } else if (sync || config_.backtrace_threshold_us >= 0) {
       uint64_t start = *reinterpret_cast<uint64_t*>(data->correlationData);
       double us = (Now() - start) / 1e3;
-      if (sync || us >= config_.backtrace_threshold_us) stacks_.Capture(data->correlationId);
+      // With a Python stack, once per (Python stack, API): NativeStackOnce.
+      const uint32_t api_key = (runtime ? 0x80000000u : 0u) | cbid;
+      if ((sync || us >= config_.backtrace_threshold_us) &&
+          (config_.native_stack_every_call || native_once_.First(t_python_stack, api_key))) {
+        stacks_.Capture(data->correlationId);
+      }
     }
   }
   if (runtime) t_runtime_depth = enter ? t_runtime_depth + 1 : std::max(0, t_runtime_depth - 1);

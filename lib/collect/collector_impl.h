@@ -217,6 +217,7 @@ class CollectorImpl final : public Collector {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::unique_ptr<ActivityBufferPool> pool_;
   StackCollector stacks_;
+  NativeStackOnce native_once_;  // native stacks of calls with a Python stack
   // Python call stacks (config_.trace_python); the tables say which callback
   // ids capture one (indexed by cbid, filled before the callbacks are on).
   std::unique_ptr<PythonStackCollector> python_;

@@ -480,6 +480,13 @@ void CollectorImpl::PrintSummary() {
                    u(s.captured), u(s.captured_without_gil), u(s.distinct), u(s.no_thread_state),
                    u(s.no_frames), u(s.skipped_shutdown), u(s.skipped_no_gil), u(s.dropped),
                    u(s.bad_frames));
+      if (uint64_t shared = native_once_.shared(); shared > 0) {
+        std::fprintf(stderr,
+                     "sightline: native stacks: %llu calls share the one captured for an earlier "
+                     "call of the same API under the same Python stack "
+                     "(SIGHTLINE_NATIVE_STACK_EVERY_CALL=1 captures each)\n",
+                     u(shared));
+      }
     }
   }
   const NcclJoinStats& n = nccl_join_stats_;

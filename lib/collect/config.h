@@ -92,6 +92,9 @@
 //                        callbacks when the driver kind is not traced
 //   SIGHTLINE_BACKTRACE_US  also capture stacks of any runtime API call longer than
 //                        this (µs); unset = synchronizing calls only
+//   SIGHTLINE_NATIVE_STACK_EVERY_CALL  bool (default 0): a native stack on every
+//                        call that gets one, also when it has a Python stack
+//                        (else once per Python stack and API: NativeStackOnce)
 //   SIGHTLINE_PYTHON_BACKTRACE  on | off | gil: Python call stacks (overrides the
 //                        "python" item of SIGHTLINE_TRACE); gil = only calls made
 //                        while the thread holds the GIL (PyTorch releases it around
@@ -178,6 +181,7 @@ struct CollectorConfig {
   std::vector<std::string> api_skip;  // API names (e.g. "cudaGetDevice") not recorded
   bool runtime_records_per_api = true;  // SIGHTLINE_RUNTIME_PER_API
   bool driver_launch_records = false;   // SIGHTLINE_DRIVER_LAUNCH_RECORDS (default: trace_python)
+  bool native_stack_every_call = false;  // SIGHTLINE_NATIVE_STACK_EVERY_CALL
   bool quiet = false;                   // SIGHTLINE_QUIET
   DetachMode detach = DetachMode::kUnsubscribe;  // SIGHTLINE_DETACH
 

@@ -5,6 +5,8 @@
 // op's seq and from the backward() line, offenders, both build paths.
 #include "lib/analysis/python_sites.h"
 
+#include <map>
+
 #include "gtest/gtest.h"
 #include "lib/analysis/analyze.h"
 #include "tests/analysis/synthetic.h"
@@ -144,6 +146,41 @@ TEST_P(PythonSitesBuildTest, SitesOpsAndInferredBackward) {
 
 INSTANTIATE_TEST_SUITE_P(BothPaths, PythonSitesBuildTest,
                          ::testing::Values(BuildPath::kDirect, BuildPath::kWireFormat));
+
+// The collector captures a native stack once per (Python stack, API)
+// (lib/collect/call_stacks.h NativeStackOnce); the model gives later calls
+// with the same Python stack and API the first one's, and nothing else.
+TEST_P(PythonSitesBuildTest, NativeStackOfTheFirstCallIsShared) {
+  TraceBuilder b;
+  uint32_t item = PyStack(b, {{"/work/train.py", "step", 50}, {"/work/train.py", "<module>", 100}});
+  uint32_t other = PyStack(b, {{"/work/train.py", "step", 70}, {"/work/train.py", "<module>", 100}});
+  SyntheticTrace& t = b.trace();
+  CallStack native;
+  native.kind = StackKind::kNative;
+  native.id = static_cast<uint32_t>(t.stacks.size() + 1);
+  StackFrame frame;
+  frame.function_id = t.Intern("cudaStreamSynchronize");
+  frame.module_id = t.Intern("libcudart.so.13");
+  native.frames.push_back(frame);
+  t.stacks.push_back(native);
+  SetPythonStack(b, b.Api("cudaStreamSynchronize", us(100), us(110), 1, native.id), item);
+  SetPythonStack(b, b.Api("cudaStreamSynchronize", us(200), us(210), 1), item);  // shares it
+  SetPythonStack(b, b.Api("cudaMalloc", us(300), us(310), 1), item);  // another API
+  SetPythonStack(b, b.Api("cudaStreamSynchronize", us(400), us(410), 1), other);  // another line
+  b.Api("cudaStreamSynchronize", us(500), us(510), 1);  // no Python stack
+  absl::StatusOr<TimelineModel> model = Build({b.trace()}, GetParam());
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::map<uint64_t, uint32_t> stack_at;  // start → native stack id
+  for (const ApiCall& c : model->api_calls) stack_at[c.start_ns] = c.stack_id;
+  ASSERT_EQ(stack_at.size(), 5u);
+  const uint32_t first = stack_at[us(100)];
+  EXPECT_NE(first, 0u);
+  ASSERT_NE(model->Stack(0, first), nullptr);
+  EXPECT_EQ(stack_at[us(200)], first);
+  EXPECT_EQ(stack_at[us(300)], 0u);
+  EXPECT_EQ(stack_at[us(400)], 0u);
+  EXPECT_EQ(stack_at[us(500)], 0u);
+}
 
 TEST(PythonSitesTest, SyncOffenderNamesTheItemLine) {
   absl::StatusOr<TimelineModel> model = Build({TrainingStep()}, BuildPath::kWireFormat);

@@ -1,6 +1,10 @@
 // Call-stack capture and symbolisation.
 #include "lib/collect/call_stacks.h"
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "gtest/gtest.h"
 #include "tests/collect/fake_event_sink.h"
 
@@ -67,6 +71,37 @@ TEST(CallStacksTest, BoundedQueueCountsDrops) {
   std::vector<RawStack> out;
   collector.Take(&out);
   EXPECT_EQ(out.size(), 2u);
+}
+
+// A native stack once per (Python stack, API); calls without a Python stack
+// always capture; past the key bound every call captures again.
+TEST(CallStacksTest, NativeStackOncePerPythonStackAndApi) {
+  NativeStackOnce once(3);
+  EXPECT_TRUE(once.First(7, 1));
+  EXPECT_FALSE(once.First(7, 1));
+  EXPECT_FALSE(once.First(7, 1));
+  EXPECT_TRUE(once.First(7, 2));  // another API under the same Python stack
+  EXPECT_TRUE(once.First(8, 1));  // another Python stack
+  EXPECT_TRUE(once.First(0, 1));  // no Python stack: every call
+  EXPECT_TRUE(once.First(0, 1));
+  EXPECT_EQ(once.shared(), 2u);
+  EXPECT_TRUE(once.First(9, 1));  // the bound (3 keys) is full: not remembered
+  EXPECT_TRUE(once.First(9, 1));
+  EXPECT_FALSE(once.First(8, 1));
+}
+
+TEST(CallStacksTest, NativeStackOnceFromManyThreads) {
+  NativeStackOnce once;
+  std::atomic<int> captured{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (uint32_t i = 0; i < 1000; ++i) captured += once.First(1 + i % 10, 5) ? 1 : 0;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(captured.load(), 10);
+  EXPECT_EQ(once.shared(), 8000u - 10u);
 }
 
 TEST(CallStacksTest, Demangle) {
