@@ -51,15 +51,13 @@ double TensorSpeedupFor(uint32_t cc_major, uint32_t cc_minor) {
   return 4.0;
 }
 
-double PinnedGbpsFor(uint32_t cc_major, uint32_t cc_minor) {
+double PinnedGbpsFor(uint32_t cc_major, uint32_t /*cc_minor*/) {
   // The host link of the data-center parts, per direction, at 80 % of its
   // raw rate (PCIe encoding and packet headers; pinned copies of a few MiB
   // reach 80-86 %): Hopper (H100/H200) and Blackwell on PCIe Gen5 x16
   // (63 GB/s raw; 53-54 GB/s measured on the H200), A100 and the rest on
   // Gen4 x16 (31.5 GB/s raw).
-  if (cc_major >= 9) return 50.0;
-  (void)cc_minor;
-  return 25.0;
+  return cc_major >= 9 ? 50.0 : 25.0;
 }
 
 WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_(params) {
@@ -83,8 +81,7 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
       default_pinned_gbps = PinnedGbpsFor(d.info.cc_major, d.info.cc_minor);
     }
   }
-  if (default_pinned_gbps <= 0) default_pinned_gbps = 25.0;
-  pinned_gbps_default_ = default_pinned_gbps;
+  if (default_pinned_gbps <= 0) default_pinned_gbps = PinnedGbpsFor(0, 0);
   // Ops per launching call. Work launched through an API that was not
   // recorded (cuBLAS, cuDNN and Triton launch through the driver API, which
   // is not traced by default) joins the runtime call issued just before it:
@@ -215,15 +212,15 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
                                   : kNone;
     // A synchronize whose thread's next GPU work is a collective (calls
     // without GPU work between, e.g. NCCL's own event calls, are passed).
-    auto [pending, unused] = sync_before_comm.try_emplace(c.thread, kNone);
-    if (has_comm && !has_other && pending->second != kNone) {
-      calls_[pending->second].comm_wait = true;
+    uint32_t& pending = sync_before_comm.try_emplace(c.thread, kNone).first->second;
+    if (has_comm && !has_other && pending != kNone) {
+      calls_[pending].comm_wait = true;
       ++comm_waits_;
     }
     if (has_comm || has_other || (c.flags & (kApiSync | kApiMemcpySync))) {
       const bool pure_sync =
           (c.flags & kApiSync) && !(c.flags & kApiMemcpy) && call.op_end == call.op_begin;
-      pending->second = pure_sync ? static_cast<uint32_t>(calls_.size()) : kNone;
+      pending = pure_sync ? static_cast<uint32_t>(calls_.size()) : kNone;
     }
     calls_.push_back(call);
   }

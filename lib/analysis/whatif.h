@@ -99,8 +99,6 @@ class WhatIf {
   double tensor_speedup() const { return tensor_speedup_; }
   // Synchronizes that only order compute before a collective (kFixCommOverlap).
   uint64_t comm_waits() const { return comm_waits_; }
-  // Pinned copy bandwidth (GB/s) assumed where the trace has no pinned copy.
-  double pinned_gbps_default() const { return pinned_gbps_default_; }
 
  private:
   struct Op {
@@ -127,7 +125,6 @@ class WhatIf {
   uint64_t fp32_math_ns_ = 0;
   uint64_t comm_waits_ = 0;
   double tensor_speedup_ = 1;
-  double pinned_gbps_default_ = 25;
   WhatIfParams params_;
 };
 
