@@ -67,21 +67,20 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   if (per_trace.empty()) return;
   uint16_t trace = static_cast<uint16_t>(
       std::max_element(per_trace.begin(), per_trace.end()) - per_trace.begin());
-  // Device and tensor-core speed-up.
-  tensor_speedup_ = params.tensor_speedup;
+  // The replayed trace's device (compute capability 0.0 when unknown: the
+  // tables' defaults): tensor-core speed-up and pinned copy bandwidth.
+  uint32_t cc_major = 0, cc_minor = 0;
   for (const DeviceTimelineInfo& d : model.devices) {
-    if (d.trace == trace && d.has_info && tensor_speedup_ <= 0) {
-      tensor_speedup_ = TensorSpeedupFor(d.info.cc_major, d.info.cc_minor);
+    if (d.trace == trace && d.has_info) {
+      cc_major = d.info.cc_major;
+      cc_minor = d.info.cc_minor;
+      break;
     }
   }
-  if (tensor_speedup_ <= 0) tensor_speedup_ = 4.0;
-  double default_pinned_gbps = params.pinned_gbps;
-  for (const DeviceTimelineInfo& d : model.devices) {
-    if (d.trace == trace && d.has_info && default_pinned_gbps <= 0) {
-      default_pinned_gbps = PinnedGbpsFor(d.info.cc_major, d.info.cc_minor);
-    }
-  }
-  if (default_pinned_gbps <= 0) default_pinned_gbps = PinnedGbpsFor(0, 0);
+  tensor_speedup_ = params.tensor_speedup > 0 ? params.tensor_speedup
+                                              : TensorSpeedupFor(cc_major, cc_minor);
+  const double default_pinned_gbps =
+      params.pinned_gbps > 0 ? params.pinned_gbps : PinnedGbpsFor(cc_major, cc_minor);
   // Ops per launching call. Work launched through an API that was not
   // recorded (cuBLAS, cuDNN and Triton launch through the driver API, which
   // is not traced by default) joins the runtime call issued just before it:
