@@ -109,7 +109,6 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
   void MergeActivities();
   void MergeApiCalls();
   void SortAndIndex();
-  void ShareNativeStacks();
   // Replayed kernels (zero timestamps) on the timeline at their launch call's
   // start for the duration the replay measured (GpuActivity::replayed).
   void PlaceReplayedKernels();

@@ -594,30 +594,11 @@ void ModelBuilder::Impl::PlaceReplayedKernels() {
   std::sort(model.replayed_activities.begin(), model.replayed_activities.end());
 }
 
-void ModelBuilder::Impl::ShareNativeStacks() {
-  // The collector captures a call's native stack once per (Python stack,
-  // API) (lib/collect/call_stacks.h NativeStackOnce): a later call with the
-  // same Python stack and API takes the first one's.
-  absl::flat_hash_map<std::tuple<uint16_t, uint32_t, uint32_t>, uint32_t> first;
-  for (const ApiCall& c : model.api_calls) {
-    if (c.python_stack_id != 0 && c.stack_id != 0) {
-      first.try_emplace({c.trace, c.python_stack_id, c.name}, c.stack_id);
-    }
-  }
-  if (first.empty()) return;
-  for (ApiCall& c : model.api_calls) {
-    if (c.python_stack_id == 0 || c.stack_id != 0) continue;
-    auto it = first.find({c.trace, c.python_stack_id, c.name});
-    if (it != first.end()) c.stack_id = it->second;
-  }
-}
-
 TimelineModel ModelBuilder::Finish() {
   Impl& m = *impl_;
   m.AddNcclGpuActivities();
   m.PlaceReplayedKernels();
   m.SortAndIndex();
-  m.ShareNativeStacks();
   m.LinkCorrelations();
   m.NestNvtx();
   m.AggregateKernels();

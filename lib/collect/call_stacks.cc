@@ -18,24 +18,86 @@ void StackCollector::WarmUp() {
   backtrace(frames, 2);
 }
 
-void StackCollector::Capture(uint32_t correlation_id) {
+void StackCollector::Capture(uint32_t correlation_id, bool shareable) {
   RawStack raw;
   raw.correlation_id = correlation_id;
+  raw.shareable = shareable;
   int n = backtrace(raw.frames, kMaxStackFrames);
   raw.depth = n > 0 ? static_cast<uint32_t>(n) : 0;
   Push(raw);
 }
 
-bool NativeStackOnce::First(uint32_t python_stack, uint32_t api_key) {
-  if (python_stack == 0) return true;
-  const uint64_t key = (uint64_t{python_stack} << 32) | api_key;
+void StackCollector::Share(uint32_t correlation_id, uint32_t same_as) {
   MutexLock lock(mu_);
-  if (seen_.count(key) != 0) {
-    ++shared_;
-    return false;
+  if (pending_.size() >= max_pending_) {
+    ++dropped_;
+    return;
   }
-  if (seen_.size() < max_keys_) seen_.insert(key);
-  return true;
+  RawStack& raw = pending_.emplace_back();
+  raw.correlation_id = correlation_id;
+  raw.same_as = same_as;
+}
+
+bool IsCudaSideModule(const char* path) {
+  if (path == nullptr) return false;
+  const char* base = std::strrchr(path, '/');
+  base = base != nullptr ? base + 1 : path;
+  for (const char* prefix : {"libsightline", "libcupti", "libcuda.so", "libcudart"}) {
+    if (std::strncmp(base, prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
+bool NativeStackOnce::CudaSide(uintptr_t address) {
+  {
+    MutexLock lock(mu_);
+    if (auto it = cuda_side_.find(address); it != cuda_side_.end()) return it->second;
+  }
+  // dladdr takes the loader's lock: never while holding mu_ (a thread inside
+  // dlopen, calling CUDA from a constructor, may be waiting for mu_).
+  Dl_info info = {};
+  // A return address points after the call: look up the calling instruction.
+  const bool side = dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 &&
+                    IsCudaSideModule(info.dli_fname);
+  MutexLock lock(mu_);
+  if (cuda_side_.size() < max_keys_) cuda_side_.emplace(address, side);
+  return side;
+}
+
+void NativeStackOnce::CaptureOrShare(StackCollector* stacks, uint32_t python_stack,
+                                     uint32_t api_key, uint32_t correlation_id) {
+  if (python_stack == 0) {
+    stacks->Capture(correlation_id);
+    return;
+  }
+  void* frames[kCallerFrames];
+  const int n = backtrace(frames, kCallerFrames);
+  const uintptr_t caller =
+      FirstCallerAddress(frames, n, [this](uintptr_t a) { return CudaSide(a); });
+  bool remember = false;
+  const uint32_t same_as = Decide(python_stack, api_key, caller, correlation_id, &remember);
+  if (same_as != 0) {
+    stacks->Share(correlation_id, same_as);
+  } else {
+    stacks->Capture(correlation_id, remember);
+  }
+}
+
+uint32_t NativeStackOnce::Decide(uint32_t python_stack, uint32_t api_key, uintptr_t caller,
+                                 uint32_t correlation_id, bool* remember) {
+  *remember = false;
+  if (python_stack == 0 || caller == 0 || correlation_id == 0) return 0;
+  MutexLock lock(mu_);
+  const auto key = std::make_tuple(python_stack, api_key, caller);
+  if (auto it = first_.find(key); it != first_.end()) {
+    ++shared_;
+    return it->second;
+  }
+  if (first_.size() < max_keys_) {
+    first_.emplace(key, correlation_id);
+    *remember = true;
+  }
+  return 0;
 }
 
 uint64_t NativeStackOnce::shared() const {
@@ -89,6 +151,10 @@ const StackSymbolizer::Resolved& StackSymbolizer::Resolve(void* address, EventSi
 }
 
 uint32_t StackSymbolizer::Symbolize(const RawStack& raw, EventSink* sink) {
+  if (raw.same_as != 0) {
+    auto it = shareable_ids_.find(raw.same_as);
+    return it != shareable_ids_.end() ? it->second : 0;
+  }
   CallStack stack;
   bool cutting = true;
   for (uint32_t i = 0; i < raw.depth && i < kMaxStackFrames; ++i) {
@@ -103,7 +169,9 @@ uint32_t StackSymbolizer::Symbolize(const RawStack& raw, EventSink* sink) {
     stack.frames.push_back(f);
   }
   if (stack.frames.empty()) return 0;
-  return sink->InternStack(stack);
+  const uint32_t id = sink->InternStack(stack);
+  if (raw.shareable) shareable_ids_.emplace(raw.correlation_id, id);
+  return id;
 }
 
 }  // namespace sightline::collect

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -34,6 +35,12 @@ inline constexpr int kMaxStackFrames = 48;
 struct RawStack {
   uint32_t correlation_id = 0;
   uint32_t depth = 0;
+  // Non-zero: no frames of its own; the call has the native stack captured
+  // for this earlier correlation id (NativeStackOnce).
+  uint32_t same_as = 0;
+  // This stack may be shared by later calls (NativeStackOnce's first
+  // sighting): the writer remembers its id by correlation id.
+  bool shareable = false;
   void* frames[kMaxStackFrames];
 };
 
@@ -43,7 +50,10 @@ class StackCollector {
   // Loads the unwinder once (the first backtrace() call dlopens libgcc_s).
   static void WarmUp();
   // Application thread: captures the current stack for `correlation_id`.
-  void Capture(uint32_t correlation_id);
+  void Capture(uint32_t correlation_id, bool shareable = false);
+  // Application thread: the call `correlation_id` has the stack captured for
+  // `same_as` (no unwinding).
+  void Share(uint32_t correlation_id, uint32_t same_as);
   // Pushes an already captured stack (tests).
   void Push(const RawStack& raw);
   // Writer thread: moves pending stacks into *out.
@@ -58,24 +68,68 @@ class StackCollector {
 };
 
 // Calls that already carry a Python stack: under one Python call site the
-// native stack of the same API call is the same call after call (PyTorch's
-// caching allocator under a line, the sync inside an .item()), while each
-// glibc backtrace() through libtorch and the interpreter costs tens of µs
-// (bench/overhead/README.md run Q: +0.5..1.1 ms a step on a loop with ~30
-// allocations a step). So a native stack is captured the first time a
-// (Python stack, API) pair is seen; later calls get that stack in the
-// analyzer (model_finish.cc). Thread-safe; past `max_keys` pairs every call
-// is captured again (memory stays bounded).
+// native stack of the same API call from the same native caller is the same
+// call after call (PyTorch's caching allocator under a line, the sync inside
+// an .item()), while each glibc backtrace() through libtorch and the
+// interpreter costs tens of µs (bench/overhead/README.md run Q: +0.5..1.1 ms
+// a step on a loop with ~30 allocations a step). So a full native stack is
+// captured the first time a (Python stack, API, native caller) triple is
+// seen; later calls share that stack (RawStack::same_as, resolved by the
+// writer: the trace carries a stack for every call).
+//
+// The native caller is the first return address outside the CUDA side of the
+// call (sightline, libcupti, libcuda, libcudart) within the innermost
+// kCallerFrames frames — a short unwind instead of a full one. It keeps
+// callers apart that one Python line reaches through different libraries:
+// on the H200 (run R) one line's cudaMalloc calls came both from PyTorch's
+// caching allocator (libc10_cuda.so) and from cuBLAS's own workspace
+// allocation (its static runtime inside libcublas.so); a key without the
+// caller gave cuBLAS's 64 MiB to libc10_cuda.so.
+inline constexpr int kCallerFrames = 16;
+
+// The first of `frames` for which `cuda_side` is false, else 0. Pure.
+template <typename CudaSide>
+uintptr_t FirstCallerAddress(void* const* frames, int n, CudaSide&& cuda_side) {
+  for (int i = 0; i < n; ++i) {
+    const auto a = reinterpret_cast<uintptr_t>(frames[i]);
+    if (a != 0 && !cuda_side(a)) return a;
+  }
+  return 0;
+}
+
+// True for a module (path or basename) on the CUDA side of an API call:
+// sightline's own libraries, libcupti, libcuda, libcudart. Pure.
+bool IsCudaSideModule(const char* path);
+
 class NativeStackOnce {
  public:
   explicit NativeStackOnce(size_t max_keys = size_t{1} << 20) : max_keys_(max_keys) {}
-  // True when this call should capture its native stack.
-  bool First(uint32_t python_stack, uint32_t api_key);
+  // Application thread, at the exit of a call that needs a native stack:
+  // captures it (StackCollector::Capture) or shares an earlier one
+  // (StackCollector::Share). Calls without a Python stack always capture.
+  void CaptureOrShare(StackCollector* stacks, uint32_t python_stack, uint32_t api_key,
+                      uint32_t correlation_id);
+  // The decision for a known caller address: 0 = capture (and remember this
+  // call as the triple's first when `remember` says so), else the
+  // correlation id of the call whose stack this one shares. Caller 0
+  // (not found) always captures. Thread-safe.
+  uint32_t Decide(uint32_t python_stack, uint32_t api_key, uintptr_t caller,
+                  uint32_t correlation_id, bool* remember);
   uint64_t shared() const;  // calls that took an earlier call's stack
 
  private:
+  bool CudaSide(uintptr_t address);  // dladdr once per address (cached; locks mu_)
+
   mutable Mutex mu_;  // leaf
-  std::unordered_set<uint64_t> seen_ SL_GUARDED_BY(mu_);
+  struct KeyHash {
+    size_t operator()(const std::tuple<uint32_t, uint32_t, uintptr_t>& k) const {
+      uint64_t h = (uint64_t{std::get<0>(k)} << 32) ^ std::get<1>(k);
+      return static_cast<size_t>(h * 0x9e3779b97f4a7c15ull ^ std::get<2>(k));
+    }
+  };
+  std::unordered_map<std::tuple<uint32_t, uint32_t, uintptr_t>, uint32_t, KeyHash> first_
+      SL_GUARDED_BY(mu_);
+  std::unordered_map<uintptr_t, bool> cuda_side_ SL_GUARDED_BY(mu_);
   uint64_t shared_ SL_GUARDED_BY(mu_) = 0;
   size_t max_keys_;
 };
@@ -87,6 +141,8 @@ class StackSymbolizer {
   // cut from the innermost end of every stack.
   explicit StackSymbolizer(std::vector<std::string> skip_module_prefixes);
   // Interns the stack on the sink and returns its id (0 if it has no frame).
+  // A shared stack (raw.same_as) gets the id of the earlier shareable stack
+  // it names (0 when that one had no frame or was dropped).
   uint32_t Symbolize(const RawStack& raw, EventSink* sink);
 
  private:
@@ -100,6 +156,9 @@ class StackSymbolizer {
 
   std::vector<std::string> skip_prefixes_;
   std::unordered_map<void*, Resolved> cache_;
+  // Stack id of each shareable stack (NativeStackOnce's first sightings; as
+  // many as its keys at most), by correlation id.
+  std::unordered_map<uint32_t, uint32_t> shareable_ids_;
 };
 
 // "_ZN3foo3barEv" → "foo::bar()": the one demangler, lib/trace/demangle.h.

@@ -312,11 +312,15 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     } else if (sync || config_.backtrace_threshold_us >= 0) {
       uint64_t start = *reinterpret_cast<uint64_t*>(data->correlationData);
       double us = (Now() - start) / 1e3;
-      // With a Python stack, once per (Python stack, API): NativeStackOnce.
-      const uint32_t api_key = (runtime ? 0x80000000u : 0u) | cbid;
-      if ((sync || us >= config_.backtrace_threshold_us) &&
-          (config_.native_stack_every_call || native_once_.First(t_python_stack, api_key))) {
-        stacks_.Capture(data->correlationId);
+      if (sync || us >= config_.backtrace_threshold_us) {
+        if (config_.native_stack_every_call) {
+          stacks_.Capture(data->correlationId);
+        } else {
+          // With a Python stack, once per (Python stack, API, native
+          // caller): NativeStackOnce.
+          const uint32_t api_key = (runtime ? 0x80000000u : 0u) | cbid;
+          native_once_.CaptureOrShare(&stacks_, t_python_stack, api_key, data->correlationId);
+        }
       }
     }
   }

@@ -483,7 +483,7 @@ void CollectorImpl::PrintSummary() {
       if (uint64_t shared = native_once_.shared(); shared > 0) {
         std::fprintf(stderr,
                      "sightline: native stacks: %llu calls share the one captured for an earlier "
-                     "call of the same API under the same Python stack "
+                     "call of the same API from the same native caller under the same Python stack "
                      "(SIGHTLINE_NATIVE_STACK_EVERY_CALL=1 captures each)\n",
                      u(shared));
       }

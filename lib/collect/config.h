@@ -94,7 +94,8 @@
 //                        this (µs); unset = synchronizing calls only
 //   SIGHTLINE_NATIVE_STACK_EVERY_CALL  bool (default 0): a native stack on every
 //                        call that gets one, also when it has a Python stack
-//                        (else once per Python stack and API: NativeStackOnce)
+//                        (else once per Python stack, API and native caller:
+//                        NativeStackOnce)
 //   SIGHTLINE_PYTHON_BACKTRACE  on | off | gil: Python call stacks (overrides the
 //                        "python" item of SIGHTLINE_TRACE); gil = only calls made
 //                        while the thread holds the GIL (PyTorch releases it around

@@ -73,21 +73,34 @@ TEST(CallStacksTest, BoundedQueueCountsDrops) {
   EXPECT_EQ(out.size(), 2u);
 }
 
-// A native stack once per (Python stack, API); calls without a Python stack
-// always capture; past the key bound every call captures again.
-TEST(CallStacksTest, NativeStackOncePerPythonStackAndApi) {
+// A native stack once per (Python stack, API, native caller); calls without
+// a Python stack or without a known caller always capture; past the key
+// bound every call captures again.
+TEST(CallStacksTest, NativeStackOncePerPythonStackApiAndCaller) {
   NativeStackOnce once(3);
-  EXPECT_TRUE(once.First(7, 1));
-  EXPECT_FALSE(once.First(7, 1));
-  EXPECT_FALSE(once.First(7, 1));
-  EXPECT_TRUE(once.First(7, 2));  // another API under the same Python stack
-  EXPECT_TRUE(once.First(8, 1));  // another Python stack
-  EXPECT_TRUE(once.First(0, 1));  // no Python stack: every call
-  EXPECT_TRUE(once.First(0, 1));
-  EXPECT_EQ(once.shared(), 2u);
-  EXPECT_TRUE(once.First(9, 1));  // the bound (3 keys) is full: not remembered
-  EXPECT_TRUE(once.First(9, 1));
-  EXPECT_FALSE(once.First(8, 1));
+  bool remember = false;
+  EXPECT_EQ(once.Decide(7, 1, 0x1000, 100, &remember), 0u);
+  EXPECT_TRUE(remember);
+  EXPECT_EQ(once.Decide(7, 1, 0x1000, 101, &remember), 100u);  // shares call 100's
+  EXPECT_FALSE(remember);
+  EXPECT_EQ(once.Decide(7, 1, 0x1000, 102, &remember), 100u);
+  // The same line and API from another library (cuBLAS's own cudaMalloc
+  // under a line whose first cudaMalloc came from PyTorch's allocator).
+  EXPECT_EQ(once.Decide(7, 1, 0x2000, 103, &remember), 0u);
+  EXPECT_TRUE(remember);
+  EXPECT_EQ(once.Decide(7, 1, 0x2000, 104, &remember), 103u);
+  EXPECT_EQ(once.Decide(7, 2, 0x1000, 105, &remember), 0u);  // another API
+  EXPECT_EQ(once.Decide(0, 1, 0x1000, 106, &remember), 0u);  // no Python stack: every call
+  EXPECT_FALSE(remember);
+  EXPECT_EQ(once.Decide(0, 1, 0x1000, 107, &remember), 0u);
+  EXPECT_EQ(once.Decide(8, 1, 0, 108, &remember), 0u);  // caller not found: every call
+  EXPECT_EQ(once.Decide(8, 1, 0, 109, &remember), 0u);
+  EXPECT_FALSE(remember);
+  EXPECT_EQ(once.shared(), 3u);
+  EXPECT_EQ(once.Decide(9, 1, 0x1000, 110, &remember), 0u);  // bound (3 keys) full
+  EXPECT_FALSE(remember);
+  EXPECT_EQ(once.Decide(9, 1, 0x1000, 111, &remember), 0u);
+  EXPECT_EQ(once.Decide(7, 1, 0x1000, 112, &remember), 100u);
 }
 
 TEST(CallStacksTest, NativeStackOnceFromManyThreads) {
@@ -95,13 +108,62 @@ TEST(CallStacksTest, NativeStackOnceFromManyThreads) {
   std::atomic<int> captured{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&] {
-      for (uint32_t i = 0; i < 1000; ++i) captured += once.First(1 + i % 10, 5) ? 1 : 0;
+    threads.emplace_back([&, t] {
+      bool remember = false;
+      for (uint32_t i = 0; i < 1000; ++i) {
+        const uint32_t corr = 1 + t * 1000 + i;
+        captured += once.Decide(1 + i % 10, 5, 0x4000, corr, &remember) == 0 ? 1 : 0;
+      }
     });
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(captured.load(), 10);
   EXPECT_EQ(once.shared(), 8000u - 10u);
+}
+
+// The caller is the first frame outside the CUDA side of the call.
+TEST(CallStacksTest, CallerIsTheFirstFrameOutsideTheCudaSide) {
+  void* frames[] = {reinterpret_cast<void*>(0x10), reinterpret_cast<void*>(0x20),
+                    reinterpret_cast<void*>(0x900), reinterpret_cast<void*>(0x30)};
+  auto below_0x100 = [](uintptr_t a) { return a < 0x100; };
+  EXPECT_EQ(FirstCallerAddress(frames, 4, below_0x100), 0x900u);
+  EXPECT_EQ(FirstCallerAddress(frames, 2, below_0x100), 0u);  // all on the CUDA side
+  EXPECT_EQ(FirstCallerAddress(frames, 0, below_0x100), 0u);
+  EXPECT_TRUE(IsCudaSideModule("/usr/local/cuda/lib64/libcudart.so.13"));
+  EXPECT_TRUE(IsCudaSideModule("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+  EXPECT_TRUE(IsCudaSideModule("libcupti.so.2025.3.1"));
+  EXPECT_TRUE(IsCudaSideModule("/opt/sightline/lib/libsightline_inject.so"));
+  EXPECT_FALSE(IsCudaSideModule("/usr/lib/python3/torch/lib/libc10_cuda.so"));
+  EXPECT_FALSE(IsCudaSideModule("/usr/lib/python3/nvidia/cublas/lib/libcublas.so.13"));
+  EXPECT_FALSE(IsCudaSideModule("/work/libcudaops.so"));
+  EXPECT_FALSE(IsCudaSideModule(nullptr));
+}
+
+// A captured stack and one shared with it (the same correlation's id) end up
+// as one interned stack; a share whose first stack is unknown gets none.
+TEST(CallStacksTest, SharedStackGetsTheFirstOnesId) {
+  StackCollector::WarmUp();
+  StackCollector collector;
+  NativeStackOnce once;
+  // Python stack 7, API 1, from this test binary (not on the CUDA side).
+  once.CaptureOrShare(&collector, 7, 1, 500);
+  for (uint32_t c = 501; c < 504; ++c) once.CaptureOrShare(&collector, 7, 1, c);
+  collector.Share(600, 999);  // names a stack never captured
+  std::vector<RawStack> raw;
+  collector.Take(&raw);
+  ASSERT_EQ(raw.size(), 5u);
+  EXPECT_TRUE(raw[0].shareable);
+  EXPECT_GT(raw[0].depth, 2u);
+  EXPECT_EQ(raw[1].same_as, 500u);
+  EXPECT_EQ(raw[1].depth, 0u);
+  FakeEventSink sink;
+  StackSymbolizer symbolizer({});
+  const uint32_t first = symbolizer.Symbolize(raw[0], &sink);
+  ASSERT_NE(first, 0u);
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(symbolizer.Symbolize(raw[i], &sink), first) << i;
+  EXPECT_EQ(symbolizer.Symbolize(raw[4], &sink), 0u);
+  EXPECT_EQ(sink.stacks.size(), 1u);
+  EXPECT_EQ(once.shared(), 3u);
 }
 
 TEST(CallStacksTest, Demangle) {
