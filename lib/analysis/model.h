@@ -281,6 +281,20 @@ struct MetricSample {
   std::vector<std::pair<uint32_t, double>> values;  // (metric name, value)
 };
 
+// One metric set of an NVTX range's instances (--metrics-range nvtx:NAME,
+// lib/collect/range_profiler_user.h): the values measured over `instances`
+// successive instances, one pass each, from the first one's push to the last
+// one's pop. No values: incomplete (the capture ended first).
+struct RangeMetricSet {
+  uint16_t trace = 0;
+  uint32_t device = kNone;
+  uint32_t name = 0;  // the range's name (string id)
+  uint64_t start_ns = 0, end_ns = 0;
+  uint32_t instances = 0;
+  uint32_t passes_needed = 0, passes_collected = 0;
+  std::vector<std::pair<uint32_t, double>> values;  // (metric name, value)
+};
+
 struct MetricAggregate {
   std::string name;
   uint64_t samples = 0;
@@ -342,6 +356,7 @@ struct TimelineModel {
   std::vector<CaptureWindow> capture_windows;  // sorted by start
   std::vector<OverheadSpan> overheads;       // sorted by start
   std::vector<MetricSample> metric_samples;
+  std::vector<RangeMetricSet> range_metric_sets;  // by start time
   // Kernels replayed for hardware metrics (CUPTI reports them without
   // timestamps) are placed at their launch call's start for the duration
   // the replay measured (gpu__time_duration.sum): on the timeline and in

@@ -419,6 +419,25 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
 
 void ModelBuilder::Impl::OnMetricRange(const MetricRangeEvent& e) {
   Count(EventKind::kMetricRange);
+  if (e.user_range) {
+    if (!ValidSpan(e.start_ns, e.end_ns)) {
+      Invalid(EventKind::kMetricRange);
+      return;
+    }
+    RangeMetricSet s;
+    s.trace = trace_index;
+    s.device = Device(e.device_id);
+    s.name = Str(e.range_name_id);
+    s.start_ns = e.start_ns + offset;
+    s.end_ns = e.end_ns + offset;
+    s.instances = e.launches_spanned;
+    s.passes_needed = e.num_passes;
+    s.passes_collected = e.passes_collected;
+    s.values.reserve(e.values.size());
+    for (const MetricValue& v : e.values) s.values.emplace_back(Str(v.name_id), v.value);
+    model.range_metric_sets.push_back(std::move(s));
+    return;
+  }
   MetricSample m;
   m.trace = trace_index;
   m.device = Device(e.device_id);

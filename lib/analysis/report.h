@@ -245,6 +245,27 @@ struct MetricsCoverage {
   std::vector<Missing> missing;  // heaviest first, at most 10
 };
 
+// Metrics of an NVTX range measured as a whole (--metrics-range nvtx:NAME;
+// range_metrics.h): one row per range name.
+struct RangeMetricSetRow {
+  uint64_t start_ns = 0, end_ns = 0;  // first instance's push, last one's pop
+  uint32_t instances = 0;
+  uint32_t passes_needed = 0, passes_collected = 0;
+  bool complete = false;   // all passes: values
+  bool in_window = false;  // inside the analysed window (scope)
+  std::vector<KernelMetricValue> metrics;  // samples = 1
+};
+struct RangeMetricsRow {
+  std::string range;
+  uint64_t sets = 0, complete = 0, complete_in_window = 0;
+  uint64_t instances = 0;  // instances the sets were measured on
+  // Mean over the complete sets inside the window (over every complete set
+  // when none is inside; `from_window` says which); samples = sets averaged.
+  std::vector<KernelMetricValue> metrics;
+  bool from_window = false;
+  std::vector<RangeMetricSetRow> set_rows;  // by start
+};
+
 // An ncu-style details page of one kernel (kernel_metrics.h).
 struct KernelPageRow {
   std::string label;
@@ -446,6 +467,7 @@ struct Report {
   std::vector<NcclOpRow> nccl_ops;  // by (trace, op)
   MemorySummary memory;
   MetricsCoverage metrics_coverage;
+  std::vector<RangeMetricsRow> range_metrics;  // by name
   // Details pages: the heaviest kernels' (AnalysisOptions::kernel_pages*).
   std::vector<KernelPage> kernel_pages;
   std::vector<Finding> findings;    // ranked by est_saving_ns descending

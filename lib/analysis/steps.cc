@@ -794,6 +794,7 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
     m.memory_ops.push_back(o);
   }
   m.metric_samples = in.metric_samples;
+  m.range_metric_sets = in.range_metric_sets;  // whole sets; the report marks those in scope
   m.replayed_activities = in.replayed_activities;
   // Kernel aggregates: timing and instance counts from the kept launches,
   // per kernel and per launch configuration (the kernel rules weigh each

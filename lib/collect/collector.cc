@@ -562,6 +562,17 @@ bool CollectorImpl::SetUpCupti() {
       for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
         if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
       }
+      // Per-range metrics: every push and pop (the hook keeps each thread's
+      // nesting depth).
+      hook_wants_nvtx_ = hook_->WantsNvtx();
+      if (hook_wants_nvtx_) {
+        for (CUpti_CallbackId cbid :
+             {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,
+              CUPTI_CBID_NVTX_nvtxDomainRangePushEx, CUPTI_CBID_NVTX_nvtxRangePop,
+              CUPTI_CBID_NVTX_nvtxDomainRangePop}) {
+          Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid), "enable NVTX cb");
+        }
+      }
       // Contexts that already exist (link-in after CUDA started).
       using GetCurrentFn = int (*)(CUcontext*);
       auto get_current = reinterpret_cast<GetCurrentFn>(dlsym(RTLD_DEFAULT, "cuCtxGetCurrent"));

@@ -380,8 +380,36 @@ void CollectorImpl::ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_Nvtx
   if (message != nullptr) monitor_->OnRangeOpened(message, monitor::MonitorAgent::NowNs());
 }
 
+void CollectorImpl::ForwardNvtxToHook(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
+  if (data == nullptr || data->functionParams == nullptr) return;
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA: {
+      const char* m = static_cast<const nvtxRangePushA_params*>(data->functionParams)->message;
+      hook_->OnNvtxPush(m != nullptr ? m : "", Now());
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      hook_->OnNvtxPush(
+          NvtxMessage(static_cast<const nvtxRangePushEx_params*>(data->functionParams)->eventAttrib),
+          Now());
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx:
+      hook_->OnNvtxPush(NvtxMessage(static_cast<const nvtxDomainRangePushEx_params*>(
+                                        data->functionParams)->core.eventAttrib),
+                        Now());
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop:
+      hook_->OnNvtxPop(Now());
+      break;
+    default:
+      break;
+  }
+}
+
 void CollectorImpl::OnNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data) {
   if (config_.trace_nccl) OnNcclNvtx(cbid, data);
+  if (hook_wants_nvtx_) ForwardNvtxToHook(cbid, data);
   // Once sightline's NVTX handlers are in place (nvtx_observer.h) they feed
   // the monitor: not twice.
   if (monitor_ != nullptr && NvtxObservedInstances() == 0) ForwardNvtxToMonitor(cbid, data);

@@ -140,6 +140,8 @@ class CollectorImpl final : public Collector {
   // After the metrics hook's exit of a launch: a replayed one asks the writer to flush.
   void AfterHookedLaunch(uint32_t correlation_id);
   void ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
+  // Per-range metrics (--metrics-range nvtx:NAME): pushes and pops to the hook.
+  void ForwardNvtxToHook(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   void StartMonitor();  // collector.cc, after the writer thread started
   // The monitor's flush after closing a capture (its analysis follows):
   // forced, after a bounded wait for the GPU, when no window is open.
@@ -231,6 +233,7 @@ class CollectorImpl final : public Collector {
   bool flight_recorder_ = false;     // under control_mu_ after Initialize
   uint32_t recorder_captures_ = 0;   // captures opened (the agent allows max_captures)
   std::unique_ptr<KernelLaunchHook> hook_;
+  bool hook_wants_nvtx_ = false;  // set once, before callbacks are enabled for it
 
   Mutex control_mu_;
   // Set at initialisation; the state machine itself only under control_mu_.

@@ -138,7 +138,7 @@ void CollectorImpl::WriterMain() {
     raw_stacks.clear();
     stacks_.Take(&raw_stacks);
     for (const RawStack& raw : raw_stacks) {
-      uint32_t id = symbolizer.Symbolize(raw, &sink);
+      uint32_t id = symbolizer.Symbolize(raw, &sink);  // shared ones too (NativeStackOnce)
       if (id != 0) converter.AttachStack(raw.correlation_id, id);
     }
     buffers.clear();
@@ -274,6 +274,11 @@ void CollectorImpl::WriterMain() {
               out.launches_spanned = m.spans[i].launches;
               out.first_correlation_id = m.spans[i].first_correlation_id;
               out.passes_collected = m.spans[i].passes_collected;
+              if (m.spans[i].user_range) {
+                out.user_range = true;
+                out.start_ns = m.spans[i].start_ns;
+                out.end_ns = m.spans[i].end_ns;
+              }
             }
             for (size_t v = 0; v < out.values.size(); ++v) {
               if (i < m.metric_names.size() && v < m.metric_names[i].size()) {

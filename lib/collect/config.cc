@@ -218,6 +218,13 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_METRICS_REPLAY", v, "is unknown (expected kernel, spread or sequence)");
     }
   }
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_RANGE"); v != nullptr && *v != '\0') {
+    if (std::strncmp(v, "nvtx:", 5) == 0 && v[5] != '\0') {
+      c.metric_range_nvtx = v + 5;
+    } else {
+      problem("SIGHTLINE_METRICS_RANGE", v, "is not nvtx:NAME");
+    }
+  }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_IMAGE"); v != nullptr && *v != '\0') {
     if (!trace::ParseEnumValue<bool>(v, {{"shared", false}, {"per_launch", true}},
                                      &c.metric_image_per_launch)) {
@@ -262,7 +269,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
                             (getenv_fn("SIGHTLINE_BUFFERS") != nullptr &&
                              *getenv_fn("SIGHTLINE_BUFFERS") != '\0');
   if (!sizes_chosen && !c.metric_set.empty() && c.metric_set != "none" &&
-      c.metric_replay == MetricsReplay::kKernel) {
+      c.metric_replay == MetricsReplay::kKernel && c.metric_range_nvtx.empty()) {
     c.buffer_bytes = CollectorConfig::kReplayBufferBytes;
     c.max_buffers = CollectorConfig::kReplayMaxBuffers;
   }

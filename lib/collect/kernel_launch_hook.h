@@ -79,6 +79,9 @@ struct KernelLaunchHookConfig {
   // range_profiler_spread.h), auto (spread; configurations left incomplete at a
   // capture end get kernel replay in later capture windows).
   MetricsReplay replay = MetricsReplay::kKernel;
+  // SIGHTLINE_METRICS_RANGE=nvtx:NAME: metrics per instance of the NVTX
+  // range NAME (range_profiler_user.h) instead of per kernel; "" = per kernel.
+  std::string range_nvtx;
   bool image_per_launch = false;    // SIGHTLINE_METRICS_IMAGE=per_launch
   bool batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
   bool spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
@@ -95,6 +98,7 @@ inline KernelLaunchHookConfig HookConfigFromCollectorConfig(const CollectorConfi
   hc.launches_per_kernel = c.metric_launches_per_kernel;
   hc.every_nth = c.metric_every_nth;
   hc.replay = c.metric_replay;
+  hc.range_nvtx = c.metric_range_nvtx;
   hc.image_per_launch = c.metric_image_per_launch;
   hc.batch_sessions = c.metric_batch_sessions;
   hc.spread_user_replay = c.metric_spread_user_replay;
@@ -109,6 +113,8 @@ struct MetricRangeSpan {
   uint32_t first_correlation_id = 0;  // first of them (the event carries the last)
   uint32_t passes_collected = 0;      // < the event's num_passes: incomplete, no values
   bool spread = false;                // collected without replay
+  bool user_range = false;            // an NVTX range's set (launches = its instances)
+  uint64_t start_ns = 0, end_ns = 0;  // user range: first push, last pop
 };
 
 // Returned by OnCaptureEnd: the events to append to the trace, plus counts.
@@ -148,6 +154,13 @@ class KernelLaunchHook {
   // A capture window opened (the hook admits launches again after a
   // capture end; it starts admitting).
   virtual void OnCaptureStart() {}
+  // Per-range metrics (config.range_nvtx): every NVTX push (any domain,
+  // with its ASCII message, "" when it has none) and pop on the calling
+  // thread, inside its NVTX call; `now_ns` is the collector's clock.
+  virtual void OnNvtxPush(const char* /*message*/, uint64_t /*now_ns*/) {}
+  virtual void OnNvtxPop(uint64_t /*now_ns*/) {}
+  // True when the hook wants OnNvtxPush / OnNvtxPop.
+  virtual bool WantsNvtx() const { return false; }
   // True when the kernel with this correlation id was replayed (its timing is
   // distorted). Called on the writer thread; must be thread-safe.
   virtual bool IsReplayedCorrelation(uint32_t correlation_id) const = 0;

@@ -107,6 +107,10 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
 }
 
 bool RangeProfiler::Init(std::string* error) {
+  user_mode_ = !config_.range_nvtx.empty();
+  if (user_mode_) {
+    user_ = std::make_unique<UserRangeSets>(static_cast<UserRangeTarget*>(this), config_.range_nvtx, 1);
+  }
   image_per_launch_ = config_.image_per_launch;
   batch_sessions_ = config_.batch_sessions && !image_per_launch_;
   if (!selector_.Init(SelectorOptionsFromConfig(config_), error)) return false;
@@ -308,7 +312,7 @@ bool RangeProfiler::Ready(ContextState* state) {
 }
 
 void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
-  if (off_.load() || t_in_hook || t_holding_launch) return;
+  if (user_mode_ || off_.load() || t_in_hook || t_holding_launch) return;
   t_in_hook = true;
   mu_.Lock();
   if (!window_open_) {  // entered just as the last window closed
@@ -549,6 +553,14 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
       CollectSpread(sequence_->FinishIncomplete(it->get()));
       CollectSpread(sequence_->TakeCompleted());  // a last pass that ended with the context
     }
+    if (user_ != nullptr) {
+      DebugUser("context destroyed");
+      uint64_t now = 0;
+      cuptiGetTimestamp(&now);
+      user_->FinishIncomplete(now, it->get(), /*reset_passes=*/false);
+      if (!user_->open()) user_open_thread_.store(0);
+      CollectUser();
+    }
     Flush(it->get());
     if ((*it)->object != nullptr) {
       auto p = MakeParams<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
@@ -569,6 +581,17 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   MutexLock lock(mu_);
   window_open_ = false;
   for (auto& state : contexts_) Flush(state.get());
+  std::string user_line;
+  if (user_ != nullptr) {
+    DebugUser("capture end");
+    uint64_t now = 0;
+    cuptiGetTimestamp(&now);
+    user_->FinishIncomplete(now, nullptr, /*reset_passes=*/true);
+    DebugUser("capture end, sets finished");
+    user_open_thread_.store(0);
+    CollectUser();
+    user_line = UserRangeLine();
+  }
   std::string spread_line;
   if (spread_ != nullptr) {
     std::vector<SpreadCollection> left = spread_->FinishIncomplete();
@@ -628,7 +651,11 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
     }
     std::fprintf(stderr, "%s; first range name '%s'\n", line.c_str(), first_range_name_.c_str());
   }
-  if (launches_profiled_ > 0 || off_.load() || !spread_line.empty()) {
+  if (!user_line.empty() && !config_.quiet) {
+    std::fprintf(stderr, "sightline: metrics '%s' on %s: %s\n", config_.metric_set.c_str(),
+                 chip_.empty() ? "?" : chip_.c_str(), user_line.c_str());
+  }
+  if (!user_mode_ && (launches_profiled_ > 0 || off_.load() || !spread_line.empty())) {
     if (!config_.quiet) {
       std::fprintf(stderr,
                    "sightline: metrics '%s' on %s: %llu launches profiled by kernel replay, %u passes each, "

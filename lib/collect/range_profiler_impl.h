@@ -25,6 +25,7 @@
 #include "lib/collect/range_profiler.h"
 #include "lib/collect/range_profiler_sequence.h"
 #include "lib/collect/range_profiler_spread.h"
+#include "lib/collect/range_profiler_user.h"
 #include "lib/trace/thread_annotations.h"
 
 namespace sightline::collect::internal {
@@ -74,7 +75,10 @@ inline const char* ResultString(CUptiResult r) {
   return s;
 }
 
-class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, private SequenceTarget {
+class RangeProfiler final : public KernelLaunchHook,
+                            private SpreadTarget,
+                            private SequenceTarget,
+                            private UserRangeTarget {
  public:
   RangeProfiler(const KernelLaunchHookConfig& config) : config_(config) {}
   ~RangeProfiler() override;
@@ -94,6 +98,10 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   void OnCaptureStart() override;
   bool IsReplayedCorrelation(uint32_t correlation_id) const override;
   uint32_t num_passes() const override { return passes_.load(); }
+  // Per-range metrics (range_profiler_user_target.cc).
+  void OnNvtxPush(const char* message, uint64_t now_ns) override;
+  void OnNvtxPop(uint64_t now_ns) override;
+  bool WantsNvtx() const override { return user_mode_; }
   std::string last_error() const override;
 
  private:
@@ -155,7 +163,10 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   bool ResetPasses(void* context) override SL_REQUIRES(mu_);
   // Both targets' CUPTI calls on one image (range_profiler_spread_target.cc).
   bool InitImageOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges) SL_REQUIRES(mu_);
-  bool BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges, uint32_t pass) SL_REQUIRES(mu_);
+  // SetConfig (application or user replay as spread_replay_; `range`: auto
+  // for spread and sequence, user for per-range metrics) + Start.
+  bool BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges, uint32_t pass,
+                   CUpti_ProfilerRange range = CUPTI_AutoRange) SL_REQUIRES(mu_);
   bool EndPassOn(ContextState* state, std::vector<uint8_t>* image, SpreadPassResult* result) SL_REQUIRES(mu_);
   bool EvaluateImage(std::vector<uint8_t>* image, size_t range, std::vector<double>* values);
   // Sequence replay (SIGHTLINE_METRICS_REPLAY=sequence), mu_ held:
@@ -169,6 +180,19 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   bool EndSequencePass(void* context, SpreadPassResult* result) override SL_REQUIRES(mu_);
   bool EvaluateSequenceRange(void* context, size_t index, std::vector<double>* values) override SL_REQUIRES(mu_);
   bool ResetSequencePasses(void* context) override SL_REQUIRES(mu_);
+
+  // UserRangeTarget (range_profiler_user_target.cc), mu_ held.
+  bool InitUserImage(void* context) override SL_REQUIRES(mu_);
+  bool BeginUserPass(void* context, const std::string& name) override SL_REQUIRES(mu_);
+  bool EndUserPass(void* context, SpreadPassResult* result) override SL_REQUIRES(mu_);
+  bool EvaluateUserRange(void* context, std::vector<double>* values) override SL_REQUIRES(mu_);
+  bool ResetUserPasses(void* context) override SL_REQUIRES(mu_);
+  // Completed / incomplete user-range sets into pending_; a failure of the
+  // bookkeeping turns metrics off with one warning.
+  void CollectUser() SL_REQUIRES(mu_);
+  // The summary line's part for per-range metrics ("" when off).
+  std::string UserRangeLine() SL_REQUIRES(mu_);
+  void DebugUser(const char* where) SL_REQUIRES(mu_);  // SIGHTLINE_METRICS_DEBUG: a progress line
 
   KernelLaunchHookConfig config_;
   KernelSelector selector_;
@@ -221,6 +245,23 @@ class RangeProfiler final : public KernelLaunchHook, private SpreadTarget, priva
   SpreadStats spread_reported_ SL_GUARDED_BY(mu_);                // stats already copied into a result
   std::unique_ptr<SequenceSpread> sequence_ SL_GUARDED_BY(mu_);  // SIGHTLINE_METRICS_REPLAY=sequence, until it fails
   std::vector<uint8_t> sequence_image_ SL_GUARDED_BY(mu_);
+  // Per-range metrics (config_.range_nvtx non-empty): no per-kernel work.
+  bool user_mode_ = false;
+  std::unique_ptr<UserRangeSets> user_ SL_GUARDED_BY(mu_);
+  std::vector<uint8_t> user_image_ SL_GUARDED_BY(mu_);
+  // The thread key of the open instance (0: none): a pop on another thread
+  // returns without the lock.
+  std::atomic<uintptr_t> user_open_thread_{0};
+  UserRangeStats user_reported_ SL_GUARDED_BY(mu_);
+  // The driver's cuCtxGetCurrent / cuCtxGetDevice, resolved from the loaded
+  // libcuda.so.1 at a matching push (outside mu_: dlopen takes the loader's
+  // lock) until found: the runtime loads libcuda with RTLD_LOCAL, so
+  // RTLD_DEFAULT does not see it.
+  using CtxGetCurrentFn = int (*)(CUcontext*);
+  using CtxGetDeviceFn = int (*)(CUdevice*);
+  std::atomic<CtxGetCurrentFn> ctx_get_current_{nullptr};
+  std::atomic<CtxGetDeviceFn> ctx_get_device_{nullptr};
+  void ResolveDriver();
   size_t sequence_ranges_ SL_GUARDED_BY(mu_) = 0;
   std::string sequence_failed_ SL_GUARDED_BY(mu_);                // why it stopped ("" while fine)
   SequenceStats sequence_final_ SL_GUARDED_BY(mu_);               // its stats when it stopped

@@ -167,7 +167,8 @@ bool RangeProfiler::InitImageOn(ContextState* state, std::vector<uint8_t>* image
 }
 
 bool RangeProfiler::BeginPassOn(ContextState* state, std::vector<uint8_t>* image, size_t max_ranges,
-                                uint32_t pass) {
+                                uint32_t pass, CUpti_ProfilerRange range) {
+  const bool user = range == CUPTI_UserRange;
   state->configured = false;  // the kernel-replay config is replaced
   auto cp = MakeParams<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
   cp.pRangeProfilerObject = state->object;
@@ -175,7 +176,7 @@ bool RangeProfiler::BeginPassOn(ContextState* state, std::vector<uint8_t>* image
   cp.pConfig = config_image_.data();
   cp.counterDataImageSize = image->size();
   cp.pCounterDataImage = image->data();
-  cp.range = CUPTI_AutoRange;
+  cp.range = range;
   cp.replayMode = spread_replay_;
   cp.maxRangesPerPass = max_ranges;
   cp.numNestingLevels = 1;
@@ -184,12 +185,18 @@ bool RangeProfiler::BeginPassOn(ContextState* state, std::vector<uint8_t>* image
   cp.targetNestingLevel = 1;
   {
     StageTimer t(stage_s_[kStageSetConfig]);
-    if (!Check(cuptiRangeProfilerSetConfig(&cp), "cuptiRangeProfilerSetConfig(spread)")) return false;
+    if (!Check(cuptiRangeProfilerSetConfig(&cp), user ? "cuptiRangeProfilerSetConfig(user range)"
+                                                      : "cuptiRangeProfilerSetConfig(spread)")) {
+      return false;
+    }
   }
   auto sp = MakeParams<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
   sp.pRangeProfilerObject = state->object;
   StageTimer t(stage_s_[kStageStart]);
-  if (!Check(cuptiRangeProfilerStart(&sp), "cuptiRangeProfilerStart(spread)")) return false;
+  if (!Check(cuptiRangeProfilerStart(&sp), user ? "cuptiRangeProfilerStart(user range)"
+                                                : "cuptiRangeProfilerStart(spread)")) {
+    return false;
+  }
   state->spread_started = true;
   return true;
 }

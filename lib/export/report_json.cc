@@ -288,6 +288,36 @@ void WriteMetricsCoverage(JsonWriter& w, const analysis::MetricsCoverage& c) {
   w.EndObject();
 }
 
+void WriteRangeMetrics(JsonWriter& w, const Report& r) {
+  w.Key("range_metrics").BeginArray();
+  for (const analysis::RangeMetricsRow& row : r.range_metrics) {
+    w.BeginObject();
+    w.Key("range").String(row.range);
+    w.Key("sets").Uint(row.sets);
+    w.Key("complete_sets").Uint(row.complete);
+    w.Key("complete_sets_in_window").Uint(row.complete_in_window);
+    w.Key("instances").Uint(row.instances);
+    w.Key("metrics_from_window").Bool(row.from_window);
+    WriteMetricValues(w, "metrics", row.metrics);
+    w.Key("set_list").BeginArray();
+    for (const analysis::RangeMetricSetRow& s : row.set_rows) {
+      w.BeginObject();
+      w.Key("start_ns").Uint(s.start_ns);
+      w.Key("end_ns").Uint(s.end_ns);
+      w.Key("instances").Uint(s.instances);
+      w.Key("passes").Uint(s.passes_needed);
+      w.Key("passes_collected").Uint(s.passes_collected);
+      w.Key("complete").Bool(s.complete);
+      w.Key("in_window").Bool(s.in_window);
+      WriteMetricValues(w, "metrics", s.metrics);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 void WriteTables(JsonWriter& w, const Report& r) {
   w.Key("apis").BeginArray();
   for (const analysis::ApiRow& a : r.apis) {
@@ -524,6 +554,7 @@ std::string RenderReportJson(const Report& r) {
   w.EndObject();
   WriteKernels(w, r);
   WriteMetricsCoverage(w, r.metrics_coverage);
+  WriteRangeMetrics(w, r);
   WriteTables(w, r);
   WriteMemory(w, r.memory);
   WriteFindings(w, r);

@@ -345,6 +345,38 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     }
   }
 
+  for (const analysis::RangeMetricsRow& row : r.range_metrics) {
+    out += '\n';
+    const uint64_t averaged = row.from_window ? row.complete_in_window : row.complete;
+    const uint32_t passes = row.set_rows.empty() ? 0 : row.set_rows.front().passes_needed;
+    Wrap(&out,
+         absl::StrCat("Metrics of NVTX range '", row.range, "' as a whole: ", row.complete,
+                      " complete sets of ", row.sets, " (", passes,
+                      " instances a set, one pass each); mean over ", averaged,
+                      row.from_window ? " in the analysed window" : " (none inside the window)",
+                      averaged == 0 ? "" : ":"),
+         width, "", "  ");
+    if (!row.metrics.empty()) {
+      TextTable t({"  Metric", "value"});
+      for (const analysis::KernelMetricValue& m : row.metrics) {
+        std::string v;
+        if (absl::StrContains(m.name, "time_duration")) {
+          v = FormatDuration(m.value);
+        } else if (absl::StrContains(m.name, "pct")) {
+          v = FormatPct(m.value);
+        } else if (absl::StrContains(m.name, "bytes") && absl::StrContains(m.name, "per_second")) {
+          v = absl::StrCat(FormatBytes(m.value), "/s");
+        } else if (absl::StartsWith(m.name, "dram__bytes") || absl::StrContains(m.name, "bytes.sum")) {
+          v = FormatBytes(m.value);
+        } else {
+          v = absl::StrFormat("%.4g", m.value);
+        }
+        t.Add({absl::StrCat("  ", m.name), v});
+      }
+      t.Render(&out, width, "");
+    }
+  }
+
   if (!r.nccl_ops.empty()) {
     out += '\n';
     // algbw as NCCL-tests define it: message size / time of the op on the GPU.

@@ -450,6 +450,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
               case 7: e.launches_spanned = U32(v); break;
               case 8: e.first_correlation_id = U32(v); break;
               case 9: e.passes_collected = U32(v); break;
+              case 10: e.user_range = v == 1; break;
             }
           },
           NoFixed(),

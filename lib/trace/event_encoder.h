@@ -182,7 +182,8 @@ inline uint8_t* EncodeNccl(const NcclEvent& e, uint8_t* p) {
   return p;
 }
 
-// `count` values are written (the caller caps it).
+// `count` values are written (the caller caps it). Fixed part: nine uint32
+// fields and a flag, 10 × (1 + 5) bytes at most (< kMaxFixedPayloadBytes).
 inline uint8_t* EncodeMetricRange(const MetricRangeEvent& e, size_t count, uint8_t* p) {
   using namespace wire;
   p = PutUint(1, e.device_id, p);
@@ -200,6 +201,7 @@ inline uint8_t* EncodeMetricRange(const MetricRangeEvent& e, size_t count, uint8
   p = PutUint(7, e.launches_spanned, p);
   p = PutUint(8, e.first_correlation_id, p);
   p = PutUint(9, e.passes_collected, p);
+  if (e.user_range) p = PutUint(10, 1, p);
   return p;
 }
 

@@ -273,6 +273,11 @@ struct MetricRangeEvent {
   // Passes collected; fewer than num_passes = an incomplete spread (no
   // values). 0 = all (kernel replay, older traces).
   uint32_t passes_collected = 0;
+  // A set of an NVTX range's instances (--metrics-range nvtx:NAME): no
+  // kernel (correlation ids 0), range_name_id is the range's name,
+  // launches_spanned its instances, start/end the first instance's push and
+  // the last one's pop.
+  bool user_range = false;
 };
 
 struct CaptureWindowEvent {

@@ -217,6 +217,24 @@ TEST_F(ConfigTest, MetricSelectionAndReplay) {
   EXPECT_EQ(c.metric_launches_per_kernel, 0u);
 }
 
+// Per-range metrics: SIGHTLINE_METRICS_RANGE=nvtx:NAME gives NAME (no kernel
+// replay, so the default buffers); anything else is refused by name.
+TEST_F(ConfigTest, MetricsPerNvtxRange) {
+  env_ = {{"SIGHTLINE_METRICS", "full"}, {"SIGHTLINE_METRICS_RANGE", "nvtx:train step"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty()) << problems_[0];
+  EXPECT_EQ(c.metric_range_nvtx, "train step");
+  EXPECT_EQ(c.buffer_bytes, 8u << 20);
+  EXPECT_EQ(HookConfigFromCollectorConfig(c).range_nvtx, "train step");
+  for (const char* bad : {"train_step", "nvtx:", "cuda:step"}) {
+    env_["SIGHTLINE_METRICS_RANGE"] = bad;
+    c = Parse();
+    ASSERT_EQ(problems_.size(), 1u) << bad;
+    EXPECT_NE(problems_[0].find("SIGHTLINE_METRICS_RANGE"), std::string::npos) << problems_[0];
+    EXPECT_TRUE(c.metric_range_nvtx.empty());
+  }
+}
+
 TEST_F(ConfigTest, BadMetricSelectionValuesAreNamed) {
   env_ = {{"SIGHTLINE_METRICS_LAUNCHES", "-1"},
           {"SIGHTLINE_METRICS_EVERY", "0"},

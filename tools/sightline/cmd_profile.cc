@@ -60,6 +60,7 @@ constexpr EnvOption kFlags[] = {
     {"--metrics-launches", nullptr, "SIGHTLINE_METRICS_LAUNCHES"},
     {"--metrics-every", nullptr, "SIGHTLINE_METRICS_EVERY"},
     {"--metrics-replay", nullptr, "SIGHTLINE_METRICS_REPLAY"},
+    {"--metrics-range", nullptr, "SIGHTLINE_METRICS_RANGE"},
     {"--buffer-kb", nullptr, "SIGHTLINE_BUFFER_KB"},
     {"--buffers", nullptr, "SIGHTLINE_BUFFERS"},
     {"--flush-ms", nullptr, "SIGHTLINE_FLUSH_MS"},
@@ -115,6 +116,9 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       // The collector's range (lib/collect/config.cc): a larger count was
       // accepted here and then refused by the collector with a warning.
       return "profile: " + name + " '" + value + "' is not a count (0..100000000)";
+    }
+    if (var == "SIGHTLINE_METRICS_RANGE" && !(value.rfind("nvtx:", 0) == 0 && value.size() > 5)) {
+      return "profile: --metrics-range '" + value + "' is not nvtx:NAME";
     }
     if (var == "SIGHTLINE_CAPTURE_END" && value != "repeat" && value != "stop") {
       return "profile: --capture-range-end '" + value + "' is not repeat or stop";
@@ -467,6 +471,7 @@ SIGHTLINE_COMMAND("profile",
                   "[-t cuda,cuda-driver,cuda-memory,nvtx,nccl,backtrace,python,graph-launches] [--metrics SET] "
                   "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
+                  "[--metrics-range nvtx:NAME] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",
                   RunProfile);
