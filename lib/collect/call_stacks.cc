@@ -38,29 +38,31 @@ void StackCollector::Share(uint32_t correlation_id, uint32_t same_as) {
   raw.same_as = same_as;
 }
 
-bool IsCudaSideModule(const char* path) {
-  if (path == nullptr) return false;
+FrameSide ClassifyModule(const char* path) {
+  if (path == nullptr) return FrameSide::kCaller;
   const char* base = std::strrchr(path, '/');
   base = base != nullptr ? base + 1 : path;
-  for (const char* prefix : {"libsightline", "libcupti", "libcuda.so", "libcudart"}) {
-    if (std::strncmp(base, prefix, std::strlen(prefix)) == 0) return true;
+  if (std::strncmp(base, "libcupti", 8) == 0) return FrameSide::kCupti;
+  for (const char* prefix : {"libsightline", "libcuda.so", "libcudart"}) {
+    if (std::strncmp(base, prefix, std::strlen(prefix)) == 0) return FrameSide::kCuda;
   }
-  return false;
+  return FrameSide::kCaller;
 }
 
-bool NativeStackOnce::CudaSide(uintptr_t address) {
+FrameSide NativeStackOnce::Side(uintptr_t address) {
   {
     MutexLock lock(mu_);
-    if (auto it = cuda_side_.find(address); it != cuda_side_.end()) return it->second;
+    if (auto it = sides_.find(address); it != sides_.end()) return it->second;
   }
   // dladdr takes the loader's lock: never while holding mu_ (a thread inside
   // dlopen, calling CUDA from a constructor, may be waiting for mu_).
   Dl_info info = {};
   // A return address points after the call: look up the calling instruction.
-  const bool side = dladdr(reinterpret_cast<void*>(address - 1), &info) != 0 &&
-                    IsCudaSideModule(info.dli_fname);
+  const FrameSide side = dladdr(reinterpret_cast<void*>(address - 1), &info) != 0
+                             ? ClassifyModule(info.dli_fname)
+                             : FrameSide::kCaller;
   MutexLock lock(mu_);
-  if (cuda_side_.size() < max_keys_) cuda_side_.emplace(address, side);
+  if (sides_.size() < max_keys_) sides_.emplace(address, side);
   return side;
 }
 
@@ -73,7 +75,7 @@ void NativeStackOnce::CaptureOrShare(StackCollector* stacks, uint32_t python_sta
   void* frames[kCallerFrames];
   const int n = backtrace(frames, kCallerFrames);
   const uintptr_t caller =
-      FirstCallerAddress(frames, n, [this](uintptr_t a) { return CudaSide(a); });
+      FirstCallerAddress(frames, n, [this](uintptr_t a) { return Side(a); });
   bool remember = false;
   const uint32_t same_as = Decide(python_stack, api_key, caller, correlation_id, &remember);
   if (same_as != 0) {

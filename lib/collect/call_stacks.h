@@ -78,8 +78,9 @@ class StackCollector {
 // writer: the trace carries a stack for every call).
 //
 // The native caller is the first return address outside the CUDA side of the
-// call (sightline, libcupti, libcuda, libcudart) within the innermost
-// kCallerFrames frames — a short unwind instead of a full one. It keeps
+// call (sightline, libcupti, libcuda, libcudart; counted from libcupti's
+// first frame) within the innermost kCallerFrames frames — a short unwind
+// instead of a full one. It keeps
 // callers apart that one Python line reaches through different libraries:
 // on the H200 (run R) one line's cudaMalloc calls came both from PyTorch's
 // caching allocator (libc10_cuda.so) and from cuBLAS's own workspace
@@ -87,19 +88,36 @@ class StackCollector {
 // caller gave cuBLAS's 64 MiB to libc10_cuda.so.
 inline constexpr int kCallerFrames = 16;
 
-// The first of `frames` for which `cuda_side` is false, else 0. Pure.
-template <typename CudaSide>
-uintptr_t FirstCallerAddress(void* const* frames, int n, CudaSide&& cuda_side) {
+// Where a frame of an API callback's stack lies.
+enum class FrameSide : uint8_t {
+  kCaller = 0,  // the application or a library calling CUDA
+  kCuda,        // sightline's own library, libcuda, libcudart
+  kCupti,       // libcupti (it calls our callback)
+};
+
+// The module's side (path or basename; null: the caller's). Pure.
+FrameSide ClassifyModule(const char* path);
+
+// The first frame on the caller's side, else 0. Our callback's own frames
+// come first and lie in the application's binary when sightline is linked
+// in, so the walk starts at the first libcupti frame when there is one.
+// `side(address)` classifies a frame. Pure.
+template <typename Side>
+uintptr_t FirstCallerAddress(void* const* frames, int n, Side&& side) {
+  int start = 0;
   for (int i = 0; i < n; ++i) {
     const auto a = reinterpret_cast<uintptr_t>(frames[i]);
-    if (a != 0 && !cuda_side(a)) return a;
+    if (a != 0 && side(a) == FrameSide::kCupti) {
+      start = i;
+      break;
+    }
+  }
+  for (int i = start; i < n; ++i) {
+    const auto a = reinterpret_cast<uintptr_t>(frames[i]);
+    if (a != 0 && side(a) == FrameSide::kCaller) return a;
   }
   return 0;
 }
-
-// True for a module (path or basename) on the CUDA side of an API call:
-// sightline's own libraries, libcupti, libcuda, libcudart. Pure.
-bool IsCudaSideModule(const char* path);
 
 class NativeStackOnce {
  public:
@@ -118,7 +136,7 @@ class NativeStackOnce {
   uint64_t shared() const;  // calls that took an earlier call's stack
 
  private:
-  bool CudaSide(uintptr_t address);  // dladdr once per address (cached; locks mu_)
+  FrameSide Side(uintptr_t address);  // dladdr once per address (cached; locks mu_)
 
   mutable Mutex mu_;  // leaf
   struct KeyHash {
@@ -129,7 +147,7 @@ class NativeStackOnce {
   };
   std::unordered_map<std::tuple<uint32_t, uint32_t, uintptr_t>, uint32_t, KeyHash> first_
       SL_GUARDED_BY(mu_);
-  std::unordered_map<uintptr_t, bool> cuda_side_ SL_GUARDED_BY(mu_);
+  std::unordered_map<uintptr_t, FrameSide> sides_ SL_GUARDED_BY(mu_);
   uint64_t shared_ SL_GUARDED_BY(mu_) = 0;
   size_t max_keys_;
 };

@@ -225,6 +225,11 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_METRICS_RANGE", v, "is not nvtx:NAME");
     }
   }
+  if (!c.metric_range_nvtx.empty() && (c.metric_set.empty() || c.metric_set == "none")) {
+    problem("SIGHTLINE_METRICS_RANGE", getenv_fn("SIGHTLINE_METRICS_RANGE"),
+            "needs SIGHTLINE_METRICS (the metrics to measure over the range); ignored");
+    c.metric_range_nvtx.clear();
+  }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_IMAGE"); v != nullptr && *v != '\0') {
     if (!trace::ParseEnumValue<bool>(v, {{"shared", false}, {"per_launch", true}},
                                      &c.metric_image_per_launch)) {

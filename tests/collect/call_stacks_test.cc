@@ -121,22 +121,37 @@ TEST(CallStacksTest, NativeStackOnceFromManyThreads) {
   EXPECT_EQ(once.shared(), 8000u - 10u);
 }
 
-// The caller is the first frame outside the CUDA side of the call.
+// The caller is the first frame outside the CUDA side of the call, counted
+// from libcupti's first frame (our own frames come before it: in the
+// application's binary when sightline is linked in).
 TEST(CallStacksTest, CallerIsTheFirstFrameOutsideTheCudaSide) {
-  void* frames[] = {reinterpret_cast<void*>(0x10), reinterpret_cast<void*>(0x20),
-                    reinterpret_cast<void*>(0x900), reinterpret_cast<void*>(0x30)};
-  auto below_0x100 = [](uintptr_t a) { return a < 0x100; };
-  EXPECT_EQ(FirstCallerAddress(frames, 4, below_0x100), 0x900u);
-  EXPECT_EQ(FirstCallerAddress(frames, 2, below_0x100), 0u);  // all on the CUDA side
-  EXPECT_EQ(FirstCallerAddress(frames, 0, below_0x100), 0u);
-  EXPECT_TRUE(IsCudaSideModule("/usr/local/cuda/lib64/libcudart.so.13"));
-  EXPECT_TRUE(IsCudaSideModule("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
-  EXPECT_TRUE(IsCudaSideModule("libcupti.so.2025.3.1"));
-  EXPECT_TRUE(IsCudaSideModule("/opt/sightline/lib/libsightline_inject.so"));
-  EXPECT_FALSE(IsCudaSideModule("/usr/lib/python3/torch/lib/libc10_cuda.so"));
-  EXPECT_FALSE(IsCudaSideModule("/usr/lib/python3/nvidia/cublas/lib/libcublas.so.13"));
-  EXPECT_FALSE(IsCudaSideModule("/work/libcudaops.so"));
-  EXPECT_FALSE(IsCudaSideModule(nullptr));
+  // 0x1..: our callback in the app's binary; 0x2..: libcupti; 0x3..:
+  // libcuda / libcudart; 0x9..: the caller.
+  auto side = [](uintptr_t a) {
+    switch (a >> 8) {
+      case 0x2: return FrameSide::kCupti;
+      case 0x3: return FrameSide::kCuda;
+      default: return FrameSide::kCaller;
+    }
+  };
+  auto f = [](uintptr_t a) { return reinterpret_cast<void*>(a); };
+  void* linked_in[] = {f(0x110), f(0x120), f(0x210), f(0x310), f(0x320), f(0x910), f(0x920)};
+  EXPECT_EQ(FirstCallerAddress(linked_in, 7, side), 0x910u);
+  void* injected[] = {f(0x310), f(0x210), f(0x310), f(0x930)};  // ours in a CUDA-side library
+  EXPECT_EQ(FirstCallerAddress(injected, 4, side), 0x930u);
+  void* no_cupti[] = {f(0x310), f(0x940)};
+  EXPECT_EQ(FirstCallerAddress(no_cupti, 2, side), 0x940u);
+  EXPECT_EQ(FirstCallerAddress(injected, 3, side), 0u);  // all on the CUDA side
+  EXPECT_EQ(FirstCallerAddress(injected, 0, side), 0u);
+  EXPECT_EQ(ClassifyModule("/usr/local/cuda/lib64/libcudart.so.13"), FrameSide::kCuda);
+  EXPECT_EQ(ClassifyModule("/usr/lib/x86_64-linux-gnu/libcuda.so.1"), FrameSide::kCuda);
+  EXPECT_EQ(ClassifyModule("libcupti.so.2025.3.1"), FrameSide::kCupti);
+  EXPECT_EQ(ClassifyModule("/opt/sightline/lib/libsightline_inject.so"), FrameSide::kCuda);
+  EXPECT_EQ(ClassifyModule("/usr/lib/python3/torch/lib/libc10_cuda.so"), FrameSide::kCaller);
+  EXPECT_EQ(ClassifyModule("/usr/lib/python3/nvidia/cublas/lib/libcublas.so.13"),
+            FrameSide::kCaller);
+  EXPECT_EQ(ClassifyModule("/work/libcudaops.so"), FrameSide::kCaller);
+  EXPECT_EQ(ClassifyModule(nullptr), FrameSide::kCaller);
 }
 
 // A captured stack and one shared with it (the same correlation's id) end up

@@ -226,6 +226,13 @@ TEST_F(ConfigTest, MetricsPerNvtxRange) {
   EXPECT_EQ(c.metric_range_nvtx, "train step");
   EXPECT_EQ(c.buffer_bytes, 8u << 20);
   EXPECT_EQ(HookConfigFromCollectorConfig(c).range_nvtx, "train step");
+  // Without metrics to measure: refused by name, ignored.
+  env_ = {{"SIGHTLINE_METRICS_RANGE", "nvtx:step"}};
+  c = Parse();
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("needs SIGHTLINE_METRICS"), std::string::npos) << problems_[0];
+  EXPECT_TRUE(c.metric_range_nvtx.empty());
+  env_ = {{"SIGHTLINE_METRICS", "full"}};
   for (const char* bad : {"train_step", "nvtx:", "cuda:step"}) {
     env_["SIGHTLINE_METRICS_RANGE"] = bad;
     c = Parse();

@@ -67,6 +67,13 @@ out=$("$SL" profile -q --capture-skip 100000000 -- env 2>&1)
 check "--capture-skip at the collector's bound" "grep -qx 'SIGHTLINE_CAPTURE_SKIP=100000000' <<<\"\$out\""
 err=$("$SL" profile --capture-range sometimes -- true 2>&1); rc=$?
 check "bad --capture-range is a usage error" "[ $rc -eq 2 ] && grep -q cudaProfilerApi <<<\"\$err\""
+out=$("$SL" profile -q --metrics full --metrics-range nvtx:train_step -- env 2>&1)
+check "maps --metrics-range" "grep -qx 'SIGHTLINE_METRICS_RANGE=nvtx:train_step' <<<\"\$out\""
+err=$("$SL" profile --metrics full --metrics-range train_step -- true 2>&1); rc=$?
+check "bad --metrics-range is a usage error" "[ $rc -eq 2 ] && grep -q 'is not nvtx:NAME' <<<\"\$err\""
+err=$("$SL" profile --metrics-range nvtx:train_step -- true 2>&1); rc=$?
+check "--metrics-range without --metrics is a usage error" \
+  "[ $rc -eq 2 ] && grep -q 'needs --metrics SET' <<<\"\$err\""
 err=$("$SL" profile --frobnicate -- true 2>&1); rc=$?
 check "unknown option is a usage error" "[ $rc -eq 2 ] && grep -q frobnicate <<<\"\$err\""
 err=$("$SL" profile 2>&1); rc=$?

@@ -125,7 +125,18 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
     }
     return "";
   };
-  return ScanLauncherArgs("profile", args, std::begin(kFlags), std::end(kFlags), own, check, o);
+  std::string problem =
+      ScanLauncherArgs("profile", args, std::begin(kFlags), std::end(kFlags), own, check, o);
+  if (!problem.empty()) return problem;
+  bool range = false, metrics = false;
+  for (const auto& [variable, value] : o->env) {
+    range = range || variable == "SIGHTLINE_METRICS_RANGE";
+    if (variable == "SIGHTLINE_METRICS") metrics = !value.empty() && value != "none";
+  }
+  if (range && !metrics) {
+    return "profile: --metrics-range needs --metrics SET (the metrics to measure over the range)";
+  }
+  return "";
 }
 
 
