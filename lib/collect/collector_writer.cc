@@ -274,11 +274,6 @@ void CollectorImpl::WriterMain() {
               out.launches_spanned = m.spans[i].launches;
               out.first_correlation_id = m.spans[i].first_correlation_id;
               out.passes_collected = m.spans[i].passes_collected;
-              if (m.spans[i].user_range) {
-                out.user_range = true;
-                out.start_ns = m.spans[i].start_ns;
-                out.end_ns = m.spans[i].end_ns;
-              }
             }
             for (size_t v = 0; v < out.values.size(); ++v) {
               if (i < m.metric_names.size() && v < m.metric_names[i].size()) {

@@ -113,8 +113,6 @@ struct MetricRangeSpan {
   uint32_t first_correlation_id = 0;  // first of them (the event carries the last)
   uint32_t passes_collected = 0;      // < the event's num_passes: incomplete, no values
   bool spread = false;                // collected without replay
-  bool user_range = false;            // an NVTX range's set (launches = its instances)
-  uint64_t start_ns = 0, end_ns = 0;  // user range: first push, last pop
 };
 
 // Returned by OnCaptureEnd: the events to append to the trace, plus counts.

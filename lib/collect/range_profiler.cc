@@ -513,8 +513,7 @@ void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const Profi
   event.device_id = launch.device_id;
   event.correlation_id = launch.correlation_id;
   event.num_passes = passes_.load();
-  event.values.resize(values.size());
-  for (size_t i = 0; i < values.size(); ++i) event.values[i].value = values[i];
+  SetValues(&event, values);
   MetricRangeSpan span;
   span.first_correlation_id = launch.correlation_id;
   span.passes_collected = event.num_passes;

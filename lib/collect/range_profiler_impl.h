@@ -69,6 +69,12 @@ class StageTimer {
 };
 
 
+// The event's values from evaluated metric values (names interned later).
+inline void SetValues(MetricRangeEvent* event, const std::vector<double>& values) {
+  event->values.resize(values.size());
+  for (size_t i = 0; i < values.size(); ++i) event->values[i].value = values[i];
+}
+
 inline const char* ResultString(CUptiResult r) {
   const char* s = nullptr;
   if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || s == nullptr) return "unknown CUPTI error";

@@ -94,8 +94,7 @@ void RangeProfiler::CollectSpread(std::vector<SpreadCollection> sets) {
     event.device_id = c.device_id;
     event.correlation_id = c.last_correlation_id;
     event.num_passes = c.passes_needed;
-    event.values.resize(c.values.size());
-    for (size_t i = 0; i < c.values.size(); ++i) event.values[i].value = c.values[i];
+    SetValues(&event, c.values);
     MetricRangeSpan span;
     span.launches = c.launches;
     span.first_correlation_id = c.first_correlation_id;

@@ -103,14 +103,14 @@ void RangeProfiler::CollectUser() {
     MetricRangeEvent event;
     event.device_id = s.device_id;
     event.num_passes = s.passes_needed;
-    event.values.resize(s.values.size());
-    for (size_t i = 0; i < s.values.size(); ++i) event.values[i].value = s.values[i];
+    // A user range's kind and span go on the event itself (no kernel).
+    event.user_range = true;
+    event.start_ns = s.start_ns;
+    event.end_ns = s.end_ns;
+    SetValues(&event, s.values);
     MetricRangeSpan span;
     span.launches = s.instances;
     span.passes_collected = s.passes_done;
-    span.user_range = true;
-    span.start_ns = s.start_ns;
-    span.end_ns = s.end_ns;
     AppendRange(std::move(event), std::move(s.name), span);
   }
   if (!user_->failed() || off_.load()) return;
