@@ -8,6 +8,7 @@
 #include "lib/analysis/kernel_metrics.h"
 #include "lib/analysis/memory.h"
 #include "lib/analysis/python_sites.h"
+#include "lib/analysis/gpu_metrics.h"
 #include "lib/analysis/range_metrics.h"
 #include "lib/analysis/report_builder.h"
 
@@ -112,6 +113,7 @@ void FillSummaryTables(const TimelineModel& model, const DerivedTimeline& timeli
   FillSteps(model, timeline, steps, scope, &report);
   FillNvtx(model, &report);
   FillRangeMetrics(model, timeline.window_start_ns, timeline.window_end_ns, &report);
+  FillGpuMetrics(model, timeline.window_start_ns, timeline.window_end_ns, &report);
   if (model.activities.empty()) {
     report.notes.push_back(model.api_calls.empty()
                                ? "no GPU activity and no API calls in the trace(s)"

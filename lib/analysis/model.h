@@ -330,6 +330,21 @@ struct KernelAggregate {
   bool HasMetric(std::string_view metric_name) const;
 };
 
+// PM samples (--gpu-metrics) of one device of one trace, with one metric
+// list: parallel arrays, sorted by start on the merged clock.
+struct GpuMetricSeries {
+  uint32_t device = 0;                // index into devices
+  uint16_t trace = 0;
+  uint32_t interval_ns = 0;           // asked for
+  std::vector<uint32_t> metric_names;  // model string ids; columns of values
+  std::vector<uint64_t> start_ns, end_ns;
+  std::vector<float> values;           // row-major: sample × metric
+  size_t size() const { return start_ns.size(); }
+  float value(size_t sample, size_t metric) const {
+    return values[sample * metric_names.size() + metric];
+  }
+};
+
 struct TimelineModel {
   std::vector<TraceSource> traces;
   std::vector<std::string> strings{std::string()};  // model-global string ids
@@ -357,6 +372,7 @@ struct TimelineModel {
   std::vector<OverheadSpan> overheads;       // sorted by start
   std::vector<MetricSample> metric_samples;
   std::vector<RangeMetricSet> range_metric_sets;  // by start time
+  std::vector<GpuMetricSeries> gpu_metrics;  // by (trace, device); samples by start
   // Kernels replayed for hardware metrics (CUPTI reports them without
   // timestamps) are placed at their launch call's start for the duration
   // the replay measured (gpu__time_duration.sum): on the timeline and in
@@ -414,6 +430,7 @@ struct SyntheticTrace {
   std::vector<NvtxMarkerEvent> nvtx_markers;
   std::vector<NcclEvent> nccls;
   std::vector<MetricRangeEvent> metric_ranges;
+  std::vector<GpuMetricSamplesEvent> gpu_metrics;
   std::vector<CaptureWindowEvent> capture_windows;
   std::vector<OverheadEvent> overheads;
   std::vector<StepEvent> steps;

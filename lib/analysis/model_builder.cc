@@ -417,6 +417,38 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
   model.collectives.push_back(c);
 }
 
+void ModelBuilder::Impl::OnGpuMetrics(const GpuMetricSamplesEvent& e) {
+  Count(EventKind::kGpuMetrics);
+  const uint32_t device = Device(e.device_id);
+  std::vector<uint32_t> names;
+  names.reserve(e.metric_name_ids.size());
+  for (uint32_t id : e.metric_name_ids) names.push_back(Str(id));
+  // Batches of one device with the same metrics join one series.
+  GpuMetricSeries* series = nullptr;
+  for (GpuMetricSeries& s : model.gpu_metrics) {
+    if (s.trace == trace_index && s.device == device && s.metric_names == names) series = &s;
+  }
+  if (series == nullptr) {
+    model.gpu_metrics.emplace_back();
+    series = &model.gpu_metrics.back();
+    series->trace = static_cast<uint16_t>(trace_index);
+    series->device = device;
+    series->metric_names = std::move(names);
+  }
+  series->interval_ns = e.interval_ns;
+  const size_t metrics = e.metric_name_ids.size();
+  for (size_t i = 0; i < e.num_samples(); ++i) {
+    if (!ValidSpan(e.sample_start_ns[i], e.sample_end_ns[i])) {
+      Invalid(EventKind::kGpuMetrics);
+      continue;
+    }
+    series->start_ns.push_back(e.sample_start_ns[i] + offset);
+    series->end_ns.push_back(e.sample_end_ns[i] + offset);
+    series->values.insert(series->values.end(), e.values.begin() + i * metrics,
+                          e.values.begin() + (i + 1) * metrics);
+  }
+}
+
 void ModelBuilder::Impl::OnMetricRange(const MetricRangeEvent& e) {
   Count(EventKind::kMetricRange);
   if (e.user_range) {
@@ -555,6 +587,7 @@ void ModelBuilder::AddSynthetic(const SyntheticTrace& t) {
   for (const auto& e : t.nvtx_markers) m.OnNvtxMarker(e);
   for (const auto& e : t.nccls) m.OnNccl(e);
   for (const auto& e : t.metric_ranges) m.OnMetricRange(e);
+  for (const auto& e : t.gpu_metrics) m.OnGpuMetrics(e);
   for (const auto& e : t.capture_windows) m.OnCaptureWindow(e);
   for (const auto& e : t.overheads) m.OnOverhead(e);
   for (const auto& e : t.steps) m.OnStep(e);

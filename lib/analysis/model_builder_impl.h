@@ -98,6 +98,7 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
   void OnNvtxMarker(const NvtxMarkerEvent& e) override;
   void OnNccl(const NcclEvent& e) override;
   void OnMetricRange(const MetricRangeEvent& e) override;
+  void OnGpuMetrics(const GpuMetricSamplesEvent& e) override;
   void OnCaptureWindow(const CaptureWindowEvent& e) override;
   void OnOverhead(const OverheadEvent& e) override;
   void OnStep(const StepEvent& e) override;

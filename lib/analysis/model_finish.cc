@@ -184,6 +184,21 @@ void ModelBuilder::Impl::SortAndIndex() {
                      return a.trace < b.trace;
                    });
   std::stable_sort(model.capture_windows.begin(), model.capture_windows.end(), by_start);
+  for (GpuMetricSeries& g : model.gpu_metrics) {  // batches arrive in order: rarely sorts
+    if (std::is_sorted(g.start_ns.begin(), g.start_ns.end())) continue;
+    std::vector<size_t> order(g.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&g](size_t a, size_t b) { return g.start_ns[a] < g.start_ns[b]; });
+    GpuMetricSeries sorted = g;
+    const size_t m = g.metric_names.size();
+    for (size_t i = 0; i < order.size(); ++i) {
+      sorted.start_ns[i] = g.start_ns[order[i]];
+      sorted.end_ns[i] = g.end_ns[order[i]];
+      std::copy_n(g.values.begin() + order[i] * m, m, sorted.values.begin() + i * m);
+    }
+    g = std::move(sorted);
+  }
   std::stable_sort(model.overheads.begin(), model.overheads.end(), by_start);
   std::stable_sort(model.step_markers.begin(), model.step_markers.end(),
                    [](const StepMarker& a, const StepMarker& b) {

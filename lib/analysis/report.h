@@ -266,6 +266,56 @@ struct RangeMetricsRow {
   std::vector<RangeMetricSetRow> set_rows;  // by start
 };
 
+// PM sampling (--gpu-metrics; gpu_metrics.h): one device's samples over the
+// analysed window.
+struct GpuMetricStat {
+  std::string key;     // quantity key ("sm_active", "dram_read", ...; pm_quantities.h)
+  std::string label;   // "SM active", ...
+  std::string metric;  // the CUPTI metric sampled
+  std::string unit;    // "%", "B/s", "Hz"
+  // Time-weighted mean over the window; p50/p95/max over the samples in it.
+  double mean = 0, p50 = 0, p95 = 0, max = 0;
+  // Percent quantities only (else -1): share of the window's sampled time at
+  // >= busy_threshold_pct ("busy") and at >= saturated_threshold_pct
+  // ("saturated") of peak.
+  double busy_pct = -1, saturated_pct = -1;
+};
+// The samples overlapping a step, an NVTX range name or a kernel name,
+// weighted by overlap. Steps and ranges are projected onto the GPU: from the
+// first start to the last end of the work their CUDA calls launched.
+struct GpuMetricSpanRow {
+  std::string name;    // kernel / range name; steps: ""
+  uint32_t index = 0;  // steps: the step's index (StepRow::index)
+  uint64_t start_ns = 0, end_ns = 0;  // steps: the GPU span
+  uint64_t instances = 0;
+  uint64_t time_ns = 0;   // covered time (sum over instances)
+  std::vector<double> values;  // parallel to GpuMetricsDevice::stats; NaN = no sample
+  // Kernels: the mean instance lasts at least two sampling intervals, so its
+  // values describe it rather than its neighbours too.
+  bool resolved = true;
+};
+struct GpuMetricsDevice {
+  uint32_t trace = 0;
+  uint32_t device_id = 0;   // CUDA ordinal
+  std::string device_name;
+  uint64_t samples = 0;         // overlapping the window
+  uint64_t samples_total = 0;   // in the trace
+  uint64_t samples_missing = 0;  // the trace's LossReport (gaps, overflow)
+  uint64_t samples_missing_in_window = 0;  // gaps inside the window (capture windows)
+  double interval_ns = 0;        // median sample duration in the window
+  uint32_t interval_asked_ns = 0;
+  double coverage_pct = 0;       // of the window's recorded time (capture windows) covered
+  std::vector<std::string> unavailable;  // quantity keys not sampled on this device
+  std::vector<GpuMetricStat> stats;
+  std::vector<GpuMetricSpanRow> steps;    // by index
+  std::vector<GpuMetricSpanRow> ranges;   // by time_ns, at most 10
+  std::vector<GpuMetricSpanRow> kernels;  // by time_ns, at most 10
+  // For plots: bucket means (at most 600 buckets over the window), one
+  // vector per stat, NaN where no sample fell.
+  std::vector<uint64_t> timeline_ns;
+  std::vector<std::vector<float>> timeline;
+};
+
 // An ncu-style details page of one kernel (kernel_metrics.h).
 struct KernelPageRow {
   std::string label;
@@ -468,6 +518,7 @@ struct Report {
   MemorySummary memory;
   MetricsCoverage metrics_coverage;
   std::vector<RangeMetricsRow> range_metrics;  // by name
+  std::vector<GpuMetricsDevice> gpu_metrics;   // PM sampling, by (trace, device)
   // Details pages: the heaviest kernels' (AnalysisOptions::kernel_pages*).
   std::vector<KernelPage> kernel_pages;
   std::vector<Finding> findings;    // ranked by est_saving_ns descending

@@ -795,6 +795,7 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
   }
   m.metric_samples = in.metric_samples;
   m.range_metric_sets = in.range_metric_sets;  // whole sets; the report marks those in scope
+  m.gpu_metrics = in.gpu_metrics;  // whole series: gpu_metrics.cc weighs by overlap with the window
   m.replayed_activities = in.replayed_activities;
   // Kernel aggregates: timing and instance counts from the kept launches,
   // per kernel and per launch configuration (the kernel rules weigh each

@@ -45,6 +45,7 @@ LossReport MakeLossReport(const LossInputs& in, uint64_t timestamp_ns) {
   r.metric_ranges_dropped = in.metric_ranges_dropped;
   r.unsupported_records = in.unsupported_records;
   r.stacks_dropped = in.stacks_dropped;
+  r.gpu_metric_samples_dropped = in.gpu_metric_samples_dropped;
   return r;
 }
 

@@ -54,6 +54,7 @@ struct LossInputs {
   uint64_t unsupported_records = 0;
   uint64_t metric_ranges_dropped = 0;
   uint64_t stacks_dropped = 0;
+  uint64_t gpu_metric_samples_dropped = 0;
   uint64_t host_events_dropped = 0;     // link-in API ranges/steps over the bound
 };
 

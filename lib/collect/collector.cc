@@ -548,6 +548,30 @@ bool CollectorImpl::SetUpCupti() {
       Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_NVTX, cbid), "enable NVTX cb");
     }
   }
+  if (config_.gpu_metrics) {
+    PmSamplerConfig pc;
+    pc.devices = config_.gpu_metrics_devices;
+    pc.interval_ns = 1000000000u / config_.gpu_metrics_hz;
+    pc.quiet = config_.quiet;
+    // The sampler keeps the samples inside the capture windows
+    // (SetRecording in ApplyLocked; a whole-run capture is one window).
+    pm_sampler_ = PmSampler::Create(
+        pc,
+        [this](PmSampleBatch&& batch) {
+          HostEvent e;
+          e.kind = HostEvent::kGpuMetrics;
+          e.samples = std::make_shared<PmSampleBatch>(std::move(batch));
+          PushHostEvent(std::move(e));
+        },
+        [this](const std::string& message) { Warn(message); });
+    if (activities_on_.load()) pm_sampler_->SetRecording(true, Now());  // deferred set-up
+    using GetCurrentFn = int (*)(CUcontext*);
+    auto get_current = reinterpret_cast<GetCurrentFn>(dlsym(RTLD_DEFAULT, "cuCtxGetCurrent"));
+    CUcontext ctx = nullptr;
+    if (get_current != nullptr && get_current(&ctx) == 0 && ctx != nullptr) {
+      pm_sampler_->OnContextCreated(ctx);  // link-in after CUDA started
+    }
+  }
   if (!config_.metric_set.empty()) {
     KernelLaunchHookConfig hc = HookConfigFromCollectorConfig(config_);
     std::string error;
@@ -666,6 +690,7 @@ bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
       PushHostEvent(std::move(open));
     }
     if (!activities_on_ && !torn_down_) SetActivities(true);
+    if (pm_sampler_ != nullptr) pm_sampler_->SetRecording(true, now_ns);
     if (hook_ != nullptr) hook_->OnCaptureStart();
     return false;
   }
@@ -683,6 +708,9 @@ bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
       PushHostEvent(std::move(close));
     } else if (activities_on_) {
       SetActivities(false);
+    }
+    if (pm_sampler_ != nullptr && !(flight_recorder_ && !shut_down_)) {
+      pm_sampler_->SetRecording(false, now_ns);
     }
     HostEvent w;
     w.kind = HostEvent::kWindow;
@@ -1130,6 +1158,8 @@ void CollectorImpl::Shutdown(const char* reason) {
   // The agent first: a capture in progress is closed and flushed while the
   // writer still runs.
   if (monitor_ != nullptr) monitor_->Stop();
+  // The last PM samples reach the writer before it finishes.
+  if (pm_sampler_ != nullptr) pm_sampler_->Stop();
   bool closed;
   {
     MutexLock lock(control_mu_);

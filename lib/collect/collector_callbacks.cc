@@ -194,6 +194,7 @@ void CollectorImpl::OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* 
     }
     cuda_ready_ = true;
     if (hook_ != nullptr) hook_->OnContextCreated(data->context, 0);
+    if (pm_sampler_ != nullptr) pm_sampler_->OnContextCreated(data->context);
   } else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     size_t dropped = 0;
     if (cuptiActivityGetNumDroppedRecords(data->context, 0, &dropped) == CUPTI_SUCCESS) {
@@ -210,6 +211,7 @@ void CollectorImpl::OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* 
       }
     }
     if (hook_ != nullptr) hook_->OnContextDestroy(data->context);
+    if (pm_sampler_ != nullptr) pm_sampler_->OnContextDestroying(data->context);
   }
 }
 

@@ -22,6 +22,7 @@
 #include "lib/collect/config.h"
 #include "lib/collect/kernel_launch_hook.h"
 #include "lib/collect/nccl_payload.h"
+#include "lib/collect/pm_sampler.h"
 #include "lib/collect/record_converter.h"
 #include "lib/monitor/monitor_agent.h"
 #include "lib/monitor/monitor_config.h"
@@ -43,7 +44,8 @@ struct HostEvent {
     kMetrics,
     kNcclPayload,
     kRecorderOpen,
-    kRecorderClose
+    kRecorderClose,
+    kGpuMetrics
   } kind = kRange;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -59,6 +61,8 @@ struct HostEvent {
   // kNcclPayload: decoded at an nvtxDomainRangePushEx in domain NCCL; start_ns
   // = CUPTI timestamp of the callback, thread_id = CUPTI's thread id.
   NcclPayload nccl;
+  // kGpuMetrics: a batch of PM samples (lib/collect/pm_sampler.h).
+  std::shared_ptr<PmSampleBatch> samples;
 };
 
 // Synchronizing API calls (their call stacks are captured) and kernel-launch
@@ -233,6 +237,9 @@ class CollectorImpl final : public Collector {
   bool flight_recorder_ = false;     // under control_mu_ after Initialize
   uint32_t recorder_captures_ = 0;   // captures opened (the agent allows max_captures)
   std::unique_ptr<KernelLaunchHook> hook_;
+  // --gpu-metrics: created in SetUpCupti, stopped in Shutdown (before the
+  // writer's last drain).
+  std::unique_ptr<PmSampler> pm_sampler_;
   bool hook_wants_nvtx_ = false;  // set once, before callbacks are enabled for it
 
   Mutex control_mu_;

@@ -128,6 +128,9 @@ void CollectorImpl::WriterMain() {
   uint64_t last_flush_ms = MonotonicMs();
   uint64_t last_chunk_ms = last_flush_ms;
   uint32_t sightline_domain = 0;
+  // PM sample batches share one names vector per device: interned once.
+  std::shared_ptr<const std::vector<std::string>> gpu_metric_names;
+  std::vector<uint32_t> gpu_metric_ids;
 
   auto process = [&]() {
     if (!header_written_ && !cuda_ready_ && !finish_requested_) {
@@ -284,6 +287,28 @@ void CollectorImpl::WriterMain() {
           }
           break;
         }
+        case HostEvent::kGpuMetrics: {
+          const PmSampleBatch& b = *e.samples;
+          if (b.metric_names != gpu_metric_names) {
+            gpu_metric_names = b.metric_names;
+            gpu_metric_ids.clear();
+            for (const std::string& name : *b.metric_names) {
+              gpu_metric_ids.push_back(sink.Intern(name));
+            }
+          }
+          GpuMetricSamplesEvent g;
+          g.device_id = b.device_id;
+          g.interval_ns = b.interval_ns;
+          g.metric_name_ids = gpu_metric_ids;
+          g.sample_start_ns = b.start_ns;
+          g.sample_end_ns = b.end_ns;
+          g.values = b.values;
+          g.start_ns = b.start_ns.empty() ? 0 : b.start_ns.front();
+          g.end_ns = b.end_ns.empty() ? 0 : *std::max_element(b.end_ns.begin(), b.end_ns.end());
+          for (uint64_t t : b.start_ns) g.start_ns = std::min(g.start_ns, t);
+          sink.Add(g);
+          break;
+        }
         case HostEvent::kNcclPayload:
           break;  // given to the converter before the drain
       }
@@ -299,6 +324,9 @@ void CollectorImpl::WriterMain() {
     in.invalid_timestamps = converter.stats().invalid_timestamps;
     in.unsupported_records = converter.stats().unsupported_records;
     in.metric_ranges_dropped = metric_ranges_dropped_;
+    if (pm_sampler_ != nullptr) {
+      in.gpu_metric_samples_dropped = pm_sampler_->stats().samples_dropped;
+    }
     in.stacks_dropped = stacks_.dropped() + converter.stats().python_stacks_unmatched +
                         (python_ != nullptr ? python_->stats().dropped : 0);
     {

@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "lib/trace/setting_value.h"
 #include "lib/trace/sink.h"
@@ -229,6 +232,45 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     problem("SIGHTLINE_METRICS_RANGE", getenv_fn("SIGHTLINE_METRICS_RANGE"),
             "needs SIGHTLINE_METRICS (the metrics to measure over the range); ignored");
     c.metric_range_nvtx.clear();
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_GPU_METRICS"); v != nullptr && *v != '\0') {
+    std::string_view list(v);
+    if (list == "all") {
+      c.gpu_metrics = true;
+    } else if (list != "none") {
+      std::vector<uint32_t> devices;
+      bool ok = true;
+      while (ok && !list.empty()) {
+        size_t comma = list.find(',');
+        std::string item(list.substr(0, comma));
+        ok = trace::ParseCountValue(item.c_str(), 0, 1023, &n);
+        if (ok) devices.push_back(static_cast<uint32_t>(n));
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+        ok = ok && !(comma != std::string_view::npos && list.empty());
+      }
+      if (ok && !devices.empty()) {
+        c.gpu_metrics = true;
+        c.gpu_metrics_devices = std::move(devices);
+      } else {
+        problem("SIGHTLINE_GPU_METRICS", v,
+                "is not all, none or a list of CUDA device ordinals (0,1,...); no PM sampling");
+      }
+    }
+  }
+  if (const char* v = getenv_fn("SIGHTLINE_GPU_METRICS_FREQUENCY"); v != nullptr && *v != '\0') {
+    if (trace::ParseCountValue(v, 100, 100000, &n)) {
+      c.gpu_metrics_hz = static_cast<uint32_t>(n);
+    } else {
+      problem("SIGHTLINE_GPU_METRICS_FREQUENCY", v,
+              "is not a sampling frequency in Hz (100..100000); using 1000");
+    }
+  }
+  if (c.gpu_metrics && !c.metric_set.empty() && c.metric_set != "none") {
+    problem("SIGHTLINE_GPU_METRICS", getenv_fn("SIGHTLINE_GPU_METRICS"),
+            "cannot be combined with SIGHTLINE_METRICS (both need the GPU's performance "
+            "monitors); no PM sampling");
+    c.gpu_metrics = false;
+    c.gpu_metrics_devices.clear();
   }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_IMAGE"); v != nullptr && *v != '\0') {
     if (!trace::ParseEnumValue<bool>(v, {{"shared", false}, {"per_launch", true}},

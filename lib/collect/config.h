@@ -80,6 +80,13 @@
 //                        mode that carries spread replay's explicit pass index
 //   SIGHTLINE_METRICS_DEBUG  bool: range profiler stage times and the first range
 //                        name on stderr at each capture end
+//   SIGHTLINE_GPU_METRICS  all | N[,N...] | none (default): PM sampling of SM,
+//                        tensor-pipe, DRAM and PCIe/NVLink activity on every device
+//                        the process uses (all) or on these CUDA device ordinals
+//                        (lib/collect/pm_sampler.h); not with SIGHTLINE_METRICS
+//   SIGHTLINE_GPU_METRICS_FREQUENCY  samples per second, 100..100000 (default 1000: the
+//     sampler's CPU cost grows with the rate, bench/metrics/README.md)
+//   SIGHTLINE_GPU_METRICS_DEBUG  bool: each PM-sampling CUPTI step on stderr
 //   SIGHTLINE_BUFFER_KB  size of one activity buffer (default 8192)
 //   SIGHTLINE_BUFFERS    most buffers alive at once (default 64; 4 preallocated)
 //   SIGHTLINE_FLUSH_MS   period of the writer's CUPTI flush (default 500)
@@ -175,6 +182,10 @@ struct CollectorConfig {
   bool metric_batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
   bool metric_spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
   bool metric_debug = false;               // SIGHTLINE_METRICS_DEBUG
+
+  bool gpu_metrics = false;                   // SIGHTLINE_GPU_METRICS set (not none)
+  std::vector<uint32_t> gpu_metrics_devices;  // empty = every device used
+  uint32_t gpu_metrics_hz = 1000;             // SIGHTLINE_GPU_METRICS_FREQUENCY
 
   uint32_t buffer_bytes = 8u << 20;  // CUPTI's own device buffer size; bench/overhead/README.md
   uint32_t max_buffers = 32;        // 256 MiB bound

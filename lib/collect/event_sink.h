@@ -30,6 +30,7 @@ class EventSink {
   virtual void Add(const NvtxMarkerEvent& e) = 0;
   virtual void Add(const NcclEvent& e) = 0;
   virtual void Add(const MetricRangeEvent& e) = 0;
+  virtual void Add(const GpuMetricSamplesEvent& e) = 0;
   virtual void Add(const CaptureWindowEvent& e) = 0;
   virtual void Add(const OverheadEvent& e) = 0;
   virtual void Add(const StepEvent& e) = 0;
@@ -52,6 +53,7 @@ class TraceWriterEventSink final : public EventSink {
   void Add(const NvtxMarkerEvent& e) override { writer_->Add(e); }
   void Add(const NcclEvent& e) override { writer_->Add(e); }
   void Add(const MetricRangeEvent& e) override { writer_->Add(e); }
+  void Add(const GpuMetricSamplesEvent& e) override { writer_->Add(e); }
   void Add(const CaptureWindowEvent& e) override { writer_->Add(e); }
   void Add(const OverheadEvent& e) override { writer_->Add(e); }
   void Add(const StepEvent& e) override { writer_->Add(e); }

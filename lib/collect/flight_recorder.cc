@@ -11,6 +11,10 @@ FlightRecorderSink::FlightRecorderSink(EventSink* out, uint64_t keep_ns, size_t 
 void FlightRecorderSink::Keep(Event e, uint64_t start, uint64_t end) {
   size_t bytes = sizeof(Held);
   if (const auto* m = std::get_if<MetricRangeEvent>(&e)) bytes += m->values.size() * sizeof(MetricValue);
+  if (const auto* g = std::get_if<GpuMetricSamplesEvent>(&e)) {
+    bytes += g->values.size() * sizeof(float) + g->num_samples() * 2 * sizeof(uint64_t) +
+             g->metric_name_ids.size() * sizeof(uint32_t);
+  }
   if (end > newest_end_ns_) newest_end_ns_ = end;
   ring_.push_back(Held{start, end, bytes, std::move(e)});
   stats_.held_bytes += bytes;

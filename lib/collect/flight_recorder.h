@@ -68,6 +68,7 @@ class FlightRecorderSink final : public EventSink {
   void Add(const MetricRangeEvent& e) override {
     Route(e, e.start_ns != 0 ? e.start_ns : e.end_ns, e.end_ns);
   }
+  void Add(const GpuMetricSamplesEvent& e) override { Route(e, e.start_ns, e.end_ns); }
   void Add(const CaptureWindowEvent& e) override { out_->Add(e); }
   void Add(const OverheadEvent& e) override { Route(e, e.start_ns, e.end_ns); }
   void Add(const StepEvent& e) override { Route(e, e.timestamp_ns, e.timestamp_ns); }
@@ -76,7 +77,7 @@ class FlightRecorderSink final : public EventSink {
  private:
   using Event = std::variant<KernelEvent, MemcpyEvent, MemsetEvent, MemoryEvent, SyncEvent, ApiEvent,
                              NvtxRangeEvent, NvtxMarkerEvent, NcclEvent, MetricRangeEvent,
-                             OverheadEvent, StepEvent>;
+                             GpuMetricSamplesEvent, OverheadEvent, StepEvent>;
   // An event is written after a close when it started by then, and leaves
   // the ring when it ended more than keep_ns before the newest end (a long
   // range that ends inside the lead-up stays).

@@ -1,6 +1,7 @@
 // lib/export/chrome_trace.cc — see chrome_trace.h.
 #include "lib/export/chrome_trace.h"
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -16,6 +17,7 @@
 #include "lib/export/json_text.h"
 #include "lib/export/timeline_tracks.h"
 #include "lib/trace/memory_tracker.h"
+#include "lib/trace/pm_quantities.h"
 
 namespace sightline::exporter {
 namespace {
@@ -396,6 +398,27 @@ class ChromeEmitter : public trace::EventVisitor {
     AppendUint(out_, m.device_bytes());
     out_.Append("}}");
     ++stats_.events_written;
+  }
+
+  // PM samples (--gpu-metrics): one counter per sampled metric and device,
+  // each sample's value from its start.
+  void OnGpuMetrics(const GpuMetricSamplesEvent& e) override {
+    ++stats_.events_read;
+    const size_t metrics = e.metric_name_ids.size();
+    for (size_t j = 0; j < metrics; ++j) {
+      const PmCounter c = PmCounterFor(reader_.strings().Get(e.metric_name_ids[j]), e.device_id);
+      for (size_t i = 0; i < e.num_samples(); ++i) {
+        const float v = e.value(i, j);
+        if (std::isnan(v)) continue;
+        BeginEvent("C", c.name, 0);
+        out_.Append(",\"ts\":");
+        AppendMicros(out_, Rel(e.sample_start_ns[i]));
+        out_.Append(",\"args\":{\"value\":");
+        AppendDouble(out_, v * c.scale);
+        out_.Append("}}");
+        ++stats_.events_written;
+      }
+    }
   }
 
   void OnLoss(const LossReport& e) override {

@@ -246,6 +246,31 @@ void AppendRunData(const TimelineModel& model, const analysis::Report& report,
   }
   w.EndArray();
 
+  // ---- PM samples (--gpu-metrics): the report's bucket means of the percent
+  // quantities, times relative to the run's origin ----
+  w.Key("gpu_metrics").BeginArray();
+  for (const analysis::GpuMetricsDevice& d : report.gpu_metrics) {
+    w.BeginObject();
+    w.Key("device").String(absl::StrCat("GPU ", d.device_id,
+                                        d.device_name.empty() ? "" : " " + d.device_name));
+    w.Key("interval_ns").Double(d.interval_ns);
+    w.Key("t").BeginArray();
+    for (uint64_t t : d.timeline_ns) w.Int(static_cast<int64_t>(t - origin));
+    w.EndArray();
+    w.Key("series").BeginArray();
+    for (size_t j = 0; j < d.stats.size() && j < d.timeline.size(); ++j) {
+      if (d.stats[j].unit != "%") continue;
+      w.BeginObject().Key("key").String(d.stats[j].key).Key("label").String(d.stats[j].label);
+      w.Key("v").BeginArray();
+      for (float v : d.timeline[j]) w.Double(std::isnan(v) ? -1.0 : std::round(v * 10) / 10);
+      w.EndArray();
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+
   // ---- kernel breakdown ----
   w.Key("kernels").BeginArray();
   uint64_t other = 0, other_count = 0;

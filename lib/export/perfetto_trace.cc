@@ -13,6 +13,7 @@
 #include "lib/export/replay_placement.h"
 #include "lib/export/timeline_tracks.h"
 #include "lib/trace/memory_tracker.h"
+#include "lib/trace/pm_quantities.h"
 
 namespace sightline::exporter {
 namespace {
@@ -35,6 +36,7 @@ constexpr uint32_t kNameIid = 10;
 constexpr uint32_t kTrackUuid = 11;
 constexpr uint32_t kName = 23;
 constexpr uint32_t kCounterValue = 30;
+constexpr uint32_t kDoubleCounterValue = 44;
 constexpr uint32_t kFlowIds = 47;
 constexpr uint32_t kTerminatingFlowIds = 48;
 // DebugAnnotation
@@ -315,6 +317,33 @@ class PerfettoEmitter : public trace::EventVisitor {
     const uint64_t uuid = (uint64_t{pid_} << 32) | (0xfff00000u + (e.device_id & 0xfffffu));
     if (first) CounterTrack(uuid, absl::StrCat("GPU memory (device ", e.device_id, "), bytes"));
     CounterValue(uuid, e.timestamp_ns, static_cast<int64_t>(m.device_bytes()));
+  }
+
+  // PM samples (--gpu-metrics): one counter track per sampled metric and
+  // device, each sample's value from its start.
+  void OnGpuMetrics(const GpuMetricSamplesEvent& e) override {
+    ++stats_.events_read;
+    const size_t metrics = e.metric_name_ids.size();
+    for (size_t j = 0; j < metrics; ++j) {
+      const PmCounter c = PmCounterFor(reader_.strings().Get(e.metric_name_ids[j]), e.device_id);
+      auto [it, first] = gpu_metric_tracks_.try_emplace(c.name, 0);
+      if (first) {
+        it->second = (uint64_t{pid_} << 32) | (0xffe00000u + gpu_metric_tracks_.size());
+        CounterTrack(it->second, c.name);
+      }
+      for (size_t i = 0; i < e.num_samples(); ++i) {
+        const float v = e.value(i, j);
+        if (std::isnan(v)) continue;
+        StartPacket(e.sample_start_ns[i], kSeqNeedsIncrementalState);
+        size_t te = enc_.BeginNested(f::kTrackEvent);
+        enc_.Varint(f::kType, kTypeCounter);
+        enc_.Varint(f::kTrackUuid, it->second);
+        enc_.Double(f::kDoubleCounterValue, v * c.scale);
+        enc_.EndNested(te);
+        FinishPacket();
+        ++stats_.events_written;
+      }
+    }
   }
 
   void OnLoss(const LossReport& e) override {
@@ -625,6 +654,7 @@ class PerfettoEmitter : public trace::EventVisitor {
   LaneAllocator nvtx_lanes_;
   bool loss_track_emitted_ = false;
   std::map<uint32_t, trace::MemoryTracker> memory_;  // by device id
+  std::map<std::string, uint64_t> gpu_metric_tracks_;  // counter name → track uuid
   std::unordered_map<uint32_t, uint64_t> stack_iids_;  // stack id → interned string iid (0 = none)
   std::vector<std::pair<uint64_t, std::string>> new_stack_strings_;
   ExportStats stats_;

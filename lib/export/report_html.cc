@@ -3,6 +3,7 @@
 #include "lib/export/report_html.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -111,6 +112,64 @@ void Findings(std::string* out, const Report& r) {
     absl::StrAppend(out, "</div>");
   }
   if (r.findings.size() > kShownFindings) absl::StrAppend(out, "</details>");
+  absl::StrAppend(out, "</section>\n");
+}
+
+// PM samples (--gpu-metrics): the plot over time (report.js gpuMetricsChart)
+// and, per device, busy vs saturated per quantity and the per-step values.
+void GpuMetricsSection(std::string* out, const Report& r) {
+  if (r.gpu_metrics.empty()) return;
+  absl::StrAppend(out, "<section id=\"gpu-metrics-section\"><h2>GPU metrics over time (PM "
+                       "sampling)</h2><svg id=\"gpu-metrics\"></svg>");
+  auto cell = [](const std::string& unit, double v) {
+    if (std::isnan(v)) return std::string("-");
+    if (unit == "%") return absl::StrFormat("%.1f%%", v);
+    if (unit == "B/s") return analysis::FormatBytes(v) + "/s";
+    return absl::StrFormat("%.0f MHz", v / 1e6);
+  };
+  auto label = [](const analysis::GpuMetricStat& s) {
+    return s.unit == "%" && s.key.rfind("dram", 0) == 0 ? s.label + " (of peak)" : s.label;
+  };
+  for (const analysis::GpuMetricsDevice& d : r.gpu_metrics) {
+    absl::StrAppend(out, "<h3>Device ", d.device_id, " ", HtmlEscape(d.device_name), ": ",
+                    d.samples, " samples of ", HtmlEscape(FormatDuration(d.interval_ns)),
+                    ", ", absl::StrFormat("%.1f", d.coverage_pct), "% of the window covered",
+                    d.samples_missing_in_window > 0
+                        ? absl::StrCat(", ", d.samples_missing_in_window, " missing")
+                        : std::string(),
+                    "</h3><table><tr><th>quantity</th><th class=\"n\">mean</th><th class=\"n\">"
+                    "p95</th><th class=\"n\">busy (&ge;10%)</th><th class=\"n\">saturated "
+                    "(&ge;80%)</th></tr>");
+    for (const analysis::GpuMetricStat& s : d.stats) {
+      const bool pct = s.busy_pct >= 0;
+      absl::StrAppend(out, "<tr><td>", HtmlEscape(label(s)), "</td><td class=\"n\">",
+                      HtmlEscape(cell(s.unit, s.mean)), "</td><td class=\"n\">",
+                      HtmlEscape(cell(s.unit, s.p95)), "</td><td class=\"n\">",
+                      pct ? absl::StrFormat("%.1f%%", s.busy_pct) : "", "</td><td class=\"n\">",
+                      pct ? absl::StrFormat("%.1f%%", s.saturated_pct) : "", "</td></tr>");
+    }
+    absl::StrAppend(out, "</table>");
+    if (d.steps.empty()) continue;
+    absl::StrAppend(out, "<details><summary>per step (", d.steps.size(),
+                    " steps, the device over each step's GPU span)</summary><table><tr>"
+                    "<th>step</th><th class=\"n\">GPU span</th>");
+    for (const analysis::GpuMetricStat& s : d.stats) {
+      absl::StrAppend(out, "<th class=\"n\">", HtmlEscape(label(s)), "</th>");
+    }
+    absl::StrAppend(out, "</tr>");
+    for (const analysis::GpuMetricSpanRow& row : d.steps) {
+      absl::StrAppend(out, "<tr><td>", row.index, "</td><td class=\"n\">",
+                      HtmlEscape(FormatDuration(double(row.time_ns))), "</td>");
+      for (size_t j = 0; j < d.stats.size(); ++j) {
+        absl::StrAppend(out, "<td class=\"n\">",
+                        HtmlEscape(cell(d.stats[j].unit, j < row.values.size() ? row.values[j]
+                                                                              : std::nan(""))),
+                        "</td>");
+      }
+      absl::StrAppend(out, "</tr>");
+    }
+    absl::StrAppend(out, "</table></details>");
+  }
   absl::StrAppend(out, "</section>\n");
 }
 
@@ -241,6 +300,7 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOpt
                         "</svg></div><div><h2>Step time distribution</h2><svg id=\"steps\"></svg></div>"
                         "</section>\n");
   MemorySection(&out, r);
+  GpuMetricsSection(&out, r);
   KernelDetailsSection(&out, r);
   if (!r.notes.empty()) {
     absl::StrAppend(&out, "<section><h2>Notes</h2><ul>");

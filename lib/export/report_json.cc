@@ -318,6 +318,85 @@ void WriteRangeMetrics(JsonWriter& w, const Report& r) {
   w.EndArray();
 }
 
+void WriteGpuMetricRows(JsonWriter& w, const char* key,
+                        const std::vector<analysis::GpuMetricSpanRow>& rows,
+                        const analysis::GpuMetricsDevice& d, bool steps) {
+  w.Key(key).BeginArray();
+  for (const analysis::GpuMetricSpanRow& row : rows) {
+    w.BeginObject();
+    if (steps) {
+      w.Key("index").Uint(row.index);
+      w.Key("start_ns").Uint(row.start_ns);
+      w.Key("end_ns").Uint(row.end_ns);
+    } else {
+      w.Key("name").String(row.name);
+      w.Key("instances").Uint(row.instances);
+      w.Key("resolved").Bool(row.resolved);
+    }
+    w.Key("time_ns").Uint(row.time_ns);
+    w.Key("values").BeginObject();
+    for (size_t j = 0; j < d.stats.size() && j < row.values.size(); ++j) {
+      w.Key(d.stats[j].key).Double(row.values[j]);
+    }
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+void WriteGpuMetrics(JsonWriter& w, const Report& r) {
+  w.Key("gpu_metrics").BeginArray();
+  for (const analysis::GpuMetricsDevice& d : r.gpu_metrics) {
+    w.BeginObject();
+    w.Key("trace").Uint(d.trace);
+    w.Key("device").Uint(d.device_id);
+    w.Key("device_name").String(d.device_name);
+    w.Key("samples").Uint(d.samples);
+    w.Key("samples_total").Uint(d.samples_total);
+    w.Key("samples_missing").Uint(d.samples_missing);
+    w.Key("samples_missing_in_window").Uint(d.samples_missing_in_window);
+    w.Key("interval_ns").Double(d.interval_ns);
+    w.Key("interval_asked_ns").Uint(d.interval_asked_ns);
+    w.Key("coverage_pct").Double(d.coverage_pct);
+    w.Key("unavailable").BeginArray();
+    for (const std::string& u : d.unavailable) w.String(u);
+    w.EndArray();
+    w.Key("metrics").BeginArray();
+    for (const analysis::GpuMetricStat& st : d.stats) {
+      w.BeginObject();
+      w.Key("key").String(st.key);
+      w.Key("label").String(st.label);
+      w.Key("metric").String(st.metric);
+      w.Key("unit").String(st.unit);
+      w.Key("mean").Double(st.mean);
+      w.Key("p50").Double(st.p50);
+      w.Key("p95").Double(st.p95);
+      w.Key("max").Double(st.max);
+      if (st.busy_pct >= 0) {
+        w.Key("busy_pct").Double(st.busy_pct);
+        w.Key("saturated_pct").Double(st.saturated_pct);
+      }
+      w.EndObject();
+    }
+    w.EndArray();
+    WriteGpuMetricRows(w, "steps", d.steps, d, true);
+    WriteGpuMetricRows(w, "ranges", d.ranges, d, false);
+    WriteGpuMetricRows(w, "kernels", d.kernels, d, false);
+    w.Key("timeline").BeginObject();
+    w.Key("t_ns").BeginArray();
+    for (uint64_t t : d.timeline_ns) w.Uint(t);
+    w.EndArray();
+    for (size_t j = 0; j < d.stats.size() && j < d.timeline.size(); ++j) {
+      w.Key(d.stats[j].key).BeginArray();
+      for (float v : d.timeline[j]) w.Double(v);
+      w.EndArray();
+    }
+    w.EndObject();
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
 void WriteTables(JsonWriter& w, const Report& r) {
   w.Key("apis").BeginArray();
   for (const analysis::ApiRow& a : r.apis) {
@@ -555,6 +634,7 @@ std::string RenderReportJson(const Report& r) {
   WriteKernels(w, r);
   WriteMetricsCoverage(w, r.metrics_coverage);
   WriteRangeMetrics(w, r);
+  WriteGpuMetrics(w, r);
   WriteTables(w, r);
   WriteMemory(w, r.memory);
   WriteFindings(w, r);

@@ -13,6 +13,7 @@
 #include "lib/export/demangle.h"
 #include "lib/export/report_render.h"
 #include "lib/trace/terminal_text.h"
+#include "lib/analysis/gpu_metrics.h"
 
 namespace sightline::exporter {
 namespace {
@@ -146,6 +147,123 @@ std::string Ellipsize(const std::string& s, size_t width) {
   size_t head = (keep + 1) / 2, tail = keep / 2;
   return absl::StrCat(s.substr(0, head), "...", s.substr(s.size() - tail));
 }
+
+// A PM-sampled value in its unit ("-" when no sample covered it).
+std::string FormatGpuMetric(const std::string& unit, double v) {
+  if (std::isnan(v)) return "-";
+  if (unit == "%") return FormatPct(v);
+  if (unit == "B/s") return absl::StrCat(FormatBytes(v), "/s");
+  if (unit == "Hz") return absl::StrFormat("%.2f GHz", v / 1e9);
+  return absl::StrFormat("%.4g", v);
+}
+
+// Columns of the per-step and per-kernel tables: the quantities a training
+// step is judged by, those present.
+// The columns of the step, range and kernel tables: (stat index, short label).
+std::vector<std::pair<size_t, const char*>> GpuMetricColumns(const analysis::GpuMetricsDevice& d) {
+  std::vector<std::pair<size_t, const char*>> cols;
+  for (auto [key, label] : {std::pair<const char*, const char*>{"sm_active", "SM act"},
+                            {"tensor_active", "tensor"},
+                            {"dram_read", "DRAM rd"},
+                            {"dram_write", "DRAM wr"},
+                            {"pcie_read_bytes", "PCIe rd"},
+                            {"pcie_write_bytes", "PCIe wr"}}) {
+    for (size_t j = 0; j < d.stats.size(); ++j) {
+      if (d.stats[j].key == key) cols.emplace_back(j, label);
+    }
+  }
+  return cols;
+}
+
+void AppendGpuMetrics(const analysis::GpuMetricsDevice& d, size_t width, std::string* out) {
+  *out += '\n';
+  std::string head = absl::StrCat(
+      "GPU metrics (PM sampling) of device ", d.device_id,
+      d.device_name.empty() ? "" : absl::StrCat(" (", d.device_name, ")"), ": ", d.samples,
+      " samples of ", FormatDuration(d.interval_ns), " over the window (",
+      FormatPct(d.coverage_pct), " of it covered)");
+  if (d.samples_missing > 0) {
+    absl::StrAppend(&head, "; ", d.samples_missing, " samples missing in the trace, ",
+                    d.samples_missing_in_window, " of them in the window");
+  }
+  if (!d.unavailable.empty()) {
+    absl::StrAppend(&head, "; not sampled here: ", absl::StrJoin(d.unavailable, ", "));
+  }
+  Wrap(out, head, width, "", "  ");
+  TextTable t({"  Quantity", "mean", "p50", "p95", "max", "busy", "saturated"});
+  for (const analysis::GpuMetricStat& st : d.stats) {
+    const bool pct = st.busy_pct >= 0;
+    const bool of_peak = st.unit == "%" && st.key.find("dram") == 0;
+    t.Add({absl::StrCat("  ", st.label, of_peak ? " (of peak)" : ""),
+           FormatGpuMetric(st.unit, st.mean), FormatGpuMetric(st.unit, st.p50),
+           FormatGpuMetric(st.unit, st.p95), FormatGpuMetric(st.unit, st.max),
+           pct ? FormatPct(st.busy_pct) : "", pct ? FormatPct(st.saturated_pct) : ""});
+  }
+  t.Render(out, width, "");
+  Wrap(out, absl::StrCat("busy: share of the sampled time at >= ",
+                         analysis::kGpuMetricBusyPct, " % of peak; saturated: at >= ",
+                         analysis::kGpuMetricSaturatedPct, " %"),
+       width, "  ", "    ");
+  const std::vector<std::pair<size_t, const char*>> cols = GpuMetricColumns(d);
+  if (cols.empty()) return;
+  if (!d.steps.empty() || !d.ranges.empty() || !d.kernels.empty()) {
+    Wrap(out,
+         "Per step, NVTX range and kernel: the device over their GPU spans (SM act: SM "
+         "active; tensor: tensor pipe active; DRAM rd/wr: % of peak); a kernel shares its "
+         "samples with whatever ran beside it",
+         width, "  ", "    ");
+  }
+  auto header = [&](const char* first, const char* second) {
+    std::vector<std::string> h = {first, second};
+    for (const auto& col : cols) h.push_back(col.second);
+    return h;
+  };
+  auto cells = [&](const analysis::GpuMetricSpanRow& row, std::vector<std::string> c) {
+    for (const auto& col : cols) {
+      const size_t j = col.first;
+      c.push_back(j < row.values.size() ? FormatGpuMetric(d.stats[j].unit, row.values[j]) : "-");
+    }
+    return c;
+  };
+  if (!d.steps.empty()) {
+    // At most 12 rows: the first and last six steps.
+    TextTable st(header("  Step", "GPU span"));
+    for (size_t i = 0; i < d.steps.size(); ++i) {
+      if (d.steps.size() > 12 && i == 6) st.Add(cells({}, {"  ...", ""}));
+      if (d.steps.size() > 12 && i >= 6 && i < d.steps.size() - 6) continue;
+      const analysis::GpuMetricSpanRow& row = d.steps[i];
+      st.Add(cells(row, {absl::StrCat("  step ", row.index), FormatDuration(double(row.time_ns))}));
+    }
+    st.Render(out, width, "");
+  }
+  if (!d.ranges.empty()) {
+    TextTable rt(header("  NVTX range", "GPU time"));
+    for (const analysis::GpuMetricSpanRow& row : d.ranges) {
+      rt.Add(cells(row, {absl::StrCat("  ", row.name.substr(0, 40), " x", row.instances),
+                         FormatDuration(double(row.time_ns))}));
+    }
+    rt.Render(out, width, "");
+  }
+  size_t resolved = 0;
+  for (const analysis::GpuMetricSpanRow& row : d.kernels) resolved += row.resolved ? 1 : 0;
+  if (resolved > 0) {
+    TextTable kt(header("  Kernel", "GPU time"));
+    for (const analysis::GpuMetricSpanRow& row : d.kernels) {
+      if (!row.resolved) continue;
+      kt.Add(cells(row, {absl::StrCat("  ", DisplayKernelName(row.name, 40)),
+                         FormatDuration(double(row.time_ns))}));
+    }
+    kt.Render(out, width, "");
+  }
+  if (resolved < d.kernels.size()) {
+    Wrap(out, absl::StrCat(d.kernels.size() - resolved,
+                           " of the heaviest kernels last less than two samples on average: "
+                           "their values are in --format json gpu_metrics[].kernels "
+                           "(resolved: false)"),
+         width, "  ", "    ");
+  }
+}
+
 
 std::string RenderReportText(const Report& r, const TextOptions& options) {
   const size_t width = static_cast<size_t>(std::max(60, options.width));
@@ -376,6 +494,8 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
       t.Render(&out, width, "");
     }
   }
+
+  for (const analysis::GpuMetricsDevice& d : r.gpu_metrics) AppendGpuMetrics(d, width, &out);
 
   if (!r.nccl_ops.empty()) {
     out += '\n';

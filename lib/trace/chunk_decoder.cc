@@ -84,6 +84,7 @@ bool DecodeLoss(std::string_view bytes, LossReport* e) {
       case 6: e->unsupported_records = v; break;
       case 7: e->write_errors = v; break;
       case 8: e->stacks_dropped = v; break;
+      case 9: e->gpu_metric_samples_dropped = v; break;
     }
   });
 }
@@ -472,6 +473,61 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
             return true;
           });
     }
+    case kGpuMetricsField: {
+      GpuMetricSamplesEvent& e = gpu_metrics_;
+      if (reset) {
+        e.device_id = 0;
+        e.interval_ns = 0;
+        e.metric_name_ids.clear();  // the vectors keep their capacity
+        e.sample_start_ns.clear();
+        e.sample_end_ns.clear();
+        e.values.clear();
+        gpu_durations_.clear();
+      }
+      // Packed repeated fields (what the writer emits); an unpacked varint
+      // element is accepted too, as protobuf parsers do.
+      auto push_varint = [&e, this](uint32_t f, uint64_t v) {
+        if (f == 2 && e.metric_name_ids.size() < kMaxGpuMetrics) {
+          e.metric_name_ids.push_back(U32(v));
+        }
+        else if (f == 2) return false;
+        if (f == 3 && e.sample_start_ns.size() < kMaxGpuMetricSamples) {
+          e.sample_start_ns.push_back(v);
+        }
+        else if (f == 3) return false;
+        if (f == 4 && gpu_durations_.size() < kMaxGpuMetricSamples) gpu_durations_.push_back(v);
+        else if (f == 4) return false;
+        return true;
+      };
+      bool ok = true;
+      bool decoded = ForEachField(
+          r,
+          [&](uint32_t f, uint64_t v) {
+            if (f == 1) e.device_id = U32(v);
+            else if (f == 6) e.interval_ns = U32(v);
+            else if (!push_varint(f, v)) ok = false;
+          },
+          NoFixed(),
+          [&](uint32_t f, std::string_view s) {
+            if (f >= 2 && f <= 4) {
+              WireReader packed(s);
+              while (!packed.done()) {
+                uint64_t v;
+                if (!packed.ReadVarint(&v) || !push_varint(f, v)) return false;
+              }
+            } else if (f == 5) {
+              if (s.size() % 4 != 0 ||
+                  e.values.size() + s.size() / 4 > kMaxGpuMetricSamples * kMaxGpuMetrics) {
+                return false;
+              }
+              const size_t old = e.values.size();
+              e.values.resize(old + s.size() / 4);
+              std::memcpy(e.values.data() + old, s.data(), s.size());
+            }
+            return true;
+          });
+      return decoded && ok;  // arrays that disagree: an invalid event (Dispatch)
+    }
     case kCaptureWindowField: {
       CaptureWindowEvent& e = capture_window_;
       if (reset) e = CaptureWindowEvent();
@@ -532,6 +588,26 @@ void ChunkDecoder::Dispatch(uint32_t field, uint64_t start, uint64_t duration,
       metric_range_.start_ns = start;
       metric_range_.end_ns = end;
       visitor.OnMetricRange(metric_range_);
+      break;
+    case kGpuMetricsField:
+      gpu_metrics_.start_ns = start;
+      gpu_metrics_.end_ns = end;
+      // The arrays must agree (a duration per sample, a value per sample and
+      // metric), else the event is counted invalid and not visited.
+      if (gpu_durations_.size() != gpu_metrics_.sample_start_ns.size() ||
+          gpu_metrics_.values.size() !=
+              gpu_metrics_.sample_start_ns.size() * gpu_metrics_.metric_name_ids.size()) {
+        ++stats->invalid_events;
+        ++stats->events;
+        ++stats->counts[static_cast<int>(EventKind::kGpuMetrics)];
+        return;
+      }
+      gpu_metrics_.sample_end_ns.resize(gpu_metrics_.sample_start_ns.size());
+      for (size_t i = 0; i < gpu_metrics_.sample_start_ns.size(); ++i) {
+        gpu_metrics_.sample_start_ns[i] += start;  // offsets → times (mod 2^64, as written)
+        gpu_metrics_.sample_end_ns[i] = gpu_metrics_.sample_start_ns[i] + gpu_durations_[i];
+      }
+      visitor.OnGpuMetrics(gpu_metrics_);
       break;
     case kCaptureWindowField:
       capture_window_.start_ns = start;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "lib/trace/reader.h"
 #include "lib/trace/events.h"
@@ -66,6 +67,8 @@ class ChunkDecoder {
   NvtxMarkerEvent nvtx_marker_;
   NcclEvent nccl_;
   MetricRangeEvent metric_range_;
+  GpuMetricSamplesEvent gpu_metrics_;
+  std::vector<uint64_t> gpu_durations_;  // decoded field 4, until the event is complete
   CaptureWindowEvent capture_window_;
   OverheadEvent overhead_;
   StepEvent step_;

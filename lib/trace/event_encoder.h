@@ -10,6 +10,7 @@
 #define SIGHTLINE_LIB_TRACE_EVENT_ENCODER_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "lib/trace/proto_wire.h"
 #include "lib/trace/events.h"
@@ -26,8 +27,8 @@ enum PayloadField : uint32_t {
   kKernelField = 10, kMemcpyField = 11, kMemsetField = 12, kSyncField = 13, kApiField = 14,
   kNvtxRangeField = 15, kNvtxMarkerField = 16, kNcclField = 17, kMetricRangeField = 18,
   kCaptureWindowField = 19, kOverheadField = 20, kStepField = 21, kLossField = 22,
-  kMemoryField = 23,
-  kLastPayloadField = kMemoryField,  // keep equal to the highest field above
+  kMemoryField = 23, kGpuMetricsField = 24,
+  kLastPayloadField = kGpuMetricsField,  // keep equal to the highest field above
 };
 
 inline uint8_t* EncodeKernel(const KernelEvent& e, uint8_t* p) {
@@ -205,6 +206,41 @@ inline uint8_t* EncodeMetricRange(const MetricRangeEvent& e, size_t count, uint8
   return p;
 }
 
+// Bound of EncodeGpuMetrics' output for `samples` samples of `metrics`
+// metrics: four packed fields (tag + length + varints / floats) and two
+// scalars.
+inline size_t MaxGpuMetricsBytes(size_t samples, size_t metrics) {
+  return 4 * (2 + wire::kMaxVarintBytes) + metrics * 5 + samples * 2 * wire::kMaxVarintBytes +
+         samples * metrics * 4 + 2 * wire::kMaxScalarFieldBytes;
+}
+
+// The caller caps samples and metrics (kMaxGpuMetricSamples, kMaxGpuMetrics)
+// and checks that the arrays agree (values = samples × metrics).
+inline uint8_t* EncodeGpuMetrics(const GpuMetricSamplesEvent& e, uint8_t* p) {
+  using namespace wire;
+  p = PutUint(1, e.device_id, p);
+  auto packed = [&p](uint32_t field, size_t n, auto value_at) {
+    if (n == 0) return;
+    size_t size = 0;
+    for (size_t i = 0; i < n; ++i) size += VarintSize(value_at(i));
+    p = WriteTag(field, kLengthDelimited, p);
+    p = WriteVarint(size, p);
+    for (size_t i = 0; i < n; ++i) p = WriteVarint(value_at(i), p);
+  };
+  const size_t samples = e.sample_start_ns.size();
+  packed(2, e.metric_name_ids.size(), [&e](size_t i) { return uint64_t{e.metric_name_ids[i]}; });
+  packed(3, samples, [&e](size_t i) { return e.sample_start_ns[i] - e.start_ns; });
+  packed(4, samples, [&e](size_t i) { return e.sample_end_ns[i] - e.sample_start_ns[i]; });
+  if (!e.values.empty()) {
+    p = WriteTag(5, kLengthDelimited, p);
+    p = WriteVarint(e.values.size() * 4, p);
+    std::memcpy(p, e.values.data(), e.values.size() * 4);  // little-endian IEEE floats
+    p += e.values.size() * 4;
+  }
+  p = PutUint(6, e.interval_ns, p);
+  return p;
+}
+
 inline uint8_t* EncodeCaptureWindow(const CaptureWindowEvent& e, uint8_t* p) {
   using namespace wire;
   p = PutUint(1, e.index, p);
@@ -239,6 +275,7 @@ inline uint8_t* EncodeLoss(const LossReport& e, uint8_t* p) {
   p = PutUint(6, e.unsupported_records, p);
   p = PutUint(7, e.write_errors, p);
   p = PutUint(8, e.stacks_dropped, p);
+  p = PutUint(9, e.gpu_metric_samples_dropped, p);
   return p;
 }
 

@@ -21,6 +21,7 @@ const char* EventKindName(EventKind kind) {
     case EventKind::kStep: return "step";
     case EventKind::kLoss: return "loss";
     case EventKind::kMemory: return "memory";
+    case EventKind::kGpuMetrics: return "gpu_metrics";
   }
   return "unknown";
 }

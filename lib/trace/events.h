@@ -21,6 +21,7 @@
 #ifndef SIGHTLINE_LIB_TRACE_EVENTS_H_
 #define SIGHTLINE_LIB_TRACE_EVENTS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,8 +44,9 @@ enum class EventKind : uint8_t {
   kStep = 12,
   kLoss = 13,
   kMemory = 14,
+  kGpuMetrics = 15,
 };
-inline constexpr int kNumEventKinds = 15;
+inline constexpr int kNumEventKinds = 16;
 
 // Stable lower-case names used in `sightline info` and JSON ("kernel", ...).
 const char* EventKindName(EventKind kind);
@@ -280,6 +282,31 @@ struct MetricRangeEvent {
   bool user_range = false;
 };
 
+// PM sampling (--gpu-metrics): consecutive hardware samples of one device.
+// Sample i covers [sample_start_ns[i], sample_end_ns[i]); its value of
+// metric j (name metric_name_ids[j]) is values[i * metric_name_ids.size() + j]
+// (NaN: CUPTI could not evaluate it). start_ns/end_ns: the first sample's
+// start and the last one's end.
+// Bounds of one event (writer and reader): larger batches are split.
+inline constexpr size_t kMaxGpuMetricSamples = 4096;
+inline constexpr size_t kMaxGpuMetrics = 256;
+
+struct GpuMetricSamplesEvent {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  uint32_t device_id = 0;
+  uint32_t interval_ns = 0;  // the sampling interval asked for
+  std::vector<uint32_t> metric_name_ids;
+  std::vector<uint64_t> sample_start_ns;
+  std::vector<uint64_t> sample_end_ns;
+  std::vector<float> values;
+
+  size_t num_samples() const { return sample_start_ns.size(); }
+  float value(size_t sample, size_t metric) const {
+    return values[sample * metric_name_ids.size() + metric];
+  }
+};
+
 struct CaptureWindowEvent {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -317,10 +344,13 @@ struct LossReport {
   uint64_t unsupported_records = 0;
   uint64_t write_errors = 0;
   uint64_t stacks_dropped = 0;
+  // PM sampling: samples missing from the stream (hardware-buffer overflow or
+  // gaps longer than the interval), or not written (host queue full).
+  uint64_t gpu_metric_samples_dropped = 0;
 
   uint64_t total() const {
     return cupti_dropped_records + queue_dropped_records + invalid_timestamps +
-           metric_ranges_dropped + write_errors + stacks_dropped;
+           metric_ranges_dropped + write_errors + stacks_dropped + gpu_metric_samples_dropped;
   }
 };
 

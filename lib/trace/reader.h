@@ -52,6 +52,7 @@ class EventVisitor {
   virtual void OnNvtxMarker(const NvtxMarkerEvent&) {}
   virtual void OnNccl(const NcclEvent&) {}
   virtual void OnMetricRange(const MetricRangeEvent&) {}
+  virtual void OnGpuMetrics(const GpuMetricSamplesEvent&) {}
   virtual void OnCaptureWindow(const CaptureWindowEvent&) {}
   virtual void OnOverhead(const OverheadEvent&) {}
   virtual void OnStep(const StepEvent&) {}

@@ -393,6 +393,20 @@ void TraceWriter::Add(const MetricRangeEvent& e) {
   if (impl_->chunk_size() >= impl_->chunk_bytes) Flush();
 }
 
+void TraceWriter::Add(const GpuMetricSamplesEvent& e) {
+  const size_t samples = e.sample_start_ns.size();
+  const size_t metrics = e.metric_name_ids.size();
+  if (samples > kMaxGpuMetricSamples || metrics > kMaxGpuMetrics ||
+      e.sample_end_ns.size() != samples || e.values.size() != samples * metrics) {
+    ++impl_->own_lost_events;
+    return;
+  }
+  impl_->AppendEvent(EventKind::kGpuMetrics, internal::kGpuMetricsField, e.start_ns, e.end_ns,
+                     internal::MaxGpuMetricsBytes(samples, metrics),
+                     [&e](uint8_t* p) { return internal::EncodeGpuMetrics(e, p); });
+  if (impl_->chunk_size() >= impl_->chunk_bytes) Flush();
+}
+
 void TraceWriter::Add(const LossReport& e) {
   impl_->last_loss = e;
   impl_->AppendEvent(EventKind::kLoss, internal::kLossField, e.timestamp_ns, e.timestamp_ns,

@@ -57,6 +57,9 @@ class TraceWriter {
   void Add(const NvtxMarkerEvent& e);
   void Add(const NcclEvent& e);
   void Add(const MetricRangeEvent& e);
+  // Over kMaxGpuMetricSamples samples or kMaxGpuMetrics metrics, or arrays
+  // that disagree: not written, counted as lost.
+  void Add(const GpuMetricSamplesEvent& e);
   void Add(const CaptureWindowEvent& e);
   void Add(const OverheadEvent& e);
   void Add(const StepEvent& e);

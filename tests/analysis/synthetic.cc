@@ -269,6 +269,10 @@ std::string EncodeTrace(const SyntheticTrace& t, size_t chunk_bytes) {
     for (MetricValue& v : e.values) v.name_id = s(v.name_id);
     writer.Add(e);
   }
+  for (GpuMetricSamplesEvent e : t.gpu_metrics) {
+    for (uint32_t& id : e.metric_name_ids) id = s(id);
+    writer.Add(e);
+  }
   for (CaptureWindowEvent e : t.capture_windows) { e.label_id = s(e.label_id); writer.Add(e); }
   for (const OverheadEvent& e : t.overheads) writer.Add(e);
   for (StepEvent e : t.steps) { e.name_id = s(e.name_id); writer.Add(e); }

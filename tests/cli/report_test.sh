@@ -51,6 +51,18 @@ chrome "$WORK/hostile" "$WORK/hostile.html"
 check "hostile names: rendered" test "$(attr "$WORK/hostile.dom" rendered)" = ok
 check "hostile names: no console errors" no_console_errors "$WORK/hostile.log"
 
+# PM samples (--gpu-metrics, a real H200 trace): the GPU-metrics chart and
+# its tables render.
+expect_exit 0 "report with GPU metrics" "$SL" report "$SRC/tests/data/metrics/lm_cap_gm_h200.sltrace" -o "$WORK/gm.html"
+check "gm: section" grep -q 'id="gpu-metrics-section"' "$WORK/gm.html"
+chrome "$WORK/gm" "$WORK/gm.html"
+check "gm: rendered" test "$(attr "$WORK/gm.dom" rendered)" = ok
+check "gm: no console errors" no_console_errors "$WORK/gm.log"
+rects "$WORK/gm.dom" > "$WORK/gm.rects"
+check "gm: chart not blank" python3 "$SRC/tests/cli/png_regions.py" "$WORK/gm.png" "$WORK/gm.rects" gpu-metrics
+check "gm: busy and saturated per quantity" grep -q 'saturated' "$WORK/gm.dom"
+if [ -n "${SIGHTLINE_GM_SCREENSHOT:-}" ]; then cp "$WORK/gm.png" "$SIGHTLINE_GM_SCREENSHOT"; fi
+
 # Before/after.
 expect_exit 0 "report comparison" "$SL" report "$WORK/slow.sltrace" "$WORK/fixed.sltrace" -o "$WORK/cmp.html"
 check "comparison section" grep -q 'id="comparison"' "$WORK/cmp.html"

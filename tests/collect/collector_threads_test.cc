@@ -273,6 +273,7 @@ class CheckingSink : public EventSink {
   void Add(const NvtxMarkerEvent& e) override { next_->Add(e); }
   void Add(const NcclEvent& e) override { next_->Add(e); }
   void Add(const MetricRangeEvent& e) override { next_->Add(e); }
+  void Add(const GpuMetricSamplesEvent& e) override { next_->Add(e); }
   void Add(const CaptureWindowEvent& e) override { next_->Add(e); }
   void Add(const OverheadEvent& e) override { next_->Add(e); }
   void Add(const StepEvent& e) override { next_->Add(e); }

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "lib/collect/kernel_launch_hook.h"
@@ -143,6 +144,49 @@ TEST(ApiSkipListTest, MatchesWithOrWithoutCuptiVersionSuffix) {
   EXPECT_FALSE(InApiSkipList(skip, "cudaGetDeviceCount_v3020"));
   EXPECT_FALSE(InApiSkipList(skip, "cudaGetDevice_vX"));
   EXPECT_FALSE(InApiSkipList(skip, nullptr));
+}
+
+// PM sampling (--gpu-metrics): all devices, a list of ordinals, the rate;
+// bad values and the combination with per-kernel metrics are refused with a
+// problem each, and sampling stays off.
+TEST_F(ConfigTest, GpuMetrics) {
+  CollectorConfig c = Parse();
+  EXPECT_FALSE(c.gpu_metrics);
+  EXPECT_EQ(c.gpu_metrics_hz, 1000u);
+  env_ = {{"SIGHTLINE_GPU_METRICS", "all"}, {"SIGHTLINE_GPU_METRICS_FREQUENCY", "10000"}};
+  c = Parse();
+  EXPECT_TRUE(problems_.empty());
+  EXPECT_TRUE(c.gpu_metrics);
+  EXPECT_TRUE(c.gpu_metrics_devices.empty());
+  EXPECT_EQ(c.gpu_metrics_hz, 10000u);
+  env_ = {{"SIGHTLINE_GPU_METRICS", "0,3"}};
+  c = Parse();
+  EXPECT_TRUE(c.gpu_metrics);
+  EXPECT_EQ(c.gpu_metrics_devices, (std::vector<uint32_t>{0, 3}));
+  env_ = {{"SIGHTLINE_GPU_METRICS", "none"}};
+  EXPECT_FALSE(Parse().gpu_metrics);
+  EXPECT_TRUE(problems_.empty());
+  for (const char* bad : {"0,", "x", "1,,2", "-1", "2048"}) {
+    env_ = {{"SIGHTLINE_GPU_METRICS", bad}};
+    c = Parse();
+    EXPECT_FALSE(c.gpu_metrics) << bad;
+    ASSERT_EQ(problems_.size(), 1u) << bad;
+    EXPECT_NE(problems_[0].find("device ordinals"), std::string::npos) << problems_[0];
+  }
+  for (const char* bad : {"99", "100001", "fast"}) {
+    env_ = {{"SIGHTLINE_GPU_METRICS", "all"}, {"SIGHTLINE_GPU_METRICS_FREQUENCY", bad}};
+    c = Parse();
+    EXPECT_TRUE(c.gpu_metrics) << bad;
+    EXPECT_EQ(c.gpu_metrics_hz, 1000u) << bad;
+    ASSERT_EQ(problems_.size(), 1u) << bad;
+    EXPECT_NE(problems_[0].find("100..100000"), std::string::npos) << problems_[0];
+  }
+  env_ = {{"SIGHTLINE_GPU_METRICS", "all"}, {"SIGHTLINE_METRICS", "full"}};
+  c = Parse();
+  EXPECT_FALSE(c.gpu_metrics);
+  EXPECT_EQ(c.metric_set, "full");
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("cannot be combined with SIGHTLINE_METRICS"), std::string::npos);
 }
 
 TEST_F(ConfigTest, BadValuesAreReportedAndDefaultsKept) {

@@ -38,6 +38,7 @@ class FakeEventSink : public EventSink {
   void Add(const NvtxMarkerEvent& e) override { markers.push_back(e); }
   void Add(const NcclEvent& e) override { nccls.push_back(e); }
   void Add(const MetricRangeEvent& e) override { metrics.push_back(e); }
+  void Add(const GpuMetricSamplesEvent& e) override { gpu_metrics.push_back(e); }
   void Add(const CaptureWindowEvent& e) override { windows.push_back(e); }
   void Add(const OverheadEvent& e) override { overheads.push_back(e); }
   void Add(const StepEvent& e) override { steps.push_back(e); }
@@ -56,6 +57,7 @@ class FakeEventSink : public EventSink {
   std::vector<NvtxMarkerEvent> markers;
   std::vector<NcclEvent> nccls;
   std::vector<MetricRangeEvent> metrics;
+  std::vector<GpuMetricSamplesEvent> gpu_metrics;
   std::vector<CaptureWindowEvent> windows;
   std::vector<OverheadEvent> overheads;
   std::vector<StepEvent> steps;

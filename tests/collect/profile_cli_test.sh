@@ -74,6 +74,21 @@ check "bad --metrics-range is a usage error" "[ $rc -eq 2 ] && grep -q 'is not n
 err=$("$SL" profile --metrics-range nvtx:train_step -- true 2>&1); rc=$?
 check "--metrics-range without --metrics is a usage error" \
   "[ $rc -eq 2 ] && grep -q 'needs --metrics SET' <<<\"\$err\""
+out=$("$SL" profile -q --gpu-metrics -- env 2>&1)
+check "maps --gpu-metrics" "grep -qx 'SIGHTLINE_GPU_METRICS=all' <<<\"\$out\""
+out=$("$SL" profile -q --gpu-metrics=0,1 --gpu-metrics-frequency 10000 -- env 2>&1)
+check "maps --gpu-metrics=LIST and --gpu-metrics-frequency" \
+  "grep -qx 'SIGHTLINE_GPU_METRICS=0,1' <<<\"\$out\" && grep -qx 'SIGHTLINE_GPU_METRICS_FREQUENCY=10000' <<<\"\$out\""
+out=$("$SL" profile -q --gpu-metrics-devices 2 -- env 2>&1)
+check "maps --gpu-metrics-devices" "grep -qx 'SIGHTLINE_GPU_METRICS=2' <<<\"\$out\""
+err=$("$SL" profile --gpu-metrics=fast -- true 2>&1); rc=$?
+check "bad --gpu-metrics is a usage error" "[ $rc -eq 2 ] && grep -q 'fast' <<<\"\$err\""
+err=$("$SL" profile --gpu-metrics --gpu-metrics-frequency 50 -- true 2>&1); rc=$?
+check "--gpu-metrics-frequency out of range is a usage error" \
+  "[ $rc -eq 2 ] && grep -q '100..100000' <<<\"\$err\""
+err=$("$SL" profile --gpu-metrics --metrics occupancy -- true 2>&1); rc=$?
+check "--gpu-metrics with --metrics is a usage error" \
+  "[ $rc -eq 2 ] && grep -q 'cannot be combined with --metrics' <<<\"\$err\""
 err=$("$SL" profile --frobnicate -- true 2>&1); rc=$?
 check "unknown option is a usage error" "[ $rc -eq 2 ] && grep -q frobnicate <<<\"\$err\""
 err=$("$SL" profile 2>&1); rc=$?

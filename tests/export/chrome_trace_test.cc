@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -99,6 +100,36 @@ TEST(ChromeTraceTest, ApiEventsCarryPythonAndNativeStacks) {
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"stack\":\"main (/usr/bin/app+0x40)\""), std::string::npos) << json;
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
+// PM samples (--gpu-metrics) become one counter per metric and device, in
+// the quantity's unit (B/s → GB/s, Hz → MHz); a NaN sample is left out.
+TEST(ChromeTraceTest, GpuMetricSamplesBecomeCounters) {
+  std::string trace_path = TempPath("chrome-pm.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WritePmSamplesTraceTo(trace_path, &error)) << error;
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("chrome-pm.json");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
+  ASSERT_TRUE((*out)->Close().ok());
+  std::string json = ReadFile(out_path);
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("\"name\":\"SM active (device 0), %\""), 2u) << json;
+  EXPECT_EQ(count("\"name\":\"DRAM read (device 0), GB/s\""), 3u) << json;
+  EXPECT_EQ(count("\"name\":\"SM clock (device 0), MHz\""), 3u) << json;
+  EXPECT_NE(json.find("\"value\":75}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"value\":1500}"), std::string::npos) << json;
   unlink(trace_path.c_str());
   unlink(out_path.c_str());
 }

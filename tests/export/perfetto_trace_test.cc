@@ -4,10 +4,14 @@
 // it, balanced slices per track, event counts and flows.
 #include "lib/export/perfetto_trace.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "lib/export/output_file.h"
@@ -44,6 +48,7 @@ struct Decoded {
   std::map<std::string, int> begins_by_category;
   std::map<std::string, int> begins_by_name;
   int instants = 0, ends = 0, counters = 0;
+  std::map<std::string, std::vector<double>> double_counters;  // by track name
   std::multiset<uint64_t> flow_starts, flow_ends;
 };
 
@@ -94,6 +99,9 @@ void Decode(const std::string& bytes, Decoded* d) {
         break;
       case pp::TrackEvent::TYPE_COUNTER:
         ++d->counters;
+        if (e.has_double_counter_value()) {
+          d->double_counters[d->tracks[e.track_uuid()].name()].push_back(e.double_counter_value());
+        }
         break;
       default:
         ADD_FAILURE() << "unexpected type " << e.type();
@@ -182,6 +190,32 @@ TEST(PerfettoTraceTest, ApiSlicesCarryInternedCallStacks) {
             "Model.\"forward\" (/work/train.py:42) <- <module> (/work/train.py:7)");
   ASSERT_EQ(by_arg["stack"].size(), 2u);
   EXPECT_EQ(by_arg["stack"][1], "main (/usr/bin/app+0x40)");
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
+// PM samples (--gpu-metrics) become one counter track per metric and device,
+// in the quantity's unit (B/s → GB/s); a NaN sample is left out.
+TEST(PerfettoTraceTest, GpuMetricSamplesBecomeCounterTracks) {
+  std::string trace_path = TempPath("perfetto-pm.sltrace");
+  std::string error;
+  ASSERT_TRUE(testing::WritePmSamplesTraceTo(trace_path, &error)) << error;
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("perfetto-pm.pftrace");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_TRUE(ExportPerfettoTrace(**reader, **out).ok());
+  ASSERT_TRUE((*out)->Close().ok());
+  Decoded d;
+  Decode(ReadFile(out_path), &d);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(d.double_counters["SM active (device 0), %"], (std::vector<double>{50, 75}));
+  const std::vector<double>& dram = d.double_counters["DRAM read (device 0), GB/s"];
+  ASSERT_EQ(dram.size(), 3u);
+  EXPECT_NEAR(dram[0], 2000, 1e-3);  // float samples: 2e12f is not exact
+  EXPECT_NEAR(dram[1], 1000, 1e-3);
+  EXPECT_EQ(dram[2], 0);
   unlink(trace_path.c_str());
   unlink(out_path.c_str());
 }

@@ -2,6 +2,7 @@
 #include "tests/export/synthetic_trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 
@@ -209,6 +210,24 @@ bool FinishTestTrace(trace::TraceWriter& w, std::string* error) {
 }
 
 }  // namespace
+
+bool WritePmSamplesTraceTo(const std::string& path, std::string* error) {
+  std::unique_ptr<trace::TraceWriter> w = BeginTestTrace(path, "", error);
+  if (!w) return false;
+  GpuMetricSamplesEvent e;
+  e.device_id = 0;
+  e.interval_ns = 100000;
+  e.metric_name_ids = {w->Intern("sm__cycles_active.avg.pct_of_peak_sustained_elapsed"),
+                       w->Intern("dram__bytes_read.sum.per_second"),
+                       w->Intern("gpc__cycles_elapsed.avg.per_second")};
+  e.sample_start_ns = {1000000, 1100000, 1200000};
+  e.sample_end_ns = {1100000, 1200000, 1300000};
+  e.values = {50.0f, 2e12f, 1.5e9f, std::nanf(""), 1e12f, 1.98e9f, 75.0f, 0.0f, 1.98e9f};
+  e.start_ns = 1000000;
+  e.end_ns = 1300000;
+  w->Add(e);
+  return FinishTestTrace(*w, error);
+}
 
 bool WriteReplayTraceTo(const std::string& path, std::string* error) {
   std::unique_ptr<trace::TraceWriter> writer = BeginTestTrace(path, "full", error);

@@ -83,6 +83,11 @@ bool WriteReplayTraceTo(const std::string& path, std::string* error);
 // "<module>" at line 7) and native stack ("main" in /usr/bin/app+0x40).
 bool WriteStacksTraceTo(const std::string& path, std::string* error);
 
+// PM samples (--gpu-metrics) of device 0: three 100 us samples from 1 ms of
+// SM active (50, NaN, 75 %), DRAM read (2e12, 1e12, 0 B/s) and the SM clock
+// (1.5e9, 1.98e9, 1.98e9 Hz), one GpuMetricSamplesEvent.
+bool WritePmSamplesTraceTo(const std::string& path, std::string* error);
+
 }  // namespace sightline::testing
 
 #endif  // SIGHTLINE_TESTS_EXPORT_SYNTHETIC_TRACE_H_

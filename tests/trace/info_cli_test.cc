@@ -97,7 +97,7 @@ TEST_F(InfoCliTest, TextShowsHeaderDevicesCountsSpanLossesAndValidity) {
   EXPECT_THAT(r.out, HasSubstr("driver 13.0, runtime 13.0, CUPTI API version 26"));
   EXPECT_THAT(r.out, HasSubstr("devices    2\n  [0] NVIDIA H200 (GH100, sm_90), 132 SMs"));
   EXPECT_THAT(r.out, HasSubstr("range nvtx:train, metrics speed-of-light"));
-  EXPECT_THAT(r.out, HasSubstr("events     2014\n"));
+  EXPECT_THAT(r.out, HasSubstr("events     2015\n"));
   // The span is printed by the one duration formatter (lib/analysis/rule_util.h,
   // as in reports: "646.15 ms"), no longer with info's own three decimals.
   EXPECT_THAT(r.out, ContainsRegex("span       [0-9]+(\\.[0-9][0-9]? (us|ms|s)| ns) \\(first"));
@@ -114,7 +114,7 @@ TEST_F(InfoCliTest, JsonFollowsTheInfoSchema) {
   const auto& f = info.fields();
   EXPECT_EQ(f.at("schema").string_value(), "sightline.info.v1");
   EXPECT_TRUE(f.at("complete").bool_value());
-  EXPECT_EQ(f.at("lost_records").number_value(), 1 + 3 + 4 + 5 + 7 + 8);
+  EXPECT_EQ(f.at("lost_records").number_value(), 1 + 3 + 4 + 5 + 7 + 8 + 9);
   const auto& devices = f.at("devices").list_value();
   ASSERT_EQ(devices.values_size(), 2);
   EXPECT_EQ(devices.values(0).struct_value().fields().at("name").string_value(), "NVIDIA H200");
@@ -128,7 +128,7 @@ TEST_F(InfoCliTest, JsonFollowsTheInfoSchema) {
   EXPECT_GT(counts.at("kernel").number_value(), 1000);
   double total = 0;
   for (const auto& [kind, value] : counts) total += value.number_value();
-  EXPECT_EQ(total, 2014);  // one event of every kind (memory included)
+  EXPECT_EQ(total, 2015);  // one event of every kind (memory, gpu_metrics included)
   EXPECT_GT(f.at("span_ns").number_value(), 0);
   EXPECT_EQ(f.at("process").struct_value().fields().at("host").string_value(), "gpu-node-17");
   EXPECT_EQ(f.at("rank").number_value(), 3);

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -34,6 +35,7 @@ bool operator==(const AnyEvent& a, const AnyEvent& b) {
     case EventKind::kStep: return Tie(a.step) == Tie(b.step);
     case EventKind::kLoss: return Tie(a.loss) == Tie(b.loss);
     case EventKind::kMemory: return Tie(a.memory) == Tie(b.memory);
+    case EventKind::kGpuMetrics: return Tie(a.gpu_metrics) == Tie(b.gpu_metrics);
     case EventKind::kUnspecified: return true;
   }
   return false;
@@ -75,6 +77,7 @@ void AddTo(TraceWriter& w, const AnyEvent& e) {
     case EventKind::kStep: w.Add(e.step); break;
     case EventKind::kLoss: w.Add(e.loss); break;
     case EventKind::kMemory: w.Add(e.memory); break;
+    case EventKind::kGpuMetrics: w.Add(e.gpu_metrics); break;
     case EventKind::kUnspecified: break;
   }
 }
@@ -287,6 +290,7 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   l.unsupported_records = 6;
   l.write_errors = 7;
   l.stacks_dropped = 8;
+  l.gpu_metric_samples_dropped = 9;
   out.push_back(a);
 
   a = AnyEvent();
@@ -309,6 +313,22 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   mem.pool_release_threshold = UINT64_MAX;
   mem.source_id = id("libtorch_cuda.so", 16);
   mem.pc = 0x1234;
+  out.push_back(a);
+
+  a = AnyEvent();
+  a.kind = EventKind::kGpuMetrics;
+  GpuMetricSamplesEvent& g = a.gpu_metrics;
+  g.device_id = 3;
+  g.interval_ns = 100000;
+  g.metric_name_ids = {id("sm__cycles_active.avg.pct_of_peak_sustained_elapsed", 17),
+                       id("dram__read_throughput.avg.pct_of_peak_sustained_elapsed", 18)};
+  // The first sample spans Enable→Start (long), the others the interval;
+  // one value NaN (not evaluated), one huge.
+  g.sample_start_ns = {t0 + 11, t0 + 500000, t0 + 600000};
+  g.sample_end_ns = {t0 + 500000, t0 + 600000, t0 + 700000};
+  g.values = {0.0f, 1.5f, 99.75f, std::numeric_limits<float>::infinity(), 3.4e38f, 42.0f};
+  g.start_ns = g.sample_start_ns.front();
+  g.end_ns = g.sample_end_ns.back();
   out.push_back(a);
   return out;
 }

@@ -75,6 +75,10 @@ inline auto Tie(const MetricRangeEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.device_id, e.correlation_id, e.range_name_id, e.values,
                   e.num_passes, e.range_index);
 }
+inline auto Tie(const GpuMetricSamplesEvent& e) {
+  return std::tie(e.start_ns, e.end_ns, e.device_id, e.interval_ns, e.metric_name_ids,
+                  e.sample_start_ns, e.sample_end_ns, e.values);
+}
 inline auto Tie(const CaptureWindowEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.index, e.label_id, e.trigger);
 }
@@ -87,7 +91,8 @@ inline auto Tie(const StepEvent& e) {
 inline auto Tie(const LossReport& e) {
   return std::tie(e.timestamp_ns, e.cupti_dropped_records, e.queue_dropped_buffers,
                   e.queue_dropped_records, e.invalid_timestamps, e.metric_ranges_dropped,
-                  e.unsupported_records, e.write_errors, e.stacks_dropped);
+                  e.unsupported_records, e.write_errors, e.stacks_dropped,
+                  e.gpu_metric_samples_dropped);
 }
 
 // One decoded event of any kind, in file order.
@@ -107,6 +112,7 @@ struct AnyEvent {
   StepEvent step;
   LossReport loss;
   MemoryEvent memory;
+  GpuMetricSamplesEvent gpu_metrics;
 };
 bool operator==(const AnyEvent& a, const AnyEvent& b);
 std::string Describe(const AnyEvent& e);  // for failure messages
@@ -133,6 +139,9 @@ class RecordingVisitor : public EventVisitor {
   void OnStep(const StepEvent& e) override { Push(EventKind::kStep).step = e; }
   void OnLoss(const LossReport& e) override { Push(EventKind::kLoss).loss = e; }
   void OnMemory(const MemoryEvent& e) override { Push(EventKind::kMemory).memory = e; }
+  void OnGpuMetrics(const GpuMetricSamplesEvent& e) override {
+    Push(EventKind::kGpuMetrics).gpu_metrics = e;
+  }
 
   std::vector<AnyEvent> events;
 

@@ -111,7 +111,23 @@ TEST(WireCompatTest, OurPayloadsParseWithGeneratedClasses) {
   EXPECT_EQ(memory.bytes(), 3ull << 33);
   EXPECT_EQ(memory.pool_release_threshold(), UINT64_MAX);
   EXPECT_EQ(chunk.events(13).duration_ns(), 0u);
-  const v1::KernelEvent& plain = chunk.events(13 + 1).kernel();
+  EXPECT_EQ(chunk.events(12).loss().gpu_metric_samples_dropped(), 9u);
+  // PM samples: packed arrays the generated parser reads as written.
+  ASSERT_TRUE(chunk.events(14).has_gpu_metrics());
+  const v1::GpuMetricSamplesEvent& g = chunk.events(14).gpu_metrics();
+  EXPECT_EQ(g.device_id(), 3u);
+  EXPECT_EQ(g.interval_ns(), 100000u);
+  ASSERT_EQ(g.metric_name_ids_size(), 2);
+  ASSERT_EQ(g.sample_start_offset_ns_size(), 3);
+  EXPECT_EQ(g.sample_start_offset_ns(0), 0u);
+  EXPECT_EQ(g.sample_start_offset_ns(1), 500000u - 11u);
+  EXPECT_EQ(g.sample_duration_ns(0), 500000u - 11u);
+  EXPECT_EQ(g.sample_duration_ns(2), 100000u);
+  ASSERT_EQ(g.values_size(), 6);
+  EXPECT_FLOAT_EQ(g.values(2), 99.75f);
+  EXPECT_FLOAT_EQ(g.values(5), 42.0f);
+  EXPECT_EQ(chunk.events(14).duration_ns(), 700000u - 11u);
+  const v1::KernelEvent& plain = chunk.events(14 + 1).kernel();
   EXPECT_FALSE(plain.has_grid_y());
   EXPECT_FALSE(plain.has_grid_z());
   EXPECT_FALSE(plain.has_block_y());

@@ -79,6 +79,7 @@ std::string LossSummary(const LossReport& l) {
   add(l.unsupported_records, "unsupported records skipped");
   add(l.write_errors, "events lost to write errors");
   add(l.stacks_dropped, "call stacks dropped");
+  add(l.gpu_metric_samples_dropped, "GPU metric samples missing");
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
@@ -239,6 +240,7 @@ void PrintJson(const trace::TraceReader& reader) {
   w.Key("unsupported_records").Uint(in.losses.unsupported_records);
   w.Key("write_errors").Uint(in.losses.write_errors);
   w.Key("stacks_dropped").Uint(in.losses.stacks_dropped);
+  w.Key("gpu_metric_samples_dropped").Uint(in.losses.gpu_metric_samples_dropped);
   w.EndObject();
   w.Key("integrity").BeginObject();
   w.Key("footer").Bool(in.footer.has_value());

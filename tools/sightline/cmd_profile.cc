@@ -61,6 +61,8 @@ constexpr EnvOption kFlags[] = {
     {"--metrics-every", nullptr, "SIGHTLINE_METRICS_EVERY"},
     {"--metrics-replay", nullptr, "SIGHTLINE_METRICS_REPLAY"},
     {"--metrics-range", nullptr, "SIGHTLINE_METRICS_RANGE"},
+    {"--gpu-metrics-devices", nullptr, "SIGHTLINE_GPU_METRICS"},
+    {"--gpu-metrics-frequency", nullptr, "SIGHTLINE_GPU_METRICS_FREQUENCY"},
     {"--buffer-kb", nullptr, "SIGHTLINE_BUFFER_KB"},
     {"--buffers", nullptr, "SIGHTLINE_BUFFERS"},
     {"--flush-ms", nullptr, "SIGHTLINE_FLUSH_MS"},
@@ -74,6 +76,21 @@ bool ValidSeconds(const std::string& v) {
   return trace::ParseNumberValue(v.c_str(), 0, 1e7, &d);
 }
 
+// all | none | N[,N...] (CUDA device ordinals), as the collector accepts.
+bool ValidGpuMetricsDevices(const std::string& v) {
+  if (v == "all" || v == "none") return true;
+  size_t start = 0;
+  while (true) {
+    size_t comma = v.find(',', start);
+    std::string item = v.substr(start, comma == std::string::npos ? std::string::npos
+                                                                   : comma - start);
+    uint64_t n = 0;
+    if (!trace::ParseCountValue(item.c_str(), 0, 1023, &n)) return false;
+    if (comma == std::string::npos) return true;
+    start = comma + 1;
+  }
+}
+
 // Returns an empty string on success, else the usage problem.
 std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   auto own = [o](ArgScanner* scan, std::string* problem) {
@@ -85,6 +102,14 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       }
       o->python_backtrace = v;
       o->env.emplace_back("SIGHTLINE_PYTHON_BACKTRACE", v);
+      return true;
+    }
+    if (scan->OptionalValue("--gpu-metrics", "all", &v)) {
+      if (!ValidGpuMetricsDevices(v)) {
+        *problem = "profile: --gpu-metrics '" + v +
+                   "' is not all, none or a list of CUDA device ordinals (0,1,...)";
+      }
+      o->env.emplace_back("SIGHTLINE_GPU_METRICS", v);
       return true;
     }
     if (scan->OptionalValue("--pytorch", "ops", &v)) {
@@ -120,6 +145,15 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
     if (var == "SIGHTLINE_METRICS_RANGE" && !(value.rfind("nvtx:", 0) == 0 && value.size() > 5)) {
       return "profile: --metrics-range '" + value + "' is not nvtx:NAME";
     }
+    if (var == "SIGHTLINE_GPU_METRICS" && !ValidGpuMetricsDevices(value)) {
+      return "profile: " + name + " '" + value +
+             "' is not all, none or a list of CUDA device ordinals (0,1,...)";
+    }
+    if (var == "SIGHTLINE_GPU_METRICS_FREQUENCY" &&
+        !trace::ParseCountValue(value.c_str(), 100, 100000, &count)) {
+      return "profile: " + name + " '" + value +
+             "' is not a sampling frequency in Hz (100..100000)";
+    }
     if (var == "SIGHTLINE_CAPTURE_END" && value != "repeat" && value != "stop") {
       return "profile: --capture-range-end '" + value + "' is not repeat or stop";
     }
@@ -128,10 +162,15 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   std::string problem =
       ScanLauncherArgs("profile", args, std::begin(kFlags), std::end(kFlags), own, check, o);
   if (!problem.empty()) return problem;
-  bool range = false, metrics = false;
+  bool range = false, metrics = false, gpu_metrics = false;
   for (const auto& [variable, value] : o->env) {
     range = range || variable == "SIGHTLINE_METRICS_RANGE";
     if (variable == "SIGHTLINE_METRICS") metrics = !value.empty() && value != "none";
+    if (variable == "SIGHTLINE_GPU_METRICS") gpu_metrics = value != "none";
+  }
+  if (gpu_metrics && metrics) {
+    return "profile: --gpu-metrics cannot be combined with --metrics (PM sampling and the range "
+           "profiler need the same performance monitors)";
   }
   if (range && !metrics) {
     return "profile: --metrics-range needs --metrics SET (the metrics to measure over the range)";
@@ -241,11 +280,16 @@ void PrintSummary(const std::string& path) {
                  static_cast<unsigned long long>(in.counts[k]));
   }
   std::fprintf(stderr, "\n  lost: %llu (CUPTI dropped %llu, buffers refused %llu, "
-               "invalid timestamps %llu)\n",
+               "invalid timestamps %llu",
                static_cast<unsigned long long>(in.losses.total()),
                static_cast<unsigned long long>(in.losses.cupti_dropped_records),
                static_cast<unsigned long long>(in.losses.queue_dropped_buffers),
                static_cast<unsigned long long>(in.losses.invalid_timestamps));
+  if (in.losses.gpu_metric_samples_dropped > 0) {
+    std::fprintf(stderr, ", GPU metric samples missing %llu",
+                 static_cast<unsigned long long>(in.losses.gpu_metric_samples_dropped));
+  }
+  std::fprintf(stderr, ")\n");
   std::fprintf(stderr, "  next: sightline analyze %s\n", path.c_str());
 }
 
@@ -482,7 +526,8 @@ SIGHTLINE_COMMAND("profile",
                   "[-t cuda,cuda-driver,cuda-memory,nvtx,nccl,backtrace,python,graph-launches] [--metrics SET] "
                   "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
-                  "[--metrics-range nvtx:NAME] "
+                  "[--metrics-range nvtx:NAME] [--gpu-metrics[=all|N,...]] "
+                  "[--gpu-metrics-frequency HZ] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",
                   RunProfile);

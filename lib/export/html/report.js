@@ -286,6 +286,43 @@
     });
   }
 
+  // PM samples (--gpu-metrics): the percent quantities over the window, one
+  // panel per device, with the busy (10 %) and saturated (80 %) lines.
+  function gpuMetricsChart(svg, run) {
+    var W = avail(svg, 1200), PH = 140, L = 50, top = 4, ROW = PH + 60;
+    var devs = (run.gpu_metrics || []).filter(function (d) { return d.t.length; });
+    var colors = { sm_active: '#3f6fd8', sm_issue: '#7aa3f0', tensor_active: '#d1495b',
+                   dram_read: '#2e9d5b', dram_write: '#e39b2d' };
+    svg.setAttribute('width', W);
+    svg.setAttribute('height', Math.max(top + devs.length * ROW, 40));
+    if (!devs.length) { el('text', { x: 10, y: 24 }, svg, 'no PM samples (profile with --gpu-metrics)'); return; }
+    devs.forEach(function (d, k) {
+      var y0 = top + k * ROW + 16, pw = W - L - 10;
+      var t0 = Math.min(0, d.t[0]), t1 = Math.max(run.window_ns, d.t[d.t.length - 1]);
+      var span = Math.max(t1 - t0, 1);
+      var X = function (t) { return L + (t - t0) / span * pw; };
+      var Y = function (v) { return y0 + PH - v / 100 * PH; };
+      el('text', { x: L, y: y0 - 4, 'font-weight': 600 }, svg, d.device + ' \u2014 ' +
+         fmtDur(d.interval_ns) + ' samples, bucket means');
+      [0, 10, 50, 80, 100].forEach(function (v) {
+        el('line', { x1: L, x2: L + pw, y1: Y(v), y2: Y(v), 'class': v === 10 || v === 80 ? 'axis' : 'grid' }, svg);
+        el('text', { x: 4, y: Y(v) + 4 }, svg, v + '%');
+      });
+      d.series.forEach(function (s, j) {
+        var pts = [];
+        s.v.forEach(function (v, i) { if (v >= 0) pts.push(X(d.t[i]).toFixed(1) + ',' + Y(v).toFixed(1)); });
+        var c = colors[s.key] || hashColor(s.key);
+        el('polyline', { points: pts.join(' '), fill: 'none', stroke: c, 'stroke-width': 1.3 }, svg);
+        el('rect', { x: L + j * 150, y: y0 + PH + 22, width: 10, height: 10, fill: c }, svg);
+        el('text', { x: L + j * 150 + 14, y: y0 + PH + 31 }, svg, s.label);
+      });
+      var step = niceStep(span, 8);
+      for (var t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+        el('text', { x: X(t) - 2, y: y0 + PH + 14 }, svg, fmtDur(t));
+      }
+    });
+  }
+
   function barChart(svg, rows, opts) {
     var W = avail(svg, 600), BH = 18, L = opts.labelW || 170, top = 6;
     var H = top + rows.length * (BH + 6) + 10;
@@ -347,6 +384,7 @@
   utilChart(document.getElementById('util'), runs);
   var last = runs[runs.length - 1];
   if (document.getElementById('memory')) memoryChart(document.getElementById('memory'), last);
+  if (document.getElementById('gpu-metrics')) gpuMetricsChart(document.getElementById('gpu-metrics'), last);
   barChart(document.getElementById('kernels'), last.kernels.map(function (k) {
     return { label: k.name, values: [k.total_ns], text: fmtDur(k.total_ns) + ' (' + k.share_pct.toFixed(1) + '%, ' + k.count + 'x)' };
   }), { empty: 'no kernels' });
@@ -373,7 +411,7 @@
   }
   tl.reset();
   var rects = {};
-  ['timeline', 'util', 'memory', 'kernels', 'steps', 'cmp-kernels', 'findings'].forEach(function (id) {
+  ['timeline', 'util', 'memory', 'gpu-metrics', 'kernels', 'steps', 'cmp-kernels', 'findings'].forEach(function (id) {
     var e = document.getElementById(id);
     if (!e) return;
     var r = e.getBoundingClientRect();
