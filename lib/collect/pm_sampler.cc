@@ -239,6 +239,7 @@ class PmSamplerImpl final : public PmSampler {
     g_sampler.store(this);
   }
   ~PmSamplerImpl() override {
+    if (getpid() != owner_pid_) return;  // a forked child: see Stop
     Stop();
     PmSampler* self = this;
     g_sampler.compare_exchange_strong(self, nullptr);
@@ -273,6 +274,10 @@ class PmSamplerImpl final : public PmSampler {
   }
 
   void Stop() override {
+    // A forked child inherits the exit handler but not the poll thread: its
+    // mutex may have been held by that thread at the fork, and there is no
+    // thread to join. The parent's sampling is the parent's to stop.
+    if (getpid() != owner_pid_) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopped_) return;
@@ -664,6 +669,7 @@ class PmSamplerImpl final : public PmSampler {
   }
 
   const PmSamplerConfig config_;
+  const pid_t owner_pid_ = getpid();
   EmitFn emit_;
   WarnFn warn_;
   mutable std::mutex mu_;

@@ -14,6 +14,8 @@
 #  - the same with --capture-range nvtx:train_step (skip 10, 5 windows):
 #    samples only inside the windows, covering >= 90 % of them.
 #  - the CNN with --gpu-metrics-frequency 2000: 500 us samples.
+#  - a Python child forked after CUDA started exits normally (its exit
+#    handlers must leave the parent's sampler alone).
 # SIGHTLINE_TEST_OUT keeps the traces (tests/data/metrics/*_gm_h200.sltrace).
 source "$(dirname "$0")/lib.sh"
 E=$(cd "$(dirname "$0")/../../examples/pytorch" && pwd)
@@ -142,6 +144,23 @@ if [ "$have_torch" = 1 ]; then
       >"$WORK/$name.out" 2>"$WORK/$name.err" && check "$name" "$t" \
       || { echo "FAIL run $name"; tail -5 "$WORK/$name.err"; fail=1; }
   }
+  # A child forked after CUDA started exits through exit() (atexit handlers
+  # run): it must not touch the parent's sampler (no thread to join there).
+  cat >"$WORK/fork.py" <<'PY'
+import os, sys, torch
+x = torch.ones(1 << 20, device="cuda"); torch.cuda.synchronize()
+pid = os.fork()
+if pid == 0:
+    sys.exit(3)
+_, status = os.waitpid(pid, 0)
+print(f"FORK_CHILD exit={os.waitstatus_to_exitcode(status)}", flush=True)
+PY
+  if timeout 120 "$SL" profile --gpu-metrics -o "$WORK/fork.sltrace" -- python3 "$WORK/fork.py" \
+      >"$WORK/fork.out" 2>"$WORK/fork.err" && grep -q "FORK_CHILD exit=3" "$WORK/fork.out"; then
+    echo "  ok   a forked child exits normally (exit 3 seen by the parent)"
+  else
+    echo "  FAIL forked child: $(cat "$WORK/fork.out") $(tail -3 "$WORK/fork.err")"; fail=1
+  fi
   run lm "$WORK/lm_gm_h200.sltrace" lm_train.py eager 40 10
   run lm_cap "$WORK/lm_cap_gm_h200.sltrace" lm_train.py eager 40 10 \
     --capture-range nvtx:train_step --capture-skip 10 --capture-count 5
