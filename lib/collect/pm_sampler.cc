@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "lib/collect/cupti_params.h"
+#include "lib/collect/pm_config.h"
 #include "lib/trace/events.h"
 #include "lib/trace/pm_quantities.h"
 
@@ -98,61 +99,6 @@ std::string Error(const char* call, CUptiResult r) {
   if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || s == nullptr) s = "unknown CUPTI error";
   return std::string(call) + ": " + s;
 }
-
-class HostObject {
- public:
-  HostObject() = default;
-  HostObject(const HostObject&) = delete;
-  HostObject& operator=(const HostObject&) = delete;
-  ~HostObject() { Reset(); }
-  void Reset() {
-    if (host_ == nullptr) return;
-    auto p = SL_PARAMS(CUpti_Profiler_Host_Deinitialize_Params);
-    p.pHostObject = host_;
-    cuptiProfilerHostDeinitialize(&p);
-    host_ = nullptr;
-  }
-  CUptiResult Init(const std::string& chip, const std::vector<uint8_t>& availability) {
-    Reset();
-    auto p = SL_PARAMS(CUpti_Profiler_Host_Initialize_Params);
-    p.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
-    p.pChipName = chip.c_str();
-    p.pCounterAvailabilityImage = availability.empty() ? nullptr : availability.data();
-    CUptiResult r = cuptiProfilerHostInitialize(&p);
-    if (r == CUPTI_SUCCESS) host_ = p.pHostObject;
-    return r;
-  }
-  // One ConfigAddMetrics call with all names, then the config image and its
-  // pass count.
-  CUptiResult Configure(const std::vector<const char*>& names, std::vector<uint8_t>* image,
-                        size_t* passes) {
-    auto a = SL_PARAMS(CUpti_Profiler_Host_ConfigAddMetrics_Params);
-    a.pHostObject = host_;
-    a.ppMetricNames = const_cast<const char**>(names.data());
-    a.numMetrics = names.size();
-    CUptiResult r = cuptiProfilerHostConfigAddMetrics(&a);
-    if (r != CUPTI_SUCCESS) return r;
-    auto s = SL_PARAMS(CUpti_Profiler_Host_GetConfigImageSize_Params);
-    s.pHostObject = host_;
-    if ((r = cuptiProfilerHostGetConfigImageSize(&s)) != CUPTI_SUCCESS) return r;
-    image->assign(s.configImageSize, 0);
-    auto g = SL_PARAMS(CUpti_Profiler_Host_GetConfigImage_Params);
-    g.pHostObject = host_;
-    g.configImageSize = image->size();
-    g.pConfigImage = image->data();
-    if ((r = cuptiProfilerHostGetConfigImage(&g)) != CUPTI_SUCCESS) return r;
-    auto n = SL_PARAMS(CUpti_Profiler_Host_GetNumOfPasses_Params);
-    n.configImageSize = image->size();
-    n.pConfigImage = image->data();
-    if ((r = cuptiProfilerHostGetNumOfPasses(&n)) != CUPTI_SUCCESS) return r;
-    *passes = n.numOfPasses;
-    return CUPTI_SUCCESS;
-  }
-  CUpti_Profiler_Host_Object* get() const { return host_; }
-
- private:
-  CUpti_Profiler_Host_Object* host_ = nullptr;
-};
 
 struct Device {
   uint32_t ordinal = 0;
@@ -414,43 +360,15 @@ class PmSamplerImpl final : public PmSampler {
                          " (profiling permissions: NVreg_RestrictProfilingToAdminUsers, or "
                          "another profiler holds the counters)");
     }
-    // Each quantity: the first candidate that configures alone in one pass.
-    std::vector<const char*> chosen;
-    std::vector<std::string> missing;
-    for (size_t q = 0; q < kNumPmQuantities; ++q) {
-      const PmQuantityInfo& info = PmQuantities()[q];
-      if (!QuantityWanted(info.key)) continue;
-      const char* pick = nullptr;
-      for (const char* const* c = info.candidates; *c != nullptr && pick == nullptr; ++c) {
-        Debug("candidate", *c);
-        HostObject probe;
-        std::vector<uint8_t> image;
-        size_t passes = 0;
-        if (probe.Init(chip, availability) == CUPTI_SUCCESS &&
-            probe.Configure({*c}, &image, &passes) == CUPTI_SUCCESS && passes == 1) {
-          pick = *c;
-        }
-      }
-      if (pick != nullptr) chosen.push_back(pick);
-      else missing.push_back(info.key);
+    PmMetricChoice choice;
+    if (std::string error =
+            ChoosePmMetrics(chip, availability, &QuantityWanted, &d->host, &choice);
+        !error.empty()) {
+      return Fail(d, error);
     }
-    // All in one call (each call adds a pass); drop from the end until one
-    // pass holds them.
-    std::vector<uint8_t>& config = d->config;
-    while (!chosen.empty()) {
-      size_t passes = 0;
-      Debug("combined", std::to_string(chosen.size()));
-      if ((r = d->host.Init(chip, availability)) != CUPTI_SUCCESS) {
-        return Fail(d, Error("cuptiProfilerHostInitialize", r));
-      }
-      r = d->host.Configure(chosen, &config, &passes);
-      if (r == CUPTI_SUCCESS && passes == 1) break;
-      PmQuantity q;
-      missing.push_back(PmQuantityForMetric(chosen.back(), &q) ? PmQuantityOf(q).key
-                                                               : chosen.back());
-      chosen.pop_back();
-    }
-    if (chosen.empty()) return Fail(d, "no PM-sampling metric configures on " + chip);
+    std::vector<const char*>& chosen = choice.metrics;
+    const std::vector<std::string>& missing = choice.missing;
+    d->config = std::move(choice.config);
     Debug("enable");
     auto en = SL_PARAMS(CUpti_PmSampling_Enable_Params);
     en.deviceIndex = ordinal;
@@ -466,8 +384,8 @@ class PmSamplerImpl final : public PmSampler {
     for (int mode = 0; mode < 2 && !configured; ++mode) {
       auto sc = SL_PARAMS(CUpti_PmSampling_SetConfig_Params);
       sc.pPmSamplingObject = d->object;
-      sc.configSize = config.size();
-      sc.pConfig = config.data();
+      sc.configSize = d->config.size();
+      sc.pConfig = d->config.data();
       sc.hardwareBufferSize =
           EnvU64("SIGHTLINE_PM_HW_BUFFER_MB", kHardwareBufferBytes >> 20, 4, 4096) << 20;
       sc.samplingInterval = config_.interval_ns;

@@ -6,23 +6,20 @@
 // uses or the ones listed.
 //
 // Threading. Set-up runs on the application's thread, in the CUPTI callback
-// of the device's first context (once per device; ~tens of ms): run on a
-// thread of ours it raced the process's exit and crashed inside
+// of the device's first context (once per device; 0.4-0.6 s on the H200):
+// run on a thread of ours it raced the process's exit and crashed inside
 // libnvperf_host (H200, a program shorter than the set-up). Set-up:
 //   cuptiProfilerInitialize (not allowed inside CUDA's injection entry, so
 //   never at the collector's start-up), the chip name, a PM-sampling host
-//   object; each quantity's candidate metric names are tried alone (one
-//   unknown name makes a whole ConfigAddMetrics call fail with
-//   CUPTI_ERROR_UNKNOWN on the H200), the accepted ones are added in one
-//   call (each call adds a pass); if that needs more than one pass, the last
-//   quantities are dropped until it fits; then Enable, SetConfig
+//   object; the metrics (pm_config.h: each quantity's first candidate that
+//   configures alone in one pass, then all in one call); then Enable, SetConfig
 //   (GPU_TIME_INTERVAL in ns; SYSCLK_INTERVAL where that is refused, as on
 //   GA100), a counter-data image of 2 s of samples, Start.
 // The sampler's own thread (nice +10), every 100 samples (10..100 ms):
 // DecodeData into the image, evaluate the samples completed since the last
 // poll that a recording span keeps to GPU values (float), hand them to
 // `emit` in batches, re-initialise the image once half of it is harvested.
-// Cost on the H200 (10 quantities): ~70 % of one core at 10 kHz, ~14 % at
+// Cost on the H200 (10 quantities): 60-90 % of one core at 10 kHz, 6-8 % at
 // 1 kHz, the default (bench/metrics/README.md).
 // Stop (the process's exit, the collector's shutdown, or a context's
 // destruction): Stop, decode until the end of the records, emit the rest,
