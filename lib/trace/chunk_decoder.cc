@@ -487,17 +487,22 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
       // Packed repeated fields (what the writer emits); an unpacked varint
       // element is accepted too, as protobuf parsers do.
       auto push_varint = [&e, this](uint32_t f, uint64_t v) {
-        if (f == 2 && e.metric_name_ids.size() < kMaxGpuMetrics) {
-          e.metric_name_ids.push_back(U32(v));
+        switch (f) {
+          case 2:
+            if (e.metric_name_ids.size() >= kMaxGpuMetrics) return false;
+            e.metric_name_ids.push_back(U32(v));
+            return true;
+          case 3:
+            if (e.sample_start_ns.size() >= kMaxGpuMetricSamples) return false;
+            e.sample_start_ns.push_back(v);
+            return true;
+          case 4:
+            if (gpu_durations_.size() >= kMaxGpuMetricSamples) return false;
+            gpu_durations_.push_back(v);
+            return true;
+          default:
+            return true;  // a field this reader does not know: skipped
         }
-        else if (f == 2) return false;
-        if (f == 3 && e.sample_start_ns.size() < kMaxGpuMetricSamples) {
-          e.sample_start_ns.push_back(v);
-        }
-        else if (f == 3) return false;
-        if (f == 4 && gpu_durations_.size() < kMaxGpuMetricSamples) gpu_durations_.push_back(v);
-        else if (f == 4) return false;
-        return true;
       };
       bool ok = true;
       bool decoded = ForEachField(

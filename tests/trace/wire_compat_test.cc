@@ -288,6 +288,70 @@ TEST(WireCompatTest, GeneratedPayloadsReadWithOurReader) {
   EXPECT_EQ(in.losses.cupti_dropped_records, 17u);
 }
 
+// PM samples from another writer: packed arrays (ours) and unpacked ones (a
+// protobuf writer may emit either) read alike; arrays that disagree (a
+// duration or a value missing) make the event invalid: counted, not visited.
+TEST(WireCompatTest, GpuMetricSamplesPackedUnpackedAndInconsistent) {
+  v1::Chunk chunk;
+  chunk.set_sequence(0);
+  chunk.add_strings()->set_value("sm__cycles_active.avg.pct_of_peak_sustained_elapsed");
+  chunk.mutable_strings(0)->set_id(1);
+  auto add = [&](uint64_t start_delta, int samples, int durations, int values) {
+    v1::Event* e = chunk.add_events();
+    e->set_start_delta_ns(start_delta);
+    e->set_duration_ns(300);
+    v1::GpuMetricSamplesEvent* g = e->mutable_gpu_metrics();
+    g->set_device_id(2);
+    g->set_interval_ns(100);
+    g->add_metric_name_ids(1);
+    for (int i = 0; i < samples; ++i) g->add_sample_start_offset_ns(100 * i);
+    for (int i = 0; i < durations; ++i) g->add_sample_duration_ns(100);
+    for (int i = 0; i < values; ++i) g->add_values(10.0f * i);
+    return g;
+  };
+  add(1000, 3, 3, 3);
+  add(1000, 3, 2, 3);  // a duration missing
+  add(1000, 3, 3, 4);  // a value too many
+  add(1000, 2, 2, 2);
+  std::string file = GeneratedFile(chunk, nullptr);
+  RecordingVisitor visitor;
+  auto reader = ReadAllFromBuffer(file, &visitor);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ASSERT_EQ(visitor.events.size(), 2u);
+  const GpuMetricSamplesEvent& g = visitor.events[0].gpu_metrics;
+  EXPECT_EQ(g.device_id, 2u);
+  EXPECT_EQ(g.interval_ns, 100u);
+  ASSERT_EQ(g.num_samples(), 3u);
+  EXPECT_EQ(g.sample_start_ns[0], 1000u);
+  EXPECT_EQ(g.sample_end_ns[2], 1300u);
+  EXPECT_EQ(g.value(2, 0), 20.0f);
+  EXPECT_EQ((*reader)->strings().Get(g.metric_name_ids[0]),
+            "sm__cycles_active.avg.pct_of_peak_sustained_elapsed");
+  EXPECT_EQ(visitor.events[1].gpu_metrics.sample_start_ns[0], 4000u);  // deltas still count
+  EXPECT_EQ((*reader)->integrity().invalid_events, 2u);
+
+  // Unpacked repeated varints (one tag per element) read as packed ones.
+  v1::Chunk unpacked;
+  unpacked.set_sequence(0);
+  v1::Event* e = unpacked.add_events();
+  e->set_start_delta_ns(50);
+  e->set_duration_ns(200);
+  google::protobuf::UnknownFieldSet* u =
+      e->mutable_gpu_metrics()->GetReflection()->MutableUnknownFields(e->mutable_gpu_metrics());
+  u->AddVarint(1, 0);   // device_id
+  u->AddVarint(3, 0);   // sample_start_offset_ns, unpacked
+  u->AddVarint(3, 100);
+  u->AddVarint(4, 100);  // sample_duration_ns, unpacked
+  u->AddVarint(4, 100);
+  RecordingVisitor v2;
+  auto r2 = ReadAllFromBuffer(GeneratedFile(unpacked, nullptr), &v2);
+  ASSERT_TRUE(r2.ok()) << r2.status();
+  ASSERT_EQ(v2.events.size(), 1u);
+  EXPECT_EQ(v2.events[0].gpu_metrics.num_samples(), 2u);  // no metrics: no values
+  EXPECT_EQ(v2.events[0].gpu_metrics.sample_end_ns[1], 250u);
+  EXPECT_EQ((*r2)->integrity().invalid_events, 0u);
+}
+
 // Adds one unknown field of every wire type to `message`.
 void AddUnknownFields(google::protobuf::Message* message, int base) {
   google::protobuf::UnknownFieldSet* unknown =
