@@ -378,6 +378,13 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_DETACH", v, "is unknown (expected 0, keep or 1)");
     }
   }
+  if (c.detach == DetachMode::kFinalize && c.gpu_metrics) {
+    // The PM sampler's thread calls CUPTI until the process exits (or the
+    // device's context goes): cuptiFinalize must not pull CUPTI from under it.
+    problem("SIGHTLINE_DETACH", getenv_fn("SIGHTLINE_DETACH"),
+            "cannot finalize CUPTI while SIGHTLINE_GPU_METRICS samples; CUPTI stays attached");
+    c.detach = DetachMode::kUnsubscribe;
+  }
   return c;
 }
 

@@ -181,6 +181,12 @@ TEST_F(ConfigTest, GpuMetrics) {
     ASSERT_EQ(problems_.size(), 1u) << bad;
     EXPECT_NE(problems_[0].find("100..100000"), std::string::npos) << problems_[0];
   }
+  env_ = {{"SIGHTLINE_GPU_METRICS", "all"}, {"SIGHTLINE_DETACH", "1"}};
+  c = Parse();
+  EXPECT_TRUE(c.gpu_metrics);
+  EXPECT_EQ(c.detach, DetachMode::kUnsubscribe);  // never cuptiFinalize under the sampler
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("cannot finalize CUPTI"), std::string::npos) << problems_[0];
   env_ = {{"SIGHTLINE_GPU_METRICS", "all"}, {"SIGHTLINE_METRICS", "full"}};
   c = Parse();
   EXPECT_FALSE(c.gpu_metrics);
