@@ -288,7 +288,7 @@ void CollectorImpl::WriterMain() {
           break;
         }
         case HostEvent::kGpuMetrics: {
-          const PmSampleBatch& b = *e.samples;
+          PmSampleBatch& b = *e.samples;
           if (b.metric_names != gpu_metric_names) {
             gpu_metric_names = b.metric_names;
             gpu_metric_ids.clear();
@@ -296,16 +296,12 @@ void CollectorImpl::WriterMain() {
               gpu_metric_ids.push_back(sink.Intern(name));
             }
           }
-          GpuMetricSamplesEvent g;
-          g.device_id = b.device_id;
-          g.interval_ns = b.interval_ns;
+          GpuMetricSamplesEvent& g = b.event;
           g.metric_name_ids = gpu_metric_ids;
-          g.sample_start_ns = b.start_ns;
-          g.sample_end_ns = b.end_ns;
-          g.values = b.values;
-          g.start_ns = b.start_ns.empty() ? 0 : b.start_ns.front();
-          g.end_ns = b.end_ns.empty() ? 0 : *std::max_element(b.end_ns.begin(), b.end_ns.end());
-          for (uint64_t t : b.start_ns) g.start_ns = std::min(g.start_ns, t);
+          if (!g.sample_start_ns.empty()) {
+            g.start_ns = *std::min_element(g.sample_start_ns.begin(), g.sample_start_ns.end());
+            g.end_ns = *std::max_element(g.sample_end_ns.begin(), g.sample_end_ns.end());
+          }
           sink.Add(g);
           break;
         }

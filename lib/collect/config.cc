@@ -239,16 +239,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       c.gpu_metrics = true;
     } else if (list != "none") {
       std::vector<uint32_t> devices;
-      bool ok = true;
-      while (ok && !list.empty()) {
-        size_t comma = list.find(',');
-        std::string item(list.substr(0, comma));
-        ok = trace::ParseCountValue(item.c_str(), 0, 1023, &n);
-        if (ok) devices.push_back(static_cast<uint32_t>(n));
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-        ok = ok && !(comma != std::string_view::npos && list.empty());
-      }
-      if (ok && !devices.empty()) {
+      if (trace::ParseCountList(v, 0, 1023, &devices)) {
         c.gpu_metrics = true;
         c.gpu_metrics_devices = std::move(devices);
       } else {

@@ -507,7 +507,7 @@ class PmSamplerImpl final : public PmSampler {
     std::vector<double> values(metrics);
     PmSampleBatch batch;
     auto flush = [&] {
-      if (batch.start_ns.empty()) return;
+      if (batch.event.sample_start_ns.empty()) return;
       if (DebugOn() && !d->clock_checked) {
         // The spans are in cuptiGetTimestamp's clock: the newest sample
         // ends within a poll interval of it when both clocks agree.
@@ -515,14 +515,14 @@ class PmSamplerImpl final : public PmSampler {
         uint64_t now = 0;
         cuptiGetTimestamp(&now);
         Debug("clock", "cuptiGetTimestamp " + std::to_string(now) + " newest sample end " +
-                           std::to_string(batch.end_ns.back()));
+                           std::to_string(batch.event.sample_end_ns.back()));
       }
-      batch.device_id = d->ordinal;
-      batch.interval_ns = d->interval_ns;
+      batch.event.device_id = d->ordinal;
+      batch.event.interval_ns = d->interval_ns;
       batch.metric_names = d->names;
       stats_.samples_dropped += spans_.Filter(&batch, &d->gaps);
-      if (batch.start_ns.empty()) return;
-      stats_.samples += batch.start_ns.size();
+      if (batch.event.sample_start_ns.empty()) return;
+      stats_.samples += batch.event.sample_start_ns.size();
       emit_(std::move(batch));
       batch = PmSampleBatch();
     };
@@ -545,7 +545,7 @@ class PmSamplerImpl final : public PmSampler {
         ++d->skipped;
         continue;
       }
-      if (trace && batch.start_ns.empty()) Debug("evaluate", std::to_string(i));
+      if (trace && batch.event.sample_start_ns.empty()) Debug("evaluate", std::to_string(i));
       const uint64_t t1 = MonotonicNs();
       auto ev = SL_PARAMS(CUpti_Profiler_Host_EvaluateToGpuValues_Params);
       ev.pHostObject = d->host.get();
@@ -563,10 +563,10 @@ class PmSamplerImpl final : public PmSampler {
         evaluated_once_ = true;
         RegisterExitStop();  // after the statics the first evaluation created
       }
-      batch.start_ns.push_back(sp.startTimestamp);
-      batch.end_ns.push_back(sp.endTimestamp);
-      for (double v : values) batch.values.push_back(static_cast<float>(v));
-      if (batch.start_ns.size() == kMaxGpuMetricSamples) flush();
+      batch.event.sample_start_ns.push_back(sp.startTimestamp);
+      batch.event.sample_end_ns.push_back(sp.endTimestamp);
+      for (double v : values) batch.event.values.push_back(static_cast<float>(v));
+      if (batch.event.sample_start_ns.size() == kMaxGpuMetricSamples) flush();
     }
     d->harvested = std::max(d->harvested, static_cast<size_t>(ip.numCompletedSamples));
     flush();

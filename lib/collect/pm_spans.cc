@@ -27,14 +27,15 @@ bool RecordingSpans::Overlaps(uint64_t start, uint64_t end) const {
 
 uint64_t RecordingSpans::Filter(PmSampleBatch* batch, GapState* state) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const size_t n = batch->start_ns.size();
-  const size_t metrics = n == 0 ? 0 : batch->values.size() / n;
-  const uint64_t interval = batch->interval_ns;
+  GpuMetricSamplesEvent& e = batch->event;
+  const size_t n = e.sample_start_ns.size();
+  const size_t metrics = n == 0 ? 0 : e.values.size() / n;
+  const uint64_t interval = e.interval_ns;
   uint64_t missing = 0;
   size_t kept = 0;
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t start = batch->start_ns[i];
-    const uint64_t end = batch->end_ns[i];
+    const uint64_t start = e.sample_start_ns[i];
+    const uint64_t end = e.sample_end_ns[i];
     // The last span starting at or before the sample's end.
     auto it = std::upper_bound(spans_.begin(), spans_.end(), end,
                                [](uint64_t t, const auto& s) { return t < s.first; });
@@ -48,16 +49,15 @@ uint64_t RecordingSpans::Filter(PmSampleBatch* batch, GapState* state) const {
     if (state->span != span || end > state->last_end) state->last_end = end;
     state->span = span;
     if (kept != i) {
-      batch->start_ns[kept] = start;
-      batch->end_ns[kept] = end;
-      std::copy_n(batch->values.begin() + i * metrics, metrics,
-                  batch->values.begin() + kept * metrics);
+      e.sample_start_ns[kept] = start;
+      e.sample_end_ns[kept] = end;
+      std::copy_n(e.values.begin() + i * metrics, metrics, e.values.begin() + kept * metrics);
     }
     ++kept;
   }
-  batch->start_ns.resize(kept);
-  batch->end_ns.resize(kept);
-  batch->values.resize(kept * metrics);
+  e.sample_start_ns.resize(kept);
+  e.sample_end_ns.resize(kept);
+  e.values.resize(kept * metrics);
   return missing;
 }
 

@@ -12,17 +12,16 @@
 #include <utility>
 #include <vector>
 
+#include "lib/trace/events.h"
+
 namespace sightline::collect {
 
-// One batch of consecutive samples of a device, metric names as strings (the
-// writer thread interns them).
+// One batch of consecutive samples of a device: the trace event without its
+// metric_name_ids and span, which the writer thread fills (it interns
+// `metric_names`, shared by every batch of the device).
 struct PmSampleBatch {
-  uint32_t device_id = 0;
-  uint32_t interval_ns = 0;
   std::shared_ptr<const std::vector<std::string>> metric_names;
-  std::vector<uint64_t> start_ns;
-  std::vector<uint64_t> end_ns;
-  std::vector<float> values;  // row-major: sample × metric
+  GpuMetricSamplesEvent event;
 };
 
 // The recording spans (capture windows) in CUPTI timestamps, and the filter

@@ -37,6 +37,27 @@ bool ParseCountValue(const char* text, uint64_t min, uint64_t max, uint64_t* out
   return true;
 }
 
+bool ParseCountList(const char* text, uint64_t min, uint64_t max, std::vector<uint32_t>* out) {
+  if (text == nullptr || *text == '\0') return false;
+  std::vector<uint32_t> items;
+  const char* p = text;
+  while (true) {
+    const char* comma = std::strchr(p, ',');
+    char item[24];
+    const size_t len = comma != nullptr ? static_cast<size_t>(comma - p) : std::strlen(p);
+    if (len == 0 || len >= sizeof(item)) return false;
+    std::memcpy(item, p, len);
+    item[len] = '\0';
+    uint64_t n = 0;
+    if (max > UINT32_MAX || !ParseCountValue(item, min, max, &n)) return false;
+    items.push_back(static_cast<uint32_t>(n));
+    if (comma == nullptr) break;
+    p = comma + 1;
+  }
+  if (out != nullptr) out->insert(out->end(), items.begin(), items.end());
+  return true;
+}
+
 bool ParseNumberValue(const char* text, double min, double max, double* out) {
   if (text == nullptr || *text == '\0') return false;
   // strtod also takes blanks, "nan", "inf" and hex floats: only a decimal.

@@ -23,12 +23,16 @@
 #include <cstring>
 #include <initializer_list>
 #include <utility>
+#include <vector>
 
 namespace sightline::trace {
 
 bool ParseBoolValue(const char* text, bool* out);
 bool ParseCountValue(const char* text, uint64_t min, uint64_t max, uint64_t* out);
 bool ParseNumberValue(const char* text, double min, double max, double* out);
+// "N[,N...]": counts in [min, max], comma-separated, none empty; appends them
+// to *out (may be null: validation only).
+bool ParseCountList(const char* text, uint64_t min, uint64_t max, std::vector<uint32_t>* out);
 
 // `table` pairs a name with its value: {{"kernel", Replay::kKernel}, ...}.
 template <typename E>

@@ -533,6 +533,14 @@ TEST(SettingValueTest, OneParserPerKind) {
   EXPECT_FALSE(trace::ParseCountValue("101", 0, 100, &n));
   EXPECT_FALSE(trace::ParseCountValue("1x", 0, 100, &n));
   EXPECT_EQ(n, 42u);
+  std::vector<uint32_t> list;
+  EXPECT_TRUE(trace::ParseCountList("3,0,7", 0, 100, &list));
+  EXPECT_EQ(list, (std::vector<uint32_t>{3, 0, 7}));
+  for (const char* bad : {"", ",", "1,", ",1", "1,,2", "1,101", "x", "1;2"}) {
+    EXPECT_FALSE(trace::ParseCountList(bad, 0, 100, &list)) << bad;
+  }
+  EXPECT_EQ(list.size(), 3u);  // a bad list appends nothing
+  EXPECT_TRUE(trace::ParseCountList("5", 0, 100, nullptr));
   double d = 0;
   EXPECT_TRUE(trace::ParseNumberValue("1.5", 0, 10, &d));
   EXPECT_DOUBLE_EQ(d, 1.5);

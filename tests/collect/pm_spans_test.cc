@@ -15,13 +15,13 @@ namespace {
 PmSampleBatch Samples(uint64_t first, uint64_t interval, size_t n,
                       std::vector<size_t> holes = {}) {
   PmSampleBatch b;
-  b.interval_ns = static_cast<uint32_t>(interval);
+  b.event.interval_ns = static_cast<uint32_t>(interval);
   for (size_t i = 0; i < n; ++i) {
     if (std::find(holes.begin(), holes.end(), i) != holes.end()) continue;
-    b.start_ns.push_back(first + i * interval);
-    b.end_ns.push_back(first + (i + 1) * interval);
-    b.values.push_back(static_cast<float>(i));
-    b.values.push_back(static_cast<float>(i * 10));
+    b.event.sample_start_ns.push_back(first + i * interval);
+    b.event.sample_end_ns.push_back(first + (i + 1) * interval);
+    b.event.values.push_back(static_cast<float>(i));
+    b.event.values.push_back(static_cast<float>(i * 10));
   }
   return b;
 }
@@ -31,8 +31,8 @@ TEST(PmSpansTest, NoSpanKeepsNothing) {
   RecordingSpans::GapState gaps;
   PmSampleBatch b = Samples(1000, 100, 10);
   EXPECT_EQ(spans.Filter(&b, &gaps), 0u);
-  EXPECT_TRUE(b.start_ns.empty());
-  EXPECT_TRUE(b.values.empty());
+  EXPECT_TRUE(b.event.sample_start_ns.empty());
+  EXPECT_TRUE(b.event.values.empty());
 }
 
 TEST(PmSpansTest, AnOpenSpanKeepsEverythingFromItsStart) {
@@ -41,12 +41,12 @@ TEST(PmSpansTest, AnOpenSpanKeepsEverythingFromItsStart) {
   RecordingSpans::GapState gaps;
   PmSampleBatch b = Samples(1000, 100, 10);
   EXPECT_EQ(spans.Filter(&b, &gaps), 0u);
-  ASSERT_EQ(b.start_ns.size(), 8u);
-  EXPECT_EQ(b.start_ns.front(), 1200u);
-  EXPECT_EQ(b.end_ns.back(), 2000u);
-  ASSERT_EQ(b.values.size(), 16u);
-  EXPECT_EQ(b.values[0], 2.0f);  // rows moved with their timestamps
-  EXPECT_EQ(b.values[1], 20.0f);
+  ASSERT_EQ(b.event.sample_start_ns.size(), 8u);
+  EXPECT_EQ(b.event.sample_start_ns.front(), 1200u);
+  EXPECT_EQ(b.event.sample_end_ns.back(), 2000u);
+  ASSERT_EQ(b.event.values.size(), 16u);
+  EXPECT_EQ(b.event.values[0], 2.0f);  // rows moved with their timestamps
+  EXPECT_EQ(b.event.values[1], 20.0f);
 }
 
 TEST(PmSpansTest, ShortWindowsKeepTheirSamplesFromALaterHarvest) {
@@ -66,7 +66,7 @@ TEST(PmSpansTest, ShortWindowsKeepTheirSamplesFromALaterHarvest) {
   EXPECT_FALSE(spans.Overlaps(1700, 2400));
   EXPECT_TRUE(spans.Overlaps(2800, 2900));
   EXPECT_EQ(spans.Filter(&b, &gaps), 0u);  // the gap between windows is not a loss
-  std::vector<uint64_t> starts(b.start_ns.begin(), b.start_ns.end());
+  std::vector<uint64_t> starts(b.event.sample_start_ns.begin(), b.event.sample_start_ns.end());
   EXPECT_EQ(starts, (std::vector<uint64_t>{1200, 1300, 1400, 1500, 1600, 2400, 2500, 2600, 2700,
                                             2800}));
 }
@@ -77,12 +77,12 @@ TEST(PmSpansTest, GapsInsideASpanCountTheSamplesTheyWouldHaveHeld) {
   RecordingSpans::GapState gaps;
   PmSampleBatch b = Samples(1000, 100, 20, {5, 6, 7, 12});
   EXPECT_EQ(spans.Filter(&b, &gaps), 4u);
-  EXPECT_EQ(b.start_ns.size(), 16u);
+  EXPECT_EQ(b.event.sample_start_ns.size(), 16u);
   // Across batches: the device's last sample carries over.
   PmSampleBatch next = Samples(1000, 100, 25, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
                                                15, 16, 17, 18, 19, 20, 21});
   EXPECT_EQ(spans.Filter(&next, &gaps), 2u);  // 20 and 21
-  EXPECT_EQ(next.start_ns.size(), 3u);
+  EXPECT_EQ(next.event.sample_start_ns.size(), 3u);
 }
 
 TEST(PmSpansTest, JitterShorterThanHalfAnIntervalIsNoLoss) {
@@ -90,14 +90,14 @@ TEST(PmSpansTest, JitterShorterThanHalfAnIntervalIsNoLoss) {
   spans.Open(0);
   RecordingSpans::GapState gaps;
   PmSampleBatch b;
-  b.interval_ns = 100;
+  b.event.interval_ns = 100;
   for (uint64_t t : {1000, 1140, 1260, 1400}) {
-    b.start_ns.push_back(t);
-    b.end_ns.push_back(t + 100);
+    b.event.sample_start_ns.push_back(t);
+    b.event.sample_end_ns.push_back(t + 100);
   }
-  b.values.assign(4, 1.0f);
+  b.event.values.assign(4, 1.0f);
   EXPECT_EQ(spans.Filter(&b, &gaps), 0u);
-  EXPECT_EQ(b.start_ns.size(), 4u);
+  EXPECT_EQ(b.event.sample_start_ns.size(), 4u);
 }
 
 }  // namespace

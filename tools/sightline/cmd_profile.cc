@@ -78,17 +78,7 @@ bool ValidSeconds(const std::string& v) {
 
 // all | none | N[,N...] (CUDA device ordinals), as the collector accepts.
 bool ValidGpuMetricsDevices(const std::string& v) {
-  if (v == "all" || v == "none") return true;
-  size_t start = 0;
-  while (true) {
-    size_t comma = v.find(',', start);
-    std::string item = v.substr(start, comma == std::string::npos ? std::string::npos
-                                                                   : comma - start);
-    uint64_t n = 0;
-    if (!trace::ParseCountValue(item.c_str(), 0, 1023, &n)) return false;
-    if (comma == std::string::npos) return true;
-    start = comma + 1;
-  }
+  return v == "all" || v == "none" || trace::ParseCountList(v.c_str(), 0, 1023, nullptr);
 }
 
 // Returns an empty string on success, else the usage problem.
