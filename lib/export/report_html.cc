@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -173,6 +174,69 @@ void GpuMetricsSection(std::string* out, const Report& r) {
   absl::StrAppend(out, "</section>\n");
 }
 
+// Metrics of NVTX ranges measured as a whole (--metrics-range nvtx:NAME): per
+// range, the mean over the complete sets in the window and each set's values
+// (warm-up and incomplete sets marked), as the text report's block.
+void RangeMetricsSection(std::string* out, const Report& r) {
+  if (r.range_metrics.empty()) return;
+  constexpr size_t kShownSets = 12;
+  absl::StrAppend(out, "<section id=\"range-metrics-section\"><h2>Metrics of NVTX ranges "
+                       "measured as a whole</h2>");
+  for (const analysis::RangeMetricsRow& row : r.range_metrics) {
+    const uint64_t averaged = row.from_window ? row.complete_in_window : row.complete;
+    const uint32_t passes = row.set_rows.empty() ? 0 : row.set_rows.front().passes_needed;
+    absl::StrAppend(out, "<h3>", HtmlEscape(row.range), ": ", row.complete, " complete sets of ",
+                    row.sets, " (", passes, " instances a set, one pass each), mean over ",
+                    averaged, row.from_window ? " in the analysed window" : " (none inside the window)",
+                    "</h3>");
+    // Columns: the mean, then the sets in time order (at most kShownSets).
+    std::vector<const analysis::RangeMetricSetRow*> sets;
+    for (const analysis::RangeMetricSetRow& set : row.set_rows) {
+      if (sets.size() < kShownSets) sets.push_back(&set);
+    }
+    absl::StrAppend(out, "<table><tr><th>metric</th><th class=\"n\">mean</th>");
+    const uint64_t t0 = sets.empty() ? 0 : sets.front()->start_ns;
+    for (size_t i = 0; i < sets.size(); ++i) {
+      const analysis::RangeMetricSetRow& set = *sets[i];
+      const char* mark = !set.complete ? " (incomplete)" : !set.in_window ? " (outside the window)" : "";
+      absl::StrAppend(out, "<th class=\"n\" title=\"", set.instances, " instances from +",
+                      HtmlEscape(FormatDuration(double(set.start_ns - t0))), ", ",
+                      set.passes_collected, " of ", set.passes_needed, " passes\">set ", i + 1,
+                      mark, "</th>");
+    }
+    absl::StrAppend(out, "</tr>");
+    // Every metric any set has, in the order of the mean's list, then the rest.
+    std::vector<std::string> names;
+    auto add_name = [&names](const std::string& n) {
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    };
+    for (const analysis::KernelMetricValue& m : row.metrics) add_name(m.name);
+    for (const analysis::RangeMetricSetRow* set : sets) {
+      for (const analysis::KernelMetricValue& m : set->metrics) add_name(m.name);
+    }
+    auto value = [](const std::vector<analysis::KernelMetricValue>& list, const std::string& n) {
+      for (const analysis::KernelMetricValue& m : list) {
+        if (m.name == n) return analysis::FormatMetricValue(n, m.value);
+      }
+      return std::string("-");
+    };
+    for (const std::string& n : names) {
+      absl::StrAppend(out, "<tr><td>", HtmlEscape(n), "</td><td class=\"n\">",
+                      HtmlEscape(value(row.metrics, n)), "</td>");
+      for (const analysis::RangeMetricSetRow* set : sets) {
+        absl::StrAppend(out, "<td class=\"n\">", HtmlEscape(value(set->metrics, n)), "</td>");
+      }
+      absl::StrAppend(out, "</tr>");
+    }
+    absl::StrAppend(out, "</table>");
+    if (row.set_rows.size() > sets.size()) {
+      absl::StrAppend(out, "<div class=\"hint\">", row.set_rows.size() - sets.size(),
+                      " later sets not shown (all are in the JSON report's range_metrics)</div>");
+    }
+  }
+  absl::StrAppend(out, "</section>\n");
+}
+
 // GPU memory (-t cuda-memory): the plot (report.js memoryChart) and, per
 // device, what was live at the peak by call site.
 void MemorySection(std::string* out, const Report& r) {
@@ -301,6 +365,7 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOpt
                         "</section>\n");
   MemorySection(&out, r);
   GpuMetricsSection(&out, r);
+  RangeMetricsSection(&out, r);
   KernelDetailsSection(&out, r);
   if (!r.notes.empty()) {
     absl::StrAppend(&out, "<section><h2>Notes</h2><ul>");

@@ -477,19 +477,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     if (!row.metrics.empty()) {
       TextTable t({"  Metric", "value"});
       for (const analysis::KernelMetricValue& m : row.metrics) {
-        std::string v;
-        if (absl::StrContains(m.name, "time_duration")) {
-          v = FormatDuration(m.value);
-        } else if (absl::StrContains(m.name, "pct")) {
-          v = FormatPct(m.value);
-        } else if (absl::StrContains(m.name, "bytes") && absl::StrContains(m.name, "per_second")) {
-          v = absl::StrCat(FormatBytes(m.value), "/s");
-        } else if (absl::StartsWith(m.name, "dram__bytes") || absl::StrContains(m.name, "bytes.sum")) {
-          v = FormatBytes(m.value);
-        } else {
-          v = absl::StrFormat("%.4g", m.value);
-        }
-        t.Add({absl::StrCat("  ", m.name), v});
+        t.Add({absl::StrCat("  ", m.name), analysis::FormatMetricValue(m.name, m.value)});
       }
       t.Render(&out, width, "");
     }

@@ -63,6 +63,18 @@ check "gm: chart not blank" python3 "$SRC/tests/cli/png_regions.py" "$WORK/gm.pn
 check "gm: busy and saturated per quantity" grep -q 'saturated' "$WORK/gm.dom"
 if [ -n "${SIGHTLINE_GM_SCREENSHOT:-}" ]; then cp "$WORK/gm.png" "$SIGHTLINE_GM_SCREENSHOT"; fi
 
+# Per-range metrics (--metrics-range nvtx:train_step, a real H200 trace: 5
+# sets, the first the warm-up's, the last incomplete): the mean and each set.
+expect_exit 0 "report with range metrics" "$SL" report "$SRC/tests/data/metrics/lm_range_h200.sltrace" -o "$WORK/rm.html"
+check "rm: section" grep -q 'id="range-metrics-section"' "$WORK/rm.html"
+chrome "$WORK/rm" "$WORK/rm.html"
+check "rm: rendered" test "$(attr "$WORK/rm.dom" rendered)" = ok
+check "rm: no console errors" no_console_errors "$WORK/rm.log"
+check "rm: mean over the sets in the window" grep -q 'train_step: 4 complete sets of 5 .*mean over 3 in the analysed window' "$WORK/rm.dom"
+check "rm: warm-up and incomplete sets marked" \
+  bash -c "grep -q 'set 1 (outside the window)' '$WORK/rm.dom' && grep -q 'set 5 (incomplete)' '$WORK/rm.dom'"
+check "rm: a value per set" grep -q '<td>gpu__time_duration.sum</td><td class="n">18.93 ms</td>' "$WORK/rm.dom"
+
 # Before/after.
 expect_exit 0 "report comparison" "$SL" report "$WORK/slow.sltrace" "$WORK/fixed.sltrace" -o "$WORK/cmp.html"
 check "comparison section" grep -q 'id="comparison"' "$WORK/cmp.html"
