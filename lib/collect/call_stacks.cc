@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lib/collect/self_cost.h"
+
 namespace sightline::collect {
 
 StackCollector::StackCollector(size_t max_pending) : max_pending_(max_pending) {
@@ -22,6 +24,7 @@ void StackCollector::Capture(uint32_t correlation_id, bool shareable) {
   RawStack raw;
   raw.correlation_id = correlation_id;
   raw.shareable = shareable;
+  CostScope cost(CostPart::kNative);
   int n = backtrace(raw.frames, kMaxStackFrames);
   raw.depth = n > 0 ? static_cast<uint32_t>(n) : 0;
   Push(raw);
@@ -72,10 +75,13 @@ void NativeStackOnce::CaptureOrShare(StackCollector* stacks, uint32_t python_sta
     stacks->Capture(correlation_id);
     return;
   }
-  void* frames[kCallerFrames];
-  const int n = backtrace(frames, kCallerFrames);
-  const uintptr_t caller =
-      FirstCallerAddress(frames, n, [this](uintptr_t a) { return Side(a); });
+  uintptr_t caller = 0;
+  {
+    CostScope cost(CostPart::kCaller);
+    void* frames[kCallerFrames];
+    const int n = backtrace(frames, kCallerFrames);
+    caller = FirstCallerAddress(frames, n, [this](uintptr_t a) { return Side(a); });
+  }
   bool remember = false;
   const uint32_t same_as = Decide(python_stack, api_key, caller, correlation_id, &remember);
   if (same_as != 0) {

@@ -17,6 +17,7 @@
 
 #include "lib/collect/collector_impl.h"
 #include "lib/collect/nvtx_observer.h"
+#include "lib/collect/self_cost.h"
 #include "lib/collect/signal_flush.h"
 #include "lib/trace/sink.h"
 
@@ -80,7 +81,8 @@ void AtExitTrampoline() { Collector::Get().Shutdown("exit"); }
 
 void AtForkChild() {
   // The child has no writer thread and must not touch the parent's CUPTI
-  // state: the pid check in every entry point turns the collector off.
+  // state: forked_child_ turns the CUPTI callbacks off, the pid check the
+  // API entry points.
   SetCapturingFlag(false);
   if (g_collector != nullptr) g_collector->OnForkChild();
 }
@@ -344,6 +346,7 @@ bool CollectorImpl::Initialize(InitSource source) {
     return false;
   }
   if (config_.trace_backtrace) StackCollector::WarmUp();
+  SelfCost::SetEnabled(config_.self_cost);
   writer_thread_ = std::thread([this] { WriterMain(); });
   std::atexit(&AtExitTrampoline);
   pthread_atfork(nullptr, nullptr, &AtForkChild);

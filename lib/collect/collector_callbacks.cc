@@ -16,11 +16,17 @@
 
 #include "lib/collect/collector_impl.h"
 #include "lib/collect/nvtx_observer.h"
+#include "lib/collect/self_cost.h"
 
 namespace sightline::collect {
 namespace {
 
-uint32_t ThreadId() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+// Cached: a system call per NVTX push/pop otherwise (a fork()ed child's
+// callbacks return before they get here).
+uint32_t ThreadId() {
+  thread_local const uint32_t t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return t_tid;
+}
 
 thread_local uint32_t t_nvtx_depth = 0;
 thread_local int t_in_runtime_launch = 0;
@@ -169,18 +175,25 @@ bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const 
 
 void CollectorImpl::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                const void* data) {
-  if (getpid() != owner_pid_ || tracing_off_) return;
+  // A fork()ed child (pthread_atfork: forked_child_) must not touch the
+  // parent's state. vfork/posix_spawn children run no handlers, and call
+  // nothing before their exec.
+  if (forked_child_.load(std::memory_order_relaxed) || tracing_off_) return;
   switch (domain) {
     case CUPTI_CB_DOMAIN_RESOURCE:
       OnResource(cbid, static_cast<const CUpti_ResourceData*>(data));
       break;
     case CUPTI_CB_DOMAIN_RUNTIME_API:
-    case CUPTI_CB_DOMAIN_DRIVER_API:
+    case CUPTI_CB_DOMAIN_DRIVER_API: {
+      CostScope cost(CostPart::kApi);
       OnApi(domain, cbid, static_cast<const CUpti_CallbackData*>(data));
       break;
-    case CUPTI_CB_DOMAIN_NVTX:
+    }
+    case CUPTI_CB_DOMAIN_NVTX: {
+      CostScope cost(CostPart::kNvtx);
       OnNvtx(cbid, static_cast<const CUpti_NvtxData*>(data));
       break;
+    }
     default:
       break;
   }

@@ -16,6 +16,7 @@
 #include "lib/collect/event_sink.h"
 #include "lib/collect/flight_recorder.h"
 #include "lib/collect/record_converter.h"
+#include "lib/collect/self_cost.h"
 #include "lib/collect/signal_flush.h"
 
 #ifndef SIGHTLINE_VERSION
@@ -133,6 +134,7 @@ void CollectorImpl::WriterMain() {
   std::vector<uint32_t> gpu_metric_ids;
 
   auto process = [&]() {
+    CostScope cost(CostPart::kWriter, CostScope::kThreadCpu);
     if (!header_written_ && !cuda_ready_ && !finish_requested_) {
       // Nothing can be written before the header; keep buffers queued.
       return;
@@ -477,6 +479,8 @@ void CollectorImpl::FinishTrace(const std::string& reason) {
 }
 
 void CollectorImpl::PrintSummary() {
+  // Asked for explicitly: printed also with -q.
+  if (SelfCost::Enabled()) std::fputs(SelfCost::Report().c_str(), stderr);
   if (config_.quiet) return;
   const FooterData& t = writer_->totals();
   auto count = [&](EventKind k) {

@@ -359,6 +359,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   c.driver_launch_records = c.trace_python;
   boolean("SIGHTLINE_DRIVER_LAUNCH_RECORDS", &c.driver_launch_records);
   boolean("SIGHTLINE_NATIVE_STACK_EVERY_CALL", &c.native_stack_every_call);
+  boolean("SIGHTLINE_SELF_COST", &c.self_cost);
   boolean("SIGHTLINE_QUIET", &c.quiet);
   if (const char* v = getenv_fn("SIGHTLINE_DETACH"); v != nullptr && *v != '\0') {
     if (!trace::ParseEnumValue<DetachMode>(v,

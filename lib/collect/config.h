@@ -106,6 +106,9 @@
 //                        call that gets one, also when it has a Python stack
 //                        (else once per Python stack, API and native caller:
 //                        NativeStackOnce)
+//   SIGHTLINE_SELF_COST  bool (default 0): time sightline's own callbacks, Python
+//                        and native stack walks on the application's threads
+//                        and print the totals at exit (self_cost.h)
 //   SIGHTLINE_PYTHON_BACKTRACE  on | off | gil: Python call stacks (overrides the
 //                        "python" item of SIGHTLINE_TRACE); gil = only calls made
 //                        while the thread holds the GIL (PyTorch releases it around
@@ -198,6 +201,7 @@ struct CollectorConfig {
   bool runtime_records_per_api = true;  // SIGHTLINE_RUNTIME_PER_API
   bool driver_launch_records = false;   // SIGHTLINE_DRIVER_LAUNCH_RECORDS (default: trace_python)
   bool native_stack_every_call = false;  // SIGHTLINE_NATIVE_STACK_EVERY_CALL
+  bool self_cost = false;                // SIGHTLINE_SELF_COST
   bool quiet = false;                   // SIGHTLINE_QUIET
   DetachMode detach = DetachMode::kUnsubscribe;  // SIGHTLINE_DETACH
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "lib/collect/self_cost.h"
 #include "lib/trace/thread_annotations.h"
 
 namespace sightline::collect {
@@ -410,6 +411,7 @@ uint32_t PythonStackCollector::CurrentStack() {
 }
 
 uint32_t PythonStackCollector::Capture(uint32_t correlation_id) {
+  CostScope cost(CostPart::kPython);
   if (!EnsureResolved()) return 0;
   return Walk(&correlation_id);
 }
