@@ -45,6 +45,14 @@ R=$W/raw.txt
 MODES="plain floor-same records default default-short"
 fail=0
 
+cost_lines() {  # PREFIX OUTPUT: "PREFIX PART CALLS TOTAL_MS" per self-cost line of OUTPUT
+  # "sightline: self-cost api callbacks: 1234 calls, mean ..., total 0.510 ms"
+  sed -n 's/^sightline: self-cost \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$2" |
+    while IFS='|' read -r part calls total; do
+      echo "$1 ${part// /_} $calls $total" | tee -a "$R"
+    done
+}
+
 one() {  # MODE ROUND SCRIPT:VARIANT
   local mode=$1 round=$2 script=${3%%:*} variant=${3#*:} o=$W/out steps=$LONG
   [ "$mode" = default-short ] && steps=$SHORT
@@ -64,11 +72,7 @@ one() {  # MODE ROUND SCRIPT:VARIANT
   ms=$(grep -o 'SIGHTLINE_STEPS .*' "$o" | grep -o 'median_ms=[0-9.]*' | cut -d= -f2)
   [ -n "$ms" ] || { echo "FAIL: $mode $3 printed no step time"; tail -5 "$o"; fail=1; ms=nan; }
   echo "step $tag $round $mode $ms" | tee -a "$R"
-  # "sightline: self-cost api callbacks: 1234 calls, mean ..., total 0.510 ms"
-  sed -n 's/^sightline: self-cost \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$o" |
-    while IFS='|' read -r part calls total; do
-      echo "cost $tag $round $mode ${part// /_} $calls $total" | tee -a "$R"
-    done
+  cost_lines "cost $tag $round $mode" "$o"
   grep '^sightline: self-cost' "$o" | sed 's/^/    /'
 }
 
@@ -87,10 +91,7 @@ op_one() {  # MODE ROUND
   us=$(grep -o 'median_us_per_op=[0-9.]*' "$o" | cut -d= -f2)
   [ -n "$us" ] || { echo "FAIL: op loop $1 printed no time"; tail -5 "$o"; fail=1; us=nan; }
   echo "op $2 $1 $us" | tee -a "$R"
-  sed -n 's/^sightline: self-cost \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$o" |
-    while IFS='|' read -r part calls total; do
-      echo "opcost $2 $1 ${part// /_} $calls $total" | tee -a "$R"
-    done
+  cost_lines "opcost $2 $1" "$o"
 }
 
 opmodes=(plain nopy drv py)
