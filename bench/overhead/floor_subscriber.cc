@@ -5,11 +5,16 @@
 
 #include <cupti.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sightline_bench {
@@ -31,13 +36,80 @@ void CUPTIAPI Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *max_records = 0;
 }
 
-void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+// SIGHTLINE_FLOOR_EXTRA (with any kinds mode): a comma list of what sightline
+// does beyond the kinds, added one at a time to find which costs (run W of
+// bench/overhead/README.md: sightline with the floor's records ran 1.2-2.6
+// ms a step above it on the eager LM with no callback on the application's
+// threads):
+//   attributes  the device buffer size (8 MiB) and zeroed-buffer attributes
+//   subscriber  a subscriber with the callbacks sightline enables without
+//               stacks (-t cuda,cuda-memory,nvtx,nccl, collector.cc): the
+//               resource domain, cudaDeviceReset, and NCCL's NVTX
+//               nvtxDomainCreateA / nvtxDomainRangePushEx
+//   flush       a thread calling cuptiActivityFlushAll(0) every 500 ms
+//               (sightline's writer period, SIGHTLINE_FLUSH_MS)
+//   writer      completed buffers go to a thread that reads every record and
+//               clears the whole buffer before it is handed out again (what
+//               sightline's writer does with them), not read in the callback
+bool Extra(const char* what) {
+  static const std::string extra = [] {
+    const char* e = std::getenv("SIGHTLINE_FLOOR_EXTRA");
+    return std::string(",") + (e != nullptr ? e : "") + ",";
+  }();
+  return extra.find(std::string(",") + what + ",") != std::string::npos;
+}
+
+std::atomic<bool> g_stopping{false};  // no flush from our thread once exit began
+std::mutex g_writer_mu;
+std::condition_variable g_writer_cv;
+std::deque<std::pair<uint8_t*, size_t>> g_writer_queue;
+
+void CountAndFree(uint8_t* buffer, size_t valid, bool clear) {
   CUpti_Activity* record = nullptr;
   size_t n = 0;
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) ++n;
+  if (clear) std::memset(buffer, 0, kBufferBytes);
   std::lock_guard<std::mutex> lock(g_mu);
   g_records += n;
   g_free.push_back(buffer);
+}
+
+void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (!Extra("writer")) {
+    CountAndFree(buffer, valid, false);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_writer_mu);
+    g_writer_queue.emplace_back(buffer, valid);
+  }
+  g_writer_cv.notify_one();
+}
+
+void StartExtraThreads() {
+  if (Extra("writer")) {
+    std::thread([] {
+      for (;;) {
+        std::pair<uint8_t*, size_t> b;
+        {
+          std::unique_lock<std::mutex> lock(g_writer_mu);
+          g_writer_cv.wait(lock, [] { return !g_writer_queue.empty(); });
+          b = g_writer_queue.front();
+          g_writer_queue.pop_front();
+        }
+        CountAndFree(b.first, b.second, true);
+      }
+    }).detach();
+  }
+  if (Extra("flush")) {
+    std::thread([] {
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        if (g_stopping.load()) return;
+        cuptiActivityFlushAll(0);
+      }
+    }).detach();
+  }
 }
 
 }  // namespace
@@ -114,6 +186,7 @@ void EnableRuntimeApis(bool enable) {
 }  // namespace
 
 void StopFloorSubscriber(bool finalize) {
+  g_stopping.store(true);
   for (CUpti_ActivityKind k : Kinds()) cuptiActivityDisable(k);
   EnableRuntimeApis(false);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -135,7 +208,10 @@ void StartFloorSubscriber() {
       g_free.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
     }
   }
-  if (FloorMode() == "callbacks-nvtx" || FloorMode() == "sub-attributes") {
+  for (const char* e : {"attributes", "subscriber", "flush", "writer"}) {
+    if (Extra(e)) std::fprintf(stderr, "floor subscriber: with %s\n", e);
+  }
+  if (FloorMode() == "callbacks-nvtx" || FloorMode() == "sub-attributes" || Extra("attributes")) {
     size_t device_buffer = 8u << 20, size = sizeof(device_buffer);
     cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &device_buffer);
     uint8_t zeroed = 1;
@@ -147,7 +223,22 @@ void StartFloorSubscriber() {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
   }
   EnableRuntimeApis(true);
+  StartExtraThreads();
   const std::string mode = FloorMode();
+  if (Extra("subscriber")) {
+    static CUpti_SubscriberHandle subscriber;
+    if (cuptiSubscribe(&subscriber, &NoOpCallback, nullptr) == CUPTI_SUCCESS) {
+      cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                          CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+      for (CUpti_CallbackId cbid :
+           {CUPTI_CBID_NVTX_nvtxDomainCreateA, CUPTI_CBID_NVTX_nvtxDomainRangePushEx}) {
+        cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_NVTX, cbid);
+      }
+    } else {
+      std::fprintf(stderr, "floor subscriber: cuptiSubscribe failed (extra subscriber)\n");
+    }
+  }
   if (mode == "callbacks" || mode == "callbacks-nvtx" || mode.rfind("sub-", 0) == 0) {
     // What the monitor mode holds between captures (see above).
     static CUpti_SubscriberHandle subscriber;
@@ -174,6 +265,7 @@ void StartFloorSubscriber() {
 }
 
 void ReportFloorSubscriber(FILE* out) {
+  g_stopping.store(true);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);

@@ -5,7 +5,9 @@
 // (--mode floor) and built as libfloor_inject.so for CUDA_INJECTION64_PATH
 // (the PyTorch floor in run_overhead.sh). SIGHTLINE_FLOOR_KINDS=kernel
 // enables kernel records only, =same exactly the records sightline's
-// default makes for a Python command (floor_subscriber.cc).
+// default makes for a Python command (floor_subscriber.cc);
+// SIGHTLINE_FLOOR_EXTRA adds what sightline does beyond the kinds, part by
+// part (attributes, subscriber, flush, writer).
 #ifndef SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 #define SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 

@@ -42,7 +42,10 @@ W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 R=$W/raw.txt
 : >"$R"
-MODES="plain floor-same records default default-short"
+# SELF_COST_MODES overrides the list; floor-same+X[+Y] runs the floor with
+# SIGHTLINE_FLOOR_EXTRA=X,Y (floor_subscriber.cc: attributes, subscriber,
+# flush, writer), e.g. "plain floor-same floor-same+writer records".
+MODES=${SELF_COST_MODES:-plain floor-same records default default-short}
 fail=0
 
 cost_lines() {  # PREFIX OUTPUT: "PREFIX PART CALLS TOTAL_MS" per self-cost line of OUTPUT
@@ -60,7 +63,12 @@ one() {  # MODE ROUND SCRIPT:VARIANT
   local tag=${script%.py}-$variant
   case $mode in
     plain) $PIN "${cmd[@]}" >"$o" 2>&1 ;;
-    floor-same) SIGHTLINE_FLOOR_KINDS=same CUDA_INJECTION64_PATH=$FLOOR $PIN "${cmd[@]}" >"$o" 2>&1 ;;
+    floor-same*)
+      local extra=${mode#floor-same}
+      extra=${extra#+}
+      SIGHTLINE_FLOOR_EXTRA=${extra//+/,} SIGHTLINE_FLOOR_KINDS=same CUDA_INJECTION64_PATH=$FLOOR \
+        $PIN "${cmd[@]}" >"$o" 2>&1
+      grep -q 'floor subscriber: [1-9]' "$o" || { echo "FAIL: floor injection did not record"; tail -3 "$o"; fail=1; } ;;
     records)
       SIGHTLINE_SELF_COST=1 SIGHTLINE_TRACE=cuda,cuda-memory,nvtx,nccl SIGHTLINE_PYTHON_BACKTRACE=off \
         $PIN "$SL" profile -q -o "$W/t.sltrace" -- "${cmd[@]}" >"$o" 2>&1 ;;
@@ -147,6 +155,17 @@ for tag in steps:
     s = steps[tag]
     med = {m: statistics.median(v) for m, v in s.items()}
     print(f"== {tag}: median ms/step " + ", ".join(f"{m} {v:.3f}" for m, v in med.items()))
+    rounds = {}
+    for line in open(sys.argv[3]):
+        f = line.split()
+        if f[0] == "step" and f[1] == tag and f[4] != "nan":
+            rounds.setdefault(f[2], {})[f[3]] = float(f[4])
+    for m in sorted(med):
+        if m.startswith("floor-same+") or m == "records":
+            d = sorted(r[m] - r["floor-same"] for r in rounds.values() if m in r and "floor-same" in r)
+            if d:
+                print(f"   {m} - floor-same: {statistics.median(d):+.3f} ms (rounds "
+                      + ", ".join(f"{x:+.2f}" for x in d) + ")")
     per = {}
     for (rnd, mode), parts in costs.get(tag, {}).items():
         if mode != "default":
