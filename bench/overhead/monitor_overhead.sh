@@ -37,6 +37,11 @@
 #     first capture (SIGHTLINE_MONITOR_DEFER_CUPTI=0, the default before run M);
 #     monitor-nocapture = anomalies counted, no capture taken (--max-captures
 #     0): monitoring alone on a machine noisy enough to fire the detector
+#   MONITOR_SELF_COST (0): 1 = the `monitor` runs also time sightline's own
+#     parts inside the process (SIGHTLINE_SELF_COST=1: its NVTX handlers on the
+#     application's threads, the agent thread's CPU, CUPTI callbacks if
+#     attached): one line per part and round, total and per step run
+#     (warm-up included; the agent's CPU includes the start-up seconds)
 #   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
 set -uo pipefail
 . "$(dirname "$0")/steal.sh"
@@ -84,8 +89,16 @@ one() {  # MODE ROUND
         --metrics-listen 127.0.0.1:0 "${opts[@]}" -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
     monitor-nolisten) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q \
                -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
-    monitor) SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
-               -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1 ;;
+    monitor) SIGHTLINE_SELF_COST=${MONITOR_SELF_COST:-0} SIGHTLINE_OUTPUT="$W/mon-%p.sltrace" \
+               $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
+               -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1
+      local steps=$((${MONITOR_STEPS:-400} + ${MONITOR_WARMUP:-40}))
+      sed -n 's/^sightline: self-cost \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$o" |
+        while IFS='|' read -r part calls total; do
+          python3 -c "import sys; print(f'  round {sys.argv[1]} self-cost {sys.argv[2]}: {sys.argv[3]} calls, '
+                      f'{float(sys.argv[4]):.3f} ms, {float(sys.argv[4]) * 1e3 / int(sys.argv[5]):.2f} us a step')" \
+            "$2" "$part" "$calls" "$total" "$steps" >&2
+        done ;;
   esac
   # A trace means the run took a capture (an anomaly on a noisy machine):
   # CUPTI attached, and the steps after it pay tracing's after-effect.

@@ -1160,7 +1160,10 @@ void CollectorImpl::Shutdown(const char* reason) {
   if (shut_down_.exchange(true)) return;
   // The agent first: a capture in progress is closed and flushed while the
   // writer still runs.
-  if (monitor_ != nullptr) monitor_->Stop();
+  if (monitor_ != nullptr) {
+    monitor_->Stop();
+    if (SelfCost::Enabled()) SelfCost::Add(CostPart::kMonitor, monitor_->thread_cpu_ns());
+  }
   // The last PM samples reach the writer before it finishes.
   if (pm_sampler_ != nullptr) pm_sampler_->Stop();
   bool closed;

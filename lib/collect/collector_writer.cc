@@ -455,6 +455,9 @@ void CollectorImpl::FinishTrace(const std::string& reason) {
                                count(EventKind::kMemset) + count(EventKind::kSync) +
                                count(EventKind::kNccl) + count(EventKind::kMetricRange);
   const bool no_gpu_work = gpu_records == 0 && count(EventKind::kApi) == 0;
+  // Asked for explicitly: printed also with -q, and by a monitored process
+  // that never captured.
+  if (SelfCost::Enabled()) std::fputs(SelfCost::Report().c_str(), stderr);
   bool no_window = false;
   if (config_.capture != CaptureMode::kWholeRun) {
     MutexLock lock(control_mu_);
@@ -479,8 +482,6 @@ void CollectorImpl::FinishTrace(const std::string& reason) {
 }
 
 void CollectorImpl::PrintSummary() {
-  // Asked for explicitly: printed also with -q.
-  if (SelfCost::Enabled()) std::fputs(SelfCost::Report().c_str(), stderr);
   if (config_.quiet) return;
   const FooterData& t = writer_->totals();
   auto count = [&](EventKind k) {

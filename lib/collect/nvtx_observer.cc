@@ -8,6 +8,8 @@
 #include <mutex>
 #include <vector>
 
+#include "lib/collect/self_cost.h"
+
 namespace sightline::collect {
 namespace {
 
@@ -19,6 +21,7 @@ std::atomic<NvtxFunctionPointer> g_core[NVTX_CBID_CORE_SIZE];
 std::atomic<NvtxFunctionPointer> g_core2[NVTX_CBID_CORE2_SIZE];
 
 inline void Observe(const char* message) {
+  CostScope cost(CostPart::kObserver);
   NvtxMessageObserver o = g_observer.load(std::memory_order_relaxed);
   if (o != nullptr && message != nullptr) o(message);
 }

@@ -86,6 +86,8 @@ const char* SelfCost::Name(CostPart part) {
     case CostPart::kCaller: return "native caller";
     case CostPart::kNative: return "native stacks";
     case CostPart::kWriter: return "writer thread cpu";
+    case CostPart::kObserver: return "nvtx handlers";
+    case CostPart::kMonitor: return "monitor thread cpu";
     case CostPart::kCount: break;
   }
   return "?";

@@ -16,6 +16,10 @@
 //   native    one full native backtrace
 //   writer    CPU time of the writer thread's passes (CLOCK_THREAD_CPUTIME_ID):
 //             off the application's threads, it competes for their cores
+//   observer  monitor mode: sightline's own NVTX handlers (nvtx_observer.h),
+//             what they do before handing the call to CUPTI's
+//   monitor   monitor mode: the agent thread's CPU time (NVML polls,
+//             detectors, endpoint), one entry at exit
 // Not counted: CUPTI's own work (its activity records, its dispatch into our
 // callbacks) and the writer thread (off the application's threads). The
 // difference between a profiled step and the floor subscriber's step, minus
@@ -33,7 +37,17 @@
 
 namespace sightline::collect {
 
-enum class CostPart : int { kApi, kNvtx, kPython, kCaller, kNative, kWriter, kCount };
+enum class CostPart : int {
+  kApi,
+  kNvtx,
+  kPython,
+  kCaller,
+  kNative,
+  kWriter,
+  kObserver,
+  kMonitor,
+  kCount
+};
 
 struct CostTotals {
   uint64_t count = 0;

@@ -572,6 +572,11 @@ void MonitorAgent::Main() {
       break;
     }
   }
+  timespec cpu;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0) {
+    thread_cpu_ns_.store(static_cast<uint64_t>(cpu.tv_sec) * 1000000000ull +
+                         static_cast<uint64_t>(cpu.tv_nsec));
+  }
 }
 
 }  // namespace sightline::monitor

@@ -75,6 +75,10 @@ class MonitorAgent {
   // Ends a capture in progress (writes it), stops the thread. Idempotent.
   void Stop();
 
+  // CPU time the agent's thread used (NVML polls, detectors, the endpoint),
+  // known once Stop() returned; 0 before.
+  uint64_t thread_cpu_ns() const { return thread_cpu_ns_.load(); }
+
   // The endpoint's address ("" when none), for logs and tests.
   std::string bound_address() const;
   MetricsSnapshot Snapshot() const;
@@ -105,6 +109,7 @@ class MonitorAgent {
   std::thread thread_;
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> thread_cpu_ns_{0};
   std::atomic<bool> capture_requested_{false};
   std::atomic<bool> capturing_{false};  // read on app threads: wake per step
   std::atomic<uint64_t> last_step_ns_{0};

@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 #include "lib/collect/nvtx_observer.h"
+#include "lib/collect/self_cost.h"
 
 namespace {
 
@@ -144,6 +145,21 @@ TEST(NvtxObserver, SeesMessagesAndLeavesEveryCallToTheTool) {
                                          "domainPop",
                                          "markEx checkpoint"};
   EXPECT_EQ(g_tool, tool) << "every call reached the tool once, with its arguments";
+
+  // SIGHTLINE_SELF_COST: the handlers time what they do before the tool's
+  // handler; nothing while off.
+  using sightline::collect::CostPart;
+  using sightline::collect::SelfCost;
+  SelfCost::ResetForTest();
+  nvtxRangePushA("off");
+  EXPECT_EQ(SelfCost::Totals(CostPart::kObserver).count, 0u);
+  SelfCost::SetEnabled(true);
+  nvtxRangePushA("on");
+  nvtxMarkA("on");
+  SelfCost::SetEnabled(false);
+  EXPECT_EQ(SelfCost::Totals(CostPart::kObserver).count, 2u);
+  EXPECT_NE(SelfCost::Report().find("sightline: self-cost nvtx handlers: 2 calls"), std::string::npos)
+      << SelfCost::Report();
 }
 
 }  // namespace

@@ -473,8 +473,10 @@ TEST(MonitorAgent, OnDemandCaptureIgnoresTheCooldownAndEndsAtTheTimeLimit) {
   agent->RequestCapture();
   ASSERT_TRUE(WaitFor([&] { return fake.starts.load() == 2; }));
   EXPECT_EQ(agent->Snapshot().anomalies["manual"], 2u);
+  EXPECT_EQ(agent->thread_cpu_ns(), 0u);  // known once the thread ended
   agent->Stop();  // a capture in progress is closed
   EXPECT_EQ(fake.stops.load(), 2);
+  EXPECT_GT(agent->thread_cpu_ns(), 0u);  // SIGHTLINE_SELF_COST's "monitor thread cpu"
 }
 
 TEST(MonitorAgent, Sigusr2RequestsACapture) {
