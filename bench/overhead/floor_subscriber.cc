@@ -5,7 +5,6 @@
 
 #include <cupti.h>
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -52,17 +51,35 @@ void CUPTIAPI Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
 //               clears the whole buffer before it is handed out again (what
 //               sightline's writer does with them), not read in the callback
 bool Extra(const char* what) {
-  static const std::string extra = [] {
+  // Never destroyed: CUPTI may complete a buffer during the process's exit.
+  static const std::string* extra = [] {
     const char* e = std::getenv("SIGHTLINE_FLOOR_EXTRA");
-    return std::string(",") + (e != nullptr ? e : "") + ",";
+    return new std::string(std::string(",") + (e != nullptr ? e : "") + ",");
   }();
-  return extra.find(std::string(",") + what + ",") != std::string::npos;
+  return extra->find(std::string(",") + what + ",") != std::string::npos;
 }
 
-std::atomic<bool> g_stopping{false};  // no flush from our thread once exit began
-std::mutex g_writer_mu;
-std::condition_variable g_writer_cv;
-std::deque<std::pair<uint8_t*, size_t>> g_writer_queue;
+// The extra threads (writer, flush) are joined by StopExtraThreads before the
+// record count is read. Their state is never destroyed: a program that exits
+// without stopping them must not run a condition variable's destructor with
+// a thread still waiting on it (that hangs in glibc 2.36) nor a joinable
+// std::thread's (std::terminate).
+struct ExtraThreads {
+  std::mutex writer_mu;
+  std::condition_variable writer_cv;
+  std::deque<std::pair<uint8_t*, size_t>> queue;  // writer_mu
+  bool writer_running = false;                    // writer_mu
+  bool writer_stop = false;                       // writer_mu: drain the queue and return
+  std::thread writer;
+  std::mutex flush_mu;
+  std::condition_variable flush_cv;
+  bool flush_stop = false;  // flush_mu
+  std::thread flush;
+};
+ExtraThreads& X() {
+  static ExtraThreads* x = new ExtraThreads;
+  return *x;
+}
 
 void CountAndFree(uint8_t* buffer, size_t valid, bool clear) {
   CUpti_Activity* record = nullptr;
@@ -75,40 +92,70 @@ void CountAndFree(uint8_t* buffer, size_t valid, bool clear) {
 }
 
 void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
-  if (!Extra("writer")) {
-    CountAndFree(buffer, valid, false);
-    return;
-  }
+  ExtraThreads& x = X();
   {
-    std::lock_guard<std::mutex> lock(g_writer_mu);
-    g_writer_queue.emplace_back(buffer, valid);
+    std::lock_guard<std::mutex> lock(x.writer_mu);
+    if (x.writer_running && !x.writer_stop) {
+      x.queue.emplace_back(buffer, valid);
+      x.writer_cv.notify_one();
+      return;
+    }
   }
-  g_writer_cv.notify_one();
+  CountAndFree(buffer, valid, false);  // no writer thread (any more): here
 }
 
 void StartExtraThreads() {
+  ExtraThreads& x = X();
   if (Extra("writer")) {
-    std::thread([] {
+    std::lock_guard<std::mutex> lock(x.writer_mu);
+    x.writer_running = true;
+    x.writer = std::thread([&x] {
       for (;;) {
         std::pair<uint8_t*, size_t> b;
         {
-          std::unique_lock<std::mutex> lock(g_writer_mu);
-          g_writer_cv.wait(lock, [] { return !g_writer_queue.empty(); });
-          b = g_writer_queue.front();
-          g_writer_queue.pop_front();
+          std::unique_lock<std::mutex> lock(x.writer_mu);
+          x.writer_cv.wait(lock, [&x] { return !x.queue.empty() || x.writer_stop; });
+          if (x.queue.empty()) return;  // stopping, queue drained
+          b = x.queue.front();
+          x.queue.pop_front();
         }
         CountAndFree(b.first, b.second, true);
       }
-    }).detach();
+    });
   }
   if (Extra("flush")) {
-    std::thread([] {
-      for (;;) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        if (g_stopping.load()) return;
+    x.flush = std::thread([&x] {
+      std::unique_lock<std::mutex> lock(x.flush_mu);
+      while (!x.flush_cv.wait_for(lock, std::chrono::milliseconds(500),
+                                  [&x] { return x.flush_stop; })) {
+        lock.unlock();
         cuptiActivityFlushAll(0);
+        lock.lock();
       }
-    }).detach();
+    });
+  }
+}
+
+// The flush thread first (no CUPTI call from it once this returns), then the
+// writer once it drained what CUPTI completed so far. Called from the thread
+// that started them (the program's exit or stop path), at most once.
+void StopExtraThreads() {
+  ExtraThreads& x = X();
+  if (x.flush.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(x.flush_mu);
+      x.flush_stop = true;
+    }
+    x.flush_cv.notify_all();
+    x.flush.join();
+  }
+  if (x.writer.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(x.writer_mu);
+      x.writer_stop = true;
+    }
+    x.writer_cv.notify_all();
+    x.writer.join();
   }
 }
 
@@ -186,10 +233,10 @@ void EnableRuntimeApis(bool enable) {
 }  // namespace
 
 void StopFloorSubscriber(bool finalize) {
-  g_stopping.store(true);
   for (CUpti_ActivityKind k : Kinds()) cuptiActivityDisable(k);
   EnableRuntimeApis(false);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  StopExtraThreads();
   if (finalize && cuptiFinalize() != CUPTI_SUCCESS) std::fprintf(stderr, "cuptiFinalize failed\n");
 }
 
@@ -225,7 +272,13 @@ void StartFloorSubscriber() {
   EnableRuntimeApis(true);
   StartExtraThreads();
   const std::string mode = FloorMode();
-  if (Extra("subscriber")) {
+  const bool own_subscriber =
+      mode == "callbacks" || mode == "callbacks-nvtx" || mode.rfind("sub-", 0) == 0;
+  if (Extra("subscriber") && own_subscriber) {
+    // CUPTI allows one subscriber: the mode's own would fail unseen.
+    std::fprintf(stderr, "floor subscriber: SIGHTLINE_FLOOR_EXTRA=subscriber ignored with "
+                         "SIGHTLINE_FLOOR_KINDS=%s (it has its own subscriber)\n", mode.c_str());
+  } else if (Extra("subscriber")) {
     static CUpti_SubscriberHandle subscriber;
     if (cuptiSubscribe(&subscriber, &NoOpCallback, nullptr) == CUPTI_SUCCESS) {
       cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
@@ -239,7 +292,7 @@ void StartFloorSubscriber() {
       std::fprintf(stderr, "floor subscriber: cuptiSubscribe failed (extra subscriber)\n");
     }
   }
-  if (mode == "callbacks" || mode == "callbacks-nvtx" || mode.rfind("sub-", 0) == 0) {
+  if (own_subscriber) {
     // What the monitor mode holds between captures (see above).
     static CUpti_SubscriberHandle subscriber;
     if (cuptiSubscribe(&subscriber, &NoOpCallback, nullptr) == CUPTI_SUCCESS) {
@@ -265,8 +318,8 @@ void StartFloorSubscriber() {
 }
 
 void ReportFloorSubscriber(FILE* out) {
-  g_stopping.store(true);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  StopExtraThreads();  // the writer counts what the flush completed first
   size_t dropped = 0;
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
   std::lock_guard<std::mutex> lock(g_mu);

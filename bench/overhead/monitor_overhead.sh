@@ -93,7 +93,7 @@ one() {  # MODE ROUND
                $PIN "$SL" monitor -q --metrics-listen 127.0.0.1:0 \
                -- python3 "$SCRIPT" "${ARGS[@]}" >"$o" 2>&1
       local steps=$((${MONITOR_STEPS:-400} + ${MONITOR_WARMUP:-40}))
-      sed -n 's/^sightline: self-cost \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$o" |
+      sed -n 's/^sightline: self-cost \[pid [0-9]*\] \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$o" |
         while IFS='|' read -r part calls total; do
           python3 -c "import sys; print(f'  round {sys.argv[1]} self-cost {sys.argv[2]}: {sys.argv[3]} calls, '
                       f'{float(sys.argv[4]):.3f} ms, {float(sys.argv[4]) * 1e3 / int(sys.argv[5]):.2f} us a step')" \

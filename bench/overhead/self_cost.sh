@@ -48,11 +48,13 @@ R=$W/raw.txt
 MODES=${SELF_COST_MODES:-plain floor-same records default default-short}
 fail=0
 
-cost_lines() {  # PREFIX OUTPUT: "PREFIX PART CALLS TOTAL_MS" per self-cost line of OUTPUT
-  # "sightline: self-cost api callbacks: 1234 calls, mean ..., total 0.510 ms"
-  sed -n 's/^sightline: self-cost \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$2" |
-    while IFS='|' read -r part calls total; do
-      echo "$1 ${part// /_} $calls $total" | tee -a "$R"
+cost_lines() {  # PREFIX OUTPUT: "PREFIX PART CALLS TOTAL_MS" per part, summed over processes
+  # "sightline: self-cost [pid 812] api callbacks: 1234 calls, mean ..., total 0.510 ms"
+  sed -n 's/^sightline: self-cost \[pid [0-9]*\] \(.*\): \([0-9]*\) calls, .*total \([0-9.]*\) ms$/\1|\2|\3/p' "$2" |
+    awk -F'|' '{ gsub(/ /, "_", $1); if (!($1 in c)) order[n++] = $1; c[$1] += $2; t[$1] += $3 }
+               END { for (i = 0; i < n; i++) printf "%s %d %.3f\n", order[i], c[order[i]], t[order[i]] }' |
+    while read -r part calls total; do
+      echo "$1 $part $calls $total" | tee -a "$R"
     done
 }
 
@@ -74,6 +76,7 @@ one() {  # MODE ROUND SCRIPT:VARIANT
         $PIN "$SL" profile -q -o "$W/t.sltrace" -- "${cmd[@]}" >"$o" 2>&1 ;;
     default | default-short)
       SIGHTLINE_SELF_COST=1 $PIN "$SL" profile -q -o "$W/t.sltrace" -- "${cmd[@]}" >"$o" 2>&1 ;;
+    *) echo "FAIL: unknown mode $mode"; fail=1; return ;;
   esac
   rm -f "$W"/t*.sltrace
   local ms
@@ -93,6 +96,7 @@ op_one() {  # MODE ROUND
       [ "$1" = nopy ] && env+=(SIGHTLINE_PYTHON_BACKTRACE=off)
       [ "$1" = drv ] && env+=(SIGHTLINE_PYTHON_BACKTRACE=off SIGHTLINE_DRIVER_LAUNCH_RECORDS=1)
       env "${env[@]}" $PIN "$SL" profile -q -o "$W/t.sltrace" -- "${cmd[@]}" >"$o" 2>&1 ;;
+    *) echo "FAIL: unknown op-loop mode $1"; fail=1; return ;;
   esac
   rm -f "$W"/t*.sltrace
   local us
@@ -137,10 +141,12 @@ for line in open(sys.argv[3]):
 if ops:
     def paired(a, b):
         d = sorted(r[a] - r[b] for r in ops.values() if a in r and b in r)
+        if not d:
+            return "(no round has both)"
         return f"{statistics.median(d):+.3f} us (rounds " + ", ".join(f"{x:+.2f}" for x in d) + ")"
     print("== op loop (x.add_(1)), median us/op: " + ", ".join(
-        f"{m} {statistics.median(r[m] for r in ops.values() if m in r):.3f}"
-        for m in ("plain", "nopy", "drv", "py")))
+        f"{m} {statistics.median([r[m] for r in ops.values() if m in r]):.3f}"
+        for m in ("plain", "nopy", "drv", "py") if any(m in r for r in ops.values())))
     print("   launch callbacks (drv - nopy): " + paired("drv", "nopy"))
     print("   the stack walk on the wall clock (py - drv): " + paired("py", "drv"))
     for part in sorted({p for r in opcost.values() for p in r}):
@@ -170,7 +176,9 @@ for tag in steps:
     for (rnd, mode), parts in costs.get(tag, {}).items():
         if mode != "default":
             continue
-        short_parts = costs[tag].get((rnd, "default-short"), {})
+        if (rnd, "default-short") not in costs[tag]:
+            continue  # no short run to difference against: start-up not removable
+        short_parts = costs[tag][(rnd, "default-short")]
         for part, (calls, total) in parts.items():
             c0, t0 = short_parts.get(part, (0, 0.0))
             per.setdefault(part, []).append(((calls - c0) / (long_ - short),

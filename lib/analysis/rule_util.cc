@@ -93,17 +93,6 @@ std::string FormatBytes(double bytes) {
   return buf;
 }
 
-std::string FormatMetricValue(const std::string& metric, double value) {
-  auto has = [&metric](const char* part) { return metric.find(part) != std::string::npos; };
-  if (has("time_duration")) return FormatNs(value);
-  if (has("pct")) return FormatPct(value);
-  if (has("bytes") && has("per_second")) return FormatBytes(value) + "/s";
-  if (metric.rfind("dram__bytes", 0) == 0 || has("bytes.sum")) return FormatBytes(value);
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%.4g", value);
-  return buf;
-}
-
 Offender MemorySiteOffender(const std::string& site) {
   Offender o;
   o.name = site;

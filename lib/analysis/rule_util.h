@@ -25,9 +25,6 @@ std::string FormatNs(double ns);
 std::string FormatPct(double pct);
 // "512 B", "4.0 KiB", "1.50 MiB", "75.2 GiB" (binary units).
 std::string FormatBytes(double bytes);
-// A hardware metric's value by its name's unit: durations ("gpu__time_duration"),
-// percentages ("...pct..."), byte rates, byte counts; else 4 significant digits.
-std::string FormatMetricValue(const std::string& metric, double value);
 // "f (mod+0x12) ← g (mod+0x40)" for at most `max_frames` innermost frames; ""
 // when no stack was recorded.
 std::string StackText(const TimelineModel& model, uint16_t trace, uint32_t stack_id,

@@ -337,6 +337,11 @@ bool CollectorImpl::Initialize(InitSource source) {
   defer_cupti_ = nvtx_observed_ && config_.metric_set.empty() && !config_.trace_python &&
                  !config_.driver_launch_records && !config_.trace_backtrace;
   cupti_attached_ = !defer_cupti_;
+  // Before any callback can run: a child fork()ed from another thread while
+  // CUPTI is being set up must already find its callbacks off
+  // (forked_child_). Children made without fork()'s handlers (_Fork, a raw
+  // clone) are not seen; CUDA does not work in them anyway.
+  pthread_atfork(nullptr, nullptr, &AtForkChild);
   if (!defer_cupti_ && !SetUpCupti()) {
     tracing_off_ = true;
     initialized_ = true;
@@ -349,7 +354,6 @@ bool CollectorImpl::Initialize(InitSource source) {
   SelfCost::SetEnabled(config_.self_cost);
   writer_thread_ = std::thread([this] { WriterMain(); });
   std::atexit(&AtExitTrampoline);
-  pthread_atfork(nullptr, nullptr, &AtForkChild);
   InstallSignalFlush(&SignalRequestTrampoline, this, 3000);
   if (monitor_config_.enabled) StartMonitor();
   if (!config_.quiet && monitor_config_.enabled) {

@@ -2,6 +2,7 @@
 #include "lib/collect/self_cost.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -100,9 +101,10 @@ std::string SelfCost::Report() {
     if (t.count == 0) continue;
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "sightline: self-cost %s: %llu calls, mean %.3f us, p50 %.3f us, p99 %.3f us, "
-                  "max %.1f us, total %.3f ms\n",
-                  Name(static_cast<CostPart>(i)), static_cast<unsigned long long>(t.count),
+                  "sightline: self-cost [pid %d] %s: %llu calls, mean %.3f us, p50 %.3f us, "
+                  "p99 %.3f us, max %.1f us, total %.3f ms\n",
+                  static_cast<int>(getpid()), Name(static_cast<CostPart>(i)),
+                  static_cast<unsigned long long>(t.count),
                   static_cast<double>(t.total_ns) / static_cast<double>(t.count) / 1e3,
                   t.p50_ns / 1e3, t.p99_ns / 1e3, static_cast<double>(t.max_ns) / 1e3,
                   static_cast<double>(t.total_ns) / 1e6);

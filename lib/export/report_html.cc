@@ -216,7 +216,7 @@ void RangeMetricsSection(std::string* out, const Report& r) {
     }
     auto value = [](const std::vector<analysis::KernelMetricValue>& list, const std::string& n) {
       for (const analysis::KernelMetricValue& m : list) {
-        if (m.name == n) return analysis::FormatMetricValue(n, m.value);
+        if (m.name == n) return FormatMetricValue(n, m.value);
       }
       return std::string("-");
     };

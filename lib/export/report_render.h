@@ -109,6 +109,10 @@ std::string RenderDiffJson(const DiffResult& diff);
 inline std::string FormatDuration(double ns) { return analysis::FormatNs(ns); }
 using analysis::FormatPct;                   // "87.3%"
 std::string FormatBytes(double bytes);       // "4.19 MB"
+// A hardware metric's value by its name's unit: durations ("gpu__time_duration"),
+// percentages ("...pct..."), byte rates ("4.19 MB/s"), byte counts; else 4
+// significant digits. The text report's range metrics and the HTML report's.
+std::string FormatMetricValue(const std::string& metric, double value);
 // Removes trailing spaces from every line (tables are padded with %-Ns).
 std::string TrimLineEnds(const std::string& text);
 // Shortens `s` to `width` display columns with a middle ellipsis.

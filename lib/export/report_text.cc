@@ -140,6 +140,18 @@ std::string FormatBytes(double b) {
   return absl::StrFormat("%.2f GB", b / 1e9);
 }
 
+std::string FormatMetricValue(const std::string& metric, double value) {
+  if (absl::StrContains(metric, "time_duration")) return FormatDuration(value);
+  if (absl::StrContains(metric, "pct")) return FormatPct(value);
+  if (absl::StrContains(metric, "bytes") && absl::StrContains(metric, "per_second")) {
+    return absl::StrCat(FormatBytes(value), "/s");
+  }
+  if (absl::StartsWith(metric, "dram__bytes") || absl::StrContains(metric, "bytes.sum")) {
+    return FormatBytes(value);
+  }
+  return absl::StrFormat("%.4g", value);
+}
+
 std::string Ellipsize(const std::string& s, size_t width) {
   if (s.size() <= width) return s;
   if (width <= 3) return s.substr(0, width);
@@ -477,7 +489,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     if (!row.metrics.empty()) {
       TextTable t({"  Metric", "value"});
       for (const analysis::KernelMetricValue& m : row.metrics) {
-        t.Add({absl::StrCat("  ", m.name), analysis::FormatMetricValue(m.name, m.value)});
+        t.Add({absl::StrCat("  ", m.name), FormatMetricValue(m.name, m.value)});
       }
       t.Render(&out, width, "");
     }

@@ -158,7 +158,7 @@ TEST(NvtxObserver, SeesMessagesAndLeavesEveryCallToTheTool) {
   nvtxMarkA("on");
   SelfCost::SetEnabled(false);
   EXPECT_EQ(SelfCost::Totals(CostPart::kObserver).count, 2u);
-  EXPECT_NE(SelfCost::Report().find("sightline: self-cost nvtx handlers: 2 calls"), std::string::npos)
+  EXPECT_NE(SelfCost::Report().find("] nvtx handlers: 2 calls"), std::string::npos)
       << SelfCost::Report();
 }
 

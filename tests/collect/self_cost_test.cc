@@ -3,6 +3,7 @@
 #include "lib/collect/self_cost.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <thread>
 #include <vector>
@@ -53,7 +54,9 @@ TEST_F(SelfCostTest, ScopeMeasuresWhileOn) {
   ASSERT_EQ(t.count, 1u);
   EXPECT_GE(t.total_ns, 2000000u);
   const std::string r = SelfCost::Report();
-  EXPECT_NE(r.find("sightline: self-cost native stacks: 1 calls, mean "), std::string::npos) << r;
+  const std::string want =
+      "sightline: self-cost [pid " + std::to_string(getpid()) + "] native stacks: 1 calls, mean ";
+  EXPECT_NE(r.find(want), std::string::npos) << r;
   EXPECT_EQ(r.find("api callbacks"), std::string::npos) << r;  // parts without calls left out
 }
 
