@@ -58,20 +58,17 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "$line" | tee -a "$W/rounds"
   unset ms
 done
-python3 - "$W/rounds" "${MODES[@]:1}" <<'PY'
+python3 - "$W/rounds" "$(dirname "$0")/../overhead" "${MODES[@]:1}" <<'PY'
 import statistics, sys
+sys.path.insert(0, sys.argv[2])
+from paired_verdict import verdict  # decided only when most rounds agree
 rows = [l.split() for l in open(sys.argv[1])]
-# MET when the upper quartile of the paired excess is within the target (>= 8
-# rounds), NOT MET when the lower quartile is above it, else UNDECIDED (the
-# H200's step moves +-15 % run to run).
-for i, mode in enumerate(sys.argv[2:]):
+for i, mode in enumerate(sys.argv[3:]):
     base = 2 + 5 * i
     ex = [float(r[base + 1]) for r in rows]
     core = [float(r[base + 2]) for r in rows if r[base + 2] != "nan"]
-    q = statistics.quantiles(ex, n=4) if len(ex) >= 2 else [ex[0]] * 3
-    verdict = ("MET" if q[2] <= 1.0 and len(ex) >= 8 else
-               "NOT MET" if q[0] > 1.0 else "UNDECIDED")
+    q, v = verdict(ex)
     print(f"PM_OVERHEAD mode={mode} rounds={len(ex)} median_excess_pct={statistics.median(ex):+.2f} "
           f"quartiles={q[0]:+.2f}..{q[2]:+.2f} min={min(ex):+.2f} max={max(ex):+.2f} "
-          f"sampler_core_pct={statistics.median(core) if core else float('nan'):.1f} target=+1.00 {verdict}")
+          f"sampler_core_pct={statistics.median(core) if core else float('nan'):.1f} target=+1.00 {v}")
 PY

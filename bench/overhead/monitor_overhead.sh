@@ -116,21 +116,17 @@ for r in $(seq 1 "$ROUNDS"); do
   caps=$(cat "$W/monitor.$r.captures" 2>/dev/null || echo 0)
   python3 -c "import sys; p,m=float(sys.argv[2]),float(sys.argv[3]); print(f'{sys.argv[1]} {p:.4f} {m:.4f} {(m/p-1)*100:+.2f}{sys.argv[4]} steal={sys.argv[6]}% captured={sys.argv[5]}')" "$r" "$p" "$m" "$extra" "$caps" "$(steal_pct "$snap")" | tee -a "$W/rounds"
 done
-python3 - "$W/rounds" <<'PY'
+python3 - "$W/rounds" "$(dirname "$0")" <<'PY'
 import statistics, sys
+sys.path.insert(0, sys.argv[2])
+from paired_verdict import verdict
 rows = [l.split() for l in open(sys.argv[1])]
 ex = [float(r[3]) for r in rows]
 quiet = [float(r[3]) for r in rows if r[-1] == "captured=0"]
-# Decided only when most rounds agree: MET when the upper quartile of the
-# paired excess is within the target (and >= 8 rounds), NOT MET when the
-# lower quartile is above it; otherwise UNDECIDED (the H200's step moves
-# +-15 % run to run, far more than the 1 % looked for).
-q = statistics.quantiles(ex, n=4) if len(ex) >= 2 else [ex[0]] * 3
-verdict = ("MET" if q[2] <= 1.0 and len(ex) >= 8 else
-           "NOT MET" if q[0] > 1.0 else "UNDECIDED")
+q, v = verdict(ex)  # paired_verdict.py: decided only when most rounds agree
 print(f"MONITOR_OVERHEAD rounds={len(ex)} median_excess_pct={statistics.median(ex):+.2f} "
       f"quartiles={q[0]:+.2f}..{q[2]:+.2f} min={min(ex):+.2f} max={max(ex):+.2f} target=+1.00 "
-      f"{verdict}")
+      f"{v}")
 # Rounds whose monitored run took an anomaly capture measure the capture's
 # cost as well as monitoring's: the median over the rounds without one.
 if len(quiet) != len(ex):

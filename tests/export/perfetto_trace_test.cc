@@ -110,25 +110,37 @@ void Decode(const std::string& bytes, Decoded* d) {
   for (const auto& [track, open] : open_slices) EXPECT_EQ(open, 0) << "track " << track;
 }
 
+// Writes a fixture trace with `write`, exports it to Perfetto and decodes the
+// result into `d`; the files are removed. Fatal failures abort the caller's
+// test through HasFatalFailure().
+void ExportFixture(bool (*write)(const std::string&, std::string*), const std::string& name,
+                   Decoded* d, ExportStats* stats = nullptr) {
+  const std::string trace_path = TempPath(name + ".sltrace");
+  const std::string out_path = TempPath(name + ".pftrace");
+  std::string error;
+  ASSERT_TRUE(write(trace_path, &error)) << error;
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto exported = ExportPerfettoTrace(**reader, **out);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  ASSERT_TRUE((*out)->Close().ok());
+  if (stats != nullptr) *stats = *exported;
+  Decode(ReadFile(out_path), d);
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
 // Kernel replay: replayed kernels (no timestamps) are slices at their launch
 // call's start for the measured duration, annotated "replayed"; one without
 // a measured duration is left out (counted).
 TEST(PerfettoTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
-  std::string trace_path = TempPath("replay.sltrace");
-  std::string error;
-  ASSERT_TRUE(testing::WriteReplayTraceTo(trace_path, &error)) << error;
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("replay.pftrace");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok()) << out.status();
-  auto stats = ExportPerfettoTrace(**reader, **out);
-  ASSERT_TRUE(stats.ok()) << stats.status();
-  ASSERT_TRUE((*out)->Close().ok());
-  EXPECT_GE(stats->events_skipped, 1u);
   Decoded d;
-  Decode(ReadFile(out_path), &d);
+  ExportStats stats;
+  ExportFixture(&testing::WriteReplayTraceTo, "replay", &d, &stats);
   if (HasFatalFailure()) return;
+  EXPECT_GE(stats.events_skipped, 1u);
   EXPECT_EQ(d.begins_by_category["kernel"], 2);
   std::vector<uint64_t> starts, ends;
   uint64_t replayed_iid = 0;
@@ -145,25 +157,13 @@ TEST(PerfettoTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   }
   std::sort(starts.begin(), starts.end());
   EXPECT_EQ(starts, (std::vector<uint64_t>{5000000, 9000000}));
-  unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 // API slices carry their Python and native call stacks as interned string
 // annotations: each distinct stack written once, referenced by iid.
 TEST(PerfettoTraceTest, ApiSlicesCarryInternedCallStacks) {
-  std::string trace_path = TempPath("stacks.sltrace");
-  std::string error;
-  ASSERT_TRUE(testing::WriteStacksTraceTo(trace_path, &error)) << error;
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("stacks.pftrace");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok()) << out.status();
-  ASSERT_TRUE(ExportPerfettoTrace(**reader, **out).ok());
-  ASSERT_TRUE((*out)->Close().ok());
   Decoded d;
-  Decode(ReadFile(out_path), &d);
+  ExportFixture(&testing::WriteStacksTraceTo, "stacks", &d);
   if (HasFatalFailure()) return;
   std::map<uint64_t, std::string> strings;  // interned annotation values
   int definitions = 0;
@@ -190,25 +190,13 @@ TEST(PerfettoTraceTest, ApiSlicesCarryInternedCallStacks) {
             "Model.\"forward\" (/work/train.py:42) <- <module> (/work/train.py:7)");
   ASSERT_EQ(by_arg["stack"].size(), 2u);
   EXPECT_EQ(by_arg["stack"][1], "main (/usr/bin/app+0x40)");
-  unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 // PM samples (--gpu-metrics) become one counter track per metric and device,
 // in the quantity's unit (B/s → GB/s); a NaN sample is left out.
 TEST(PerfettoTraceTest, GpuMetricSamplesBecomeCounterTracks) {
-  std::string trace_path = TempPath("perfetto-pm.sltrace");
-  std::string error;
-  ASSERT_TRUE(testing::WritePmSamplesTraceTo(trace_path, &error)) << error;
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("perfetto-pm.pftrace");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok()) << out.status();
-  ASSERT_TRUE(ExportPerfettoTrace(**reader, **out).ok());
-  ASSERT_TRUE((*out)->Close().ok());
   Decoded d;
-  Decode(ReadFile(out_path), &d);
+  ExportFixture(&testing::WritePmSamplesTraceTo, "perfetto-pm", &d);
   if (HasFatalFailure()) return;
   EXPECT_EQ(d.double_counters["SM active (device 0), %"], (std::vector<double>{50, 75}));
   const std::vector<double>& dram = d.double_counters["DRAM read (device 0), GB/s"];
@@ -216,8 +204,6 @@ TEST(PerfettoTraceTest, GpuMetricSamplesBecomeCounterTracks) {
   EXPECT_NEAR(dram[0], 2000, 1e-3);  // float samples: 2e12f is not exact
   EXPECT_NEAR(dram[1], 1000, 1e-3);
   EXPECT_EQ(dram[2], 0);
-  unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 TEST(PerfettoTraceTest, SyntheticTraceDecodesWithOurSchema) {
