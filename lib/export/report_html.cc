@@ -122,12 +122,6 @@ void GpuMetricsSection(std::string* out, const Report& r) {
   if (r.gpu_metrics.empty()) return;
   absl::StrAppend(out, "<section id=\"gpu-metrics-section\"><h2>GPU metrics over time (PM "
                        "sampling)</h2><svg id=\"gpu-metrics\"></svg>");
-  auto cell = [](const std::string& unit, double v) {
-    if (std::isnan(v)) return std::string("-");
-    if (unit == "%") return absl::StrFormat("%.1f%%", v);
-    if (unit == "B/s") return analysis::FormatBytes(v) + "/s";
-    return absl::StrFormat("%.0f MHz", v / 1e6);
-  };
   auto label = [](const analysis::GpuMetricStat& s) {
     return s.unit == "%" && s.key.rfind("dram", 0) == 0 ? s.label + " (of peak)" : s.label;
   };
@@ -144,8 +138,8 @@ void GpuMetricsSection(std::string* out, const Report& r) {
     for (const analysis::GpuMetricStat& s : d.stats) {
       const bool pct = s.busy_pct >= 0;
       absl::StrAppend(out, "<tr><td>", HtmlEscape(label(s)), "</td><td class=\"n\">",
-                      HtmlEscape(cell(s.unit, s.mean)), "</td><td class=\"n\">",
-                      HtmlEscape(cell(s.unit, s.p95)), "</td><td class=\"n\">",
+                      HtmlEscape(FormatGpuMetric(s.unit, s.mean)), "</td><td class=\"n\">",
+                      HtmlEscape(FormatGpuMetric(s.unit, s.p95)), "</td><td class=\"n\">",
                       pct ? absl::StrFormat("%.1f%%", s.busy_pct) : "", "</td><td class=\"n\">",
                       pct ? absl::StrFormat("%.1f%%", s.saturated_pct) : "", "</td></tr>");
     }
@@ -163,7 +157,7 @@ void GpuMetricsSection(std::string* out, const Report& r) {
                       HtmlEscape(FormatDuration(double(row.time_ns))), "</td>");
       for (size_t j = 0; j < d.stats.size(); ++j) {
         absl::StrAppend(out, "<td class=\"n\">",
-                        HtmlEscape(cell(d.stats[j].unit, j < row.values.size() ? row.values[j]
+                        HtmlEscape(FormatGpuMetric(d.stats[j].unit, j < row.values.size() ? row.values[j]
                                                                               : std::nan(""))),
                         "</td>");
       }

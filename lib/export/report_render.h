@@ -113,6 +113,9 @@ std::string FormatBytes(double bytes);       // "4.19 MB"
 // percentages ("...pct..."), byte rates ("4.19 MB/s"), byte counts; else 4
 // significant digits. The text report's range metrics and the HTML report's.
 std::string FormatMetricValue(const std::string& metric, double value);
+// A PM-sampled value (--gpu-metrics) in its quantity's unit ("%", "B/s",
+// "Hz"); "-" for NaN (no sample covered it). Text and HTML reports.
+std::string FormatGpuMetric(const std::string& unit, double value);
 // Removes trailing spaces from every line (tables are padded with %-Ns).
 std::string TrimLineEnds(const std::string& text);
 // Shortens `s` to `width` display columns with a middle ellipsis.

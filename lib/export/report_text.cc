@@ -160,7 +160,6 @@ std::string Ellipsize(const std::string& s, size_t width) {
   return absl::StrCat(s.substr(0, head), "...", s.substr(s.size() - tail));
 }
 
-// A PM-sampled value in its unit ("-" when no sample covered it).
 std::string FormatGpuMetric(const std::string& unit, double v) {
   if (std::isnan(v)) return "-";
   if (unit == "%") return FormatPct(v);
