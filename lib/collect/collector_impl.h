@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "lib/collect/api_classes.h"
 #include "lib/collect/buffer_pool.h"
 #include "lib/collect/call_stacks.h"
 #include "lib/collect/python_stacks.h"
@@ -65,21 +66,6 @@ struct HostEvent {
   std::shared_ptr<PmSampleBatch> samples;
 };
 
-// Synchronizing API calls (their call stacks are captured) and kernel-launch
-// API calls (reported to the KernelLaunchHook), by callback id.
-bool IsSyncCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
-// Calls that get a Python stack (--python-backtrace): launches, graph
-// launches, copies, memsets and the synchronizing calls, by API name.
-// Calls that allocate or release memory (-t cuda-memory: their call stacks are
-// recorded, like those of synchronizing calls).
-bool IsAllocationCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
-// Kernel and graph launch calls by API name (cudaLaunch*, __cudaLaunch*,
-// cudaGraphLaunch*; cuLaunch*, cuGraphLaunch*), all their variants.
-bool IsLaunchApiName(CUpti_CallbackDomain domain, const char* name);
-// Calls that get a Python stack: launches, copies, memsets, synchronizing
-// calls and, with `memory`, allocating calls.
-bool IsPythonStackApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const char* name,
-                      bool memory);
 
 class CollectorImpl final : public Collector {
  public:
