@@ -148,7 +148,33 @@ def _sightline_enable_memory_samples():
                     failed.append(e)
                     _sightline_warn("PyTorch allocator sample failed (%r); no more tried" % (e,))
 
-        _sightline_state["memory_hook"] = register(_sample)
+        hook = _sample
+        if os.environ.get("SIGHTLINE_SELF_COST") == "1":
+            # SIGHTLINE_SELF_COST=1: this hook's own time, as the collector
+            # times its parts (lib/collect/self_cost.h), printed at exit in
+            # the same line format.
+            times = []
+            clock = time.perf_counter_ns
+
+            def hook(opt, args, kwargs):
+                t0 = clock()
+                _sample(opt, args, kwargs)
+                times.append(clock() - t0)
+
+            def _report():
+                if not times:
+                    return
+                v = sorted(times)
+                sys.stderr.write(
+                    "sightline: self-cost [pid %d] python memory hook: %d calls, mean %.3f us, "
+                    "p50 %.3f us, p99 %.3f us, max %.1f us, total %.3f ms\n"
+                    % (os.getpid(), len(v), sum(v) / len(v) / 1e3, v[len(v) // 2] / 1e3,
+                       v[min(len(v) - 1, len(v) * 99 // 100)] / 1e3, v[-1] / 1e3, sum(v) / 1e6))
+
+            import atexit
+
+            atexit.register(_report)
+        _sightline_state["memory_hook"] = register(hook)
     except Exception:
         pass
 
