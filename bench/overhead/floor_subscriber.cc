@@ -1,10 +1,17 @@
 // bench/overhead/floor_subscriber.cc — see floor_subscriber.h.
 #include "floor_subscriber.h"
 
+#include "lib/collect/api_classes.h"
 #include "lib/collect/config.h"
+#include "lib/collect/launch_callbacks.h"
 
 #include <cupti.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -50,6 +57,25 @@ void CUPTIAPI Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
 //   writer      completed buffers go to a thread that reads every record and
 //               clears the whole buffer before it is handed out again (what
 //               sightline's writer does with them), not read in the callback
+//   subnone     a subscriber with no callback enabled (what its existence
+//               costs; with `subscriber` or `stackcb` it is theirs)
+//   stackcb     no-op callbacks on exactly the calls sightline's Python
+//               stacks and driver-launch records enable (collector.cc:
+//               runtime calls that get a Python stack, memory calls included,
+//               and runtime launches; the four driver launch calls): CUPTI's
+//               dispatch into them without sightline's code
+// SIGHTLINE_FLOOR_AB=subscriber|stackcb switches that part off and on every
+// SIGHTLINE_FLOOR_AB_MS (default 250) in the running process, so that steps
+// with and without it alternate within one process (bench/overhead/ab.sh):
+// `subscriber` unsubscribes and subscribes again the extra subscriber (with
+// its callbacks), `stackcb` disables and enables the stack callbacks only.
+// Each switch is written to SIGHTLINE_FLOOR_AB_LOG at exit as "ab T0 T1 S":
+// CLOCK_MONOTONIC ns before and after it, S the state after it (1 = on).
+// SIGHTLINE_FLOOR_AB_START=off: the part is not there until the first switch
+// (never enabled before it), and with SIGHTLINE_FLOOR_AB_GO=PATH the first
+// switch waits until PATH exists (the workload creates it part-way through
+// its measured steps): the steps before it show whether a part switched off
+// costs what one never switched on costs (CUPTI keeps state once enabled).
 bool Extra(const char* what) {
   // Never destroyed: CUPTI may complete a buffer during the process's exit.
   static const std::string* extra = [] {
@@ -64,6 +90,12 @@ bool Extra(const char* what) {
 // without stopping them must not run a condition variable's destructor with
 // a thread still waiting on it (that hangs in glibc 2.36) nor a joinable
 // std::thread's (std::terminate).
+// One switch of SIGHTLINE_FLOOR_AB's part.
+struct AbSwitch {
+  uint64_t t0, t1;
+  int on;
+};
+
 struct ExtraThreads {
   std::mutex writer_mu;
   std::condition_variable writer_cv;
@@ -75,10 +107,95 @@ struct ExtraThreads {
   std::condition_variable flush_cv;
   bool flush_stop = false;  // flush_mu
   std::thread flush;
+  bool ab_stop = false;  // flush_mu
+  std::vector<AbSwitch> ab_log;  // the A/B thread's; read after it is joined
+  std::thread ab;
 };
 ExtraThreads& X() {
   static ExtraThreads* x = new ExtraThreads;
   return *x;
+}
+
+
+void CUPTIAPI NoOpCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+bool WantsExtraSubscriber() {
+  return Extra("subscriber") || Extra("subnone") || Extra("stackcb");
+}
+
+// The calls sightline's launch callbacks cover with Python stacks on.
+void EnableStackCallbacks(CUpti_SubscriberHandle s, uint32_t on) {
+  using namespace sightline::collect;
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS) {
+      name = nullptr;
+    }
+    if (IsLaunchCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) ||
+        IsPythonStackApi(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, name, /*memory=*/true)) {
+      cuptiEnableCallback(on, s, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+    }
+  }
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) {
+      cuptiEnableCallback(on, s, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    }
+  }
+}
+
+CUpti_SubscriberHandle g_extra_subscriber = nullptr;
+
+std::string AbPart() {
+  const char* v = std::getenv("SIGHTLINE_FLOOR_AB");
+  return v != nullptr ? v : "";
+}
+
+// The A/B part `part` is off from the start (SIGHTLINE_FLOOR_AB_START=off)
+// and not switched on yet.
+std::atomic<bool> g_ab_switched{false};
+bool AbStartsOff(const char* part) {
+  const char* v = std::getenv("SIGHTLINE_FLOOR_AB_START");
+  return AbPart() == part && v != nullptr && std::strcmp(v, "off") == 0 &&
+         !g_ab_switched.load();
+}
+
+// Subscribes the extra subscriber with the callbacks of the extras asked for.
+bool SubscribeExtra() {
+  if (cuptiSubscribe(&g_extra_subscriber, &NoOpCallback, nullptr) != CUPTI_SUCCESS) {
+    g_extra_subscriber = nullptr;
+    return false;
+  }
+  if (Extra("subscriber")) {
+    cuptiEnableDomain(1, g_extra_subscriber, CUPTI_CB_DOMAIN_RESOURCE);
+    cuptiEnableCallback(1, g_extra_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                        CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
+    for (CUpti_CallbackId cbid :
+         {CUPTI_CBID_NVTX_nvtxDomainCreateA, CUPTI_CBID_NVTX_nvtxDomainRangePushEx}) {
+      cuptiEnableCallback(1, g_extra_subscriber, CUPTI_CB_DOMAIN_NVTX, cbid);
+    }
+  }
+  if (Extra("stackcb") && !AbStartsOff("stackcb")) EnableStackCallbacks(g_extra_subscriber, 1);
+  return true;
+}
+
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// One switch of the A/B part; returns the state after it.
+int AbSwitchTo(bool on) {
+  if (AbPart() == "subscriber") {
+    if (on) return SubscribeExtra() ? 1 : 0;
+    if (g_extra_subscriber != nullptr) cuptiUnsubscribe(g_extra_subscriber);
+    g_extra_subscriber = nullptr;
+    return 0;
+  }
+  if (g_extra_subscriber == nullptr) return 0;  // stackcb without a subscriber
+  EnableStackCallbacks(g_extra_subscriber, on ? 1 : 0);
+  return on ? 1 : 0;
 }
 
 void CountAndFree(uint8_t* buffer, size_t valid, bool clear) {
@@ -134,6 +251,79 @@ void StartExtraThreads() {
       }
     });
   }
+  const std::string part = AbPart();
+  if (part == "subscriber" && AbStartsOff("subscriber")) {
+    // A first cuptiSubscribe from this thread in the running process crashed
+    // 3 of 4 processes on the H200 (SIGSEGV, 2026-12-04); switching off and
+    // on a subscriber made at the start did not (7 of 7).
+    std::fprintf(stderr, "floor subscriber: SIGHTLINE_FLOOR_AB=subscriber with "
+                         "SIGHTLINE_FLOOR_AB_START=off refused: nothing switched or subscribed\n");
+  } else if (part == "subscriber" || part == "stackcb") {
+    const char* ms_env = std::getenv("SIGHTLINE_FLOOR_AB_MS");
+    const int ms = ms_env != nullptr && std::atoi(ms_env) > 0 ? std::atoi(ms_env) : 250;
+    x.ab_log.reserve(1u << 16);
+    const bool starts_off = AbStartsOff(part.c_str());
+    const char* go_env = std::getenv("SIGHTLINE_FLOOR_AB_GO");
+    const std::string go = go_env != nullptr ? go_env : "";
+    x.ab = std::thread([&x, ms, starts_off, go] {
+      std::unique_lock<std::mutex> lock(x.flush_mu);
+      // Until the workload says go: no switch (polled every 10 ms).
+      while (!go.empty() && access(go.c_str(), F_OK) != 0) {
+        if (x.flush_cv.wait_for(lock, std::chrono::milliseconds(10),
+                                [&x] { return x.ab_stop; })) {
+          return;
+        }
+      }
+      bool on = !starts_off;
+      bool now = !go.empty();  // the first switch as soon as the file exists
+      for (;;) {
+        if (!now && x.flush_cv.wait_for(lock, std::chrono::milliseconds(ms),
+                                        [&x] { return x.ab_stop; })) {
+          break;
+        }
+        now = false;
+        lock.unlock();
+        on = !on;
+        g_ab_switched.store(true);
+        const uint64_t t0 = MonotonicNs();
+        const int state = AbSwitchTo(on);
+        const uint64_t t1 = MonotonicNs();
+        if (x.ab_log.size() < x.ab_log.capacity()) x.ab_log.push_back({t0, t1, state});
+        lock.lock();
+      }
+    });
+  } else if (!part.empty()) {
+    std::fprintf(stderr, "floor subscriber: unknown SIGHTLINE_FLOOR_AB='%s' (subscriber, "
+                         "stackcb): nothing switched\n", part.c_str());
+  }
+}
+
+// The A/B thread's switches, to SIGHTLINE_FLOOR_AB_LOG (created 0600, not
+// through a symlink, never replacing what is not a regular file).
+void WriteAbLog(const std::vector<AbSwitch>& log) {
+  const char* path = std::getenv("SIGHTLINE_FLOOR_AB_LOG");
+  if (path == nullptr || *path == '\0') return;
+  const int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    std::fprintf(stderr, "floor subscriber: cannot write %s (not a regular file?)\n", path);
+    if (fd >= 0) close(fd);
+    return;
+  }
+  if (ftruncate(fd, 0) != 0) {
+    close(fd);
+    return;
+  }
+  FILE* f = fdopen(fd, "w");
+  if (f == nullptr) {
+    close(fd);
+    return;
+  }
+  for (const AbSwitch& a : log) {
+    std::fprintf(f, "ab %llu %llu %d\n", static_cast<unsigned long long>(a.t0),
+                 static_cast<unsigned long long>(a.t1), a.on);
+  }
+  std::fclose(f);
 }
 
 // The flush thread first (no CUPTI call from it once this returns), then the
@@ -141,13 +331,16 @@ void StartExtraThreads() {
 // that started them (the program's exit or stop path), at most once.
 void StopExtraThreads() {
   ExtraThreads& x = X();
-  if (x.flush.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(x.flush_mu);
-      x.flush_stop = true;
-    }
-    x.flush_cv.notify_all();
-    x.flush.join();
+  {
+    std::lock_guard<std::mutex> lock(x.flush_mu);
+    x.flush_stop = true;
+    x.ab_stop = true;
+  }
+  x.flush_cv.notify_all();
+  if (x.flush.joinable()) x.flush.join();
+  if (x.ab.joinable()) {
+    x.ab.join();
+    WriteAbLog(x.ab_log);
   }
   if (x.writer.joinable()) {
     {
@@ -213,8 +406,6 @@ const std::vector<CUpti_ActivityKind>& Kinds() {
   return kinds;
 }
 
-void CUPTIAPI NoOpCallback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
-
 // "same": runtime records of every API but sightline's skip list.
 void EnableRuntimeApis(bool enable) {
   if (FloorMode() != "same") return;
@@ -255,7 +446,7 @@ void StartFloorSubscriber() {
       g_free.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
     }
   }
-  for (const char* e : {"attributes", "subscriber", "flush", "writer"}) {
+  for (const char* e : {"attributes", "subscriber", "subnone", "stackcb", "flush", "writer"}) {
     if (Extra(e)) std::fprintf(stderr, "floor subscriber: with %s\n", e);
   }
   if (FloorMode() == "callbacks-nvtx" || FloorMode() == "sub-attributes" || Extra("attributes")) {
@@ -270,27 +461,17 @@ void StartFloorSubscriber() {
     if (cuptiActivityEnable(k) != CUPTI_SUCCESS) std::fprintf(stderr, "enable %d failed\n", k);
   }
   EnableRuntimeApis(true);
-  StartExtraThreads();
   const std::string mode = FloorMode();
   const bool own_subscriber =
       mode == "callbacks" || mode == "callbacks-nvtx" || mode.rfind("sub-", 0) == 0;
-  if (Extra("subscriber") && own_subscriber) {
+  if (WantsExtraSubscriber() && own_subscriber) {
     // CUPTI allows one subscriber: the mode's own would fail unseen.
-    std::fprintf(stderr, "floor subscriber: SIGHTLINE_FLOOR_EXTRA=subscriber ignored with "
-                         "SIGHTLINE_FLOOR_KINDS=%s (it has its own subscriber)\n", mode.c_str());
-  } else if (Extra("subscriber")) {
-    static CUpti_SubscriberHandle subscriber;
-    if (cuptiSubscribe(&subscriber, &NoOpCallback, nullptr) == CUPTI_SUCCESS) {
-      cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE);
-      cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-                          CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
-      for (CUpti_CallbackId cbid :
-           {CUPTI_CBID_NVTX_nvtxDomainCreateA, CUPTI_CBID_NVTX_nvtxDomainRangePushEx}) {
-        cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_NVTX, cbid);
-      }
-    } else {
-      std::fprintf(stderr, "floor subscriber: cuptiSubscribe failed (extra subscriber)\n");
-    }
+    std::fprintf(stderr,
+                 "floor subscriber: SIGHTLINE_FLOOR_EXTRA subscriber, subnone and stackcb "
+                 "ignored with SIGHTLINE_FLOOR_KINDS=%s (it has its own subscriber)\n",
+                 mode.c_str());
+  } else if (WantsExtraSubscriber() && !AbStartsOff("subscriber") && !SubscribeExtra()) {
+    std::fprintf(stderr, "floor subscriber: cuptiSubscribe failed (extra subscriber)\n");
   }
   if (own_subscriber) {
     // What the monitor mode holds between captures (see above).
@@ -315,6 +496,7 @@ void StartFloorSubscriber() {
       }
     }
   }
+  StartExtraThreads();  // after the subscribers: the A/B thread switches them
 }
 
 void ReportFloorSubscriber(FILE* out) {

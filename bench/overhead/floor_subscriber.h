@@ -7,7 +7,9 @@
 // enables kernel records only, =same exactly the records sightline's
 // default makes for a Python command (floor_subscriber.cc);
 // SIGHTLINE_FLOOR_EXTRA adds what sightline does beyond the kinds, part by
-// part (attributes, subscriber, flush, writer).
+// part (attributes, subscriber, subnone, stackcb, flush, writer), and
+// SIGHTLINE_FLOOR_AB switches one of them off and on while the process runs
+// (in-process A/B rounds: bench/overhead/ab.sh).
 #ifndef SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 #define SIGHTLINE_BENCH_OVERHEAD_FLOOR_SUBSCRIBER_H_
 

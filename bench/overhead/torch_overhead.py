@@ -8,8 +8,13 @@
 `x.add_(1)` on a 32-element CUDA tensor, `--ops` per repetition, median of
 `--reps`: prints "OVERHEAD mode=... median_us_per_op=... median_cpu_us_per_op=..."
 (the second is this thread's CPU time: without the VM host's steal time).
+With --chunk-log PATH the repetitions run in chunks of --chunk ops, each
+written to PATH as "START_NS END_NS US_PER_OP" (CLOCK_MONOTONIC; in-process
+A/B rounds, bench/overhead/ab.sh); with SIGHTLINE_AB_GO=PATH, PATH is created
+after the first repetition (the A/B switching starts then).
 """
 import argparse
+import os
 import statistics
 import time
 
@@ -64,6 +69,8 @@ def main():
                    help="add: one x.add_(1) per op; step: one MLP training step per op")
     p.add_argument("--ops", type=int, default=100000)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--chunk-log", default=None)
+    p.add_argument("--chunk", type=int, default=1000)
     a = p.parse_args()
     x = torch.zeros(32, device="cuda") if a.workload == "add" else Step()
     if a.workload == "step":
@@ -77,6 +84,19 @@ def main():
         with profile(activities=activities, record_shapes=shapes):
             for _ in range(a.reps):
                 times.append(run(a.ops, x, cpu, a.depth))
+    elif a.chunk_log:
+        chunks = []
+        for _ in range(a.reps):
+            t0 = time.monotonic_ns()
+            for _ in range(max(1, a.ops // a.chunk)):
+                c0 = time.monotonic_ns()
+                us = run(a.chunk, x, cpu, a.depth)
+                chunks.append(f"{c0} {time.monotonic_ns()} {us:.4f}\n")
+            times.append((time.monotonic_ns() - t0) / 1e3 / (max(1, a.ops // a.chunk) * a.chunk))
+            if os.environ.get("SIGHTLINE_AB_GO") and len(times) == 1:
+                open(os.environ["SIGHTLINE_AB_GO"], "w").close()
+        with open(a.chunk_log, "w") as f:
+            f.writelines(chunks)
     else:
         for _ in range(a.reps):
             times.append(run(a.ops, x, cpu, a.depth))

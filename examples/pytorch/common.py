@@ -20,11 +20,18 @@ host is the bottleneck. Options common to all scripts:
                            (for --capture-range nvtx:train_step); off by
                            default: real scripts rarely annotate
   --cuda-profiler-range    cudaProfilerStart/Stop around the measured steps
+With SIGHTLINE_STEP_LOG=PATH, each measured step is also written to PATH as
+"START_NS END_NS MS": the host's CLOCK_MONOTONIC when the step began and when
+the next one began, and its time on the GPU's clock (in-process A/B rounds,
+bench/overhead/ab.sh); with SIGHTLINE_AB_GO=PATH, PATH is created when half
+of the measured steps have run (the A/B switching starts then).
 """
 import argparse
 import atexit
 import contextlib
+import os
 import statistics
+import time
 
 import torch
 
@@ -55,14 +62,26 @@ def run_steps(step_fn, args, default_steps, default_warmup, name="train_step"):
     if args.cuda_profiler_range:
         torch.cuda.cudart().cudaProfilerStart()
     events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+    log_path = os.environ.get("SIGHTLINE_STEP_LOG")
+    host = [0] * (steps + 1)
+    go = os.environ.get("SIGHTLINE_AB_GO")
     for i in range(steps):
+        if log_path:
+            host[i] = time.monotonic_ns()
+        if go and i == steps // 2:
+            open(go, "w").close()
         events[i].record()
         ranged(warmup + i)
+    host[steps] = time.monotonic_ns()
     events[steps].record()
     torch.cuda.synchronize()
     if args.cuda_profiler_range:
         torch.cuda.cudart().cudaProfilerStop()
-    ms = sorted(events[i].elapsed_time(events[i + 1]) for i in range(steps))
+    ms = [events[i].elapsed_time(events[i + 1]) for i in range(steps)]
+    if log_path:
+        with open(log_path, "w") as f:
+            f.writelines(f"{host[i]} {host[i + 1]} {ms[i]:.5f}\n" for i in range(steps))
+    ms.sort()
 
     def q(p):
         return ms[min(len(ms) - 1, int(p * len(ms)))]

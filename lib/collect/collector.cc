@@ -352,6 +352,7 @@ bool CollectorImpl::Initialize(InitSource source) {
   }
   if (config_.trace_backtrace) StackCollector::WarmUp();
   SelfCost::SetEnabled(config_.self_cost);
+  if (!defer_cupti_) StartStackAb();
   writer_thread_ = std::thread([this] { WriterMain(); });
   std::atexit(&AtExitTrampoline);
   InstallSignalFlush(&SignalRequestTrampoline, this, 3000);
@@ -1162,6 +1163,7 @@ void CollectorImpl::Step(uint64_t step) {
 void CollectorImpl::Shutdown(const char* reason) {
   if (!initialized_ || tracing_off_ || getpid() != owner_pid_) return;
   if (shut_down_.exchange(true)) return;
+  StopStackAb();
   // The agent first: a capture in progress is closed and flushed while the
   // writer still runs.
   if (monitor_ != nullptr) {

@@ -108,6 +108,17 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   // Read once: the Python stack and the driver launch's record below agree.
   const bool recording = activities_on_;
+  if (runtime && enter) {
+    // SIGHTLINE_AB_STACKS_MS (collector_stack_ab.cc) switched the launch
+    // callbacks off while this thread was inside one: its exit never came,
+    // so the depth it left is reset at the thread's first call after a switch.
+    thread_local uint32_t t_ab_generation = 0;
+    const uint32_t generation = ab_generation_.load(std::memory_order_relaxed);
+    if (generation != t_ab_generation) {
+      t_ab_generation = generation;
+      t_runtime_depth = 0;
+    }
+  }
   // Python stack of an outermost launch/copy/memset/sync call (a driver call
   // inside a runtime call shares the runtime call's Python stack).
   if (enter && t_runtime_depth == 0) t_python_stack = 0;

@@ -106,6 +106,9 @@ class CollectorImpl final : public Collector {
   void SetError(const std::string& message);
   void Warn(const std::string& message);
   bool SetUpCupti();
+  // collector_stack_ab.cc: SIGHTLINE_AB_STACKS_MS (benchmarks only).
+  void StartStackAb();
+  void StopStackAb();
   // Chooses this process's trace path (ChooseOutputPath; a name held by a
   // live writer of the same run falls back to the per-process name) and
   // opens it; nullptr (last_error() says why) when it cannot.
@@ -305,6 +308,13 @@ class CollectorImpl final : public Collector {
   // The running agent, for NVTX messages from any thread (OnNvtxMessage).
   std::atomic<monitor::MonitorAgent*> monitor_live_{nullptr};
   std::atomic<bool> forked_child_{false};  // set in a fork()ed child only
+  // SIGHTLINE_AB_STACKS_MS: the callbacks switched, and the stop the exit
+  // path sets (no switch once it holds ab_mu_).
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> ab_cbids_;
+  Mutex ab_mu_;
+  bool ab_stop_ = false;  // ab_mu_
+  // Counts those switches (OnApi resets a thread's runtime depth after one).
+  std::atomic<uint32_t> ab_generation_{0};
   // Monitor mode: CUPTI subscribed only at the first capture. While
   // cupti_attached_ is false no CUPTI call is made (the writer's periodic
   // flush included).

@@ -1,0 +1,146 @@
+// lib/collect/collector_stack_ab.cc — benchmarks only: what Python stacks
+// cost, measured in one process (bench/overhead/ab.sh, case
+// WORKLOAD:-:sightline-stacks).
+//
+// SIGHTLINE_AB_STACKS_MS=P switches off and on, every P ms, exactly the CUPTI
+// callbacks that Python stacks and driver-launch records add to the default
+// (what SIGHTLINE_PYTHON_BACKTRACE=off leaves out: the launch, copy, memset
+// and memory calls' callbacks; the synchronizing and allocating calls keep
+// theirs, which native backtraces use in both), and writes each switch to
+// SIGHTLINE_AB_LOG as "ab T0 T1 S" (CLOCK_MONOTONIC ns before and after it,
+// S = 1 when the callbacks are on after it). The process starts with them on;
+// with SIGHTLINE_AB_GO=PATH the switching starts once PATH exists. Steps
+// between switches then alternate between the two modes on the same machine
+// state, which between-process rounds on the H200 (±15 %) cannot resolve.
+// A trace made so is not complete (calls made while the callbacks are off
+// have no Python stack; a launch whose exit came after a switch off left its
+// thread's runtime depth one too high until that thread's next call, which
+// resets it: ab_generation_). Time with it; do not analyse it.
+// Only for a whole-run capture with Python stacks on (else a warning and
+// nothing switched).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "lib/collect/collector_impl.h"
+
+namespace sightline::collect {
+namespace {
+
+uint64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+void CollectorImpl::StartStackAb() {
+  const char* ms_env = std::getenv("SIGHTLINE_AB_STACKS_MS");
+  if (ms_env == nullptr || *ms_env == '\0') return;
+  const int ms = std::atoi(ms_env);
+  if (ms <= 0 || ms > 60000 || subscriber_ == nullptr || !config_.trace_python ||
+      config_.capture != CaptureMode::kWholeRun || config_.trace_driver_api ||
+      config_.backtrace_threshold_us >= 0 || detach_ || monitor_config_.enabled ||
+      !config_.metric_set.empty()) {
+    Warn("SIGHTLINE_AB_STACKS_MS needs 1..60000 ms, a whole-run capture with Python stacks, "
+         "and no -t cuda-driver, SIGHTLINE_BACKTRACE_US, detach, monitor mode or metrics; "
+         "nothing switched");
+    return;
+  }
+  // The callbacks the stacks add: enabled for them and not needed otherwise.
+  auto also_needed = [this](CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
+        (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
+         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)) {
+      return true;
+    }
+    return config_.trace_backtrace &&
+           (IsSyncCbid(domain, cbid) || (config_.trace_memory && IsAllocationCbid(domain, cbid)));
+  };
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
+    const char* name = nullptr;
+    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS) {
+      name = nullptr;
+    }
+    const bool launch = callback_driver_launches_ &&
+                        (IsLaunchCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) ||
+                         IsLaunchApiName(CUPTI_CB_DOMAIN_RUNTIME_API, name));
+    const bool python = cbid < python_rt_cbids_.size() && python_rt_cbids_[cbid] != 0;
+    if ((launch || python) && !also_needed(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) {
+      ab_cbids_.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+    }
+  }
+  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+    const bool launch = callback_driver_launches_ && IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    const bool python = cbid < python_drv_cbids_.size() && python_drv_cbids_[cbid] != 0;
+    if (launch || python) ab_cbids_.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  }
+  int fd = -1;
+  if (const char* path = std::getenv("SIGHTLINE_AB_LOG"); path != nullptr && *path != '\0') {
+    fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    struct stat st {};
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0)) {
+      close(fd);
+      fd = -1;
+    }
+    if (fd < 0) Warn(std::string("SIGHTLINE_AB_LOG: cannot write ") + path);
+  }
+  const char* go_env = std::getenv("SIGHTLINE_AB_GO");
+  const std::string go = go_env != nullptr ? go_env : "";
+  std::fprintf(stderr, "sightline: A/B: %zu stack callbacks switched every %d ms%s\n",
+               ab_cbids_.size(), ms, go.empty() ? "" : " once the go file exists");
+  // Detached and never joined: it sleeps outside ab_mu_, and StopStackAb
+  // (the exit path) makes it return at its next wake-up without a CUPTI call.
+  std::thread([this, ms, fd, go] {
+    bool on = true;
+    bool waiting = !go.empty();
+    for (;;) {
+      const int sleep_ms = waiting ? 10 : ms;  // the go file is polled every 10 ms
+      const timespec pause{sleep_ms / 1000, static_cast<long>(sleep_ms % 1000) * 1000000L};
+      nanosleep(&pause, nullptr);
+      if (waiting) {
+        if (access(go.c_str(), F_OK) != 0) {
+          MutexLock lock(ab_mu_);
+          if (ab_stop_) return;
+          continue;
+        }
+        waiting = false;
+      }
+      MutexLock lock(ab_mu_);
+      if (ab_stop_) return;
+      on = !on;
+      const uint64_t t0 = MonotonicNs();
+      if (CuptiCall cupti(this); cupti.ok()) {
+        for (const auto& [domain, cbid] : ab_cbids_) {
+          cuptiEnableCallback(on ? 1 : 0, subscriber_, domain, cbid);
+        }
+      }
+      ab_generation_.fetch_add(1, std::memory_order_relaxed);
+      const uint64_t t1 = MonotonicNs();
+      if (fd >= 0) {
+        char line[80];
+        const int n = std::snprintf(line, sizeof(line), "ab %llu %llu %d\n",
+                                    static_cast<unsigned long long>(t0),
+                                    static_cast<unsigned long long>(t1), on ? 1 : 0);
+        if (n > 0 && write(fd, line, static_cast<size_t>(n)) < 0) {
+          // A bench log: nothing else to do.
+        }
+      }
+    }
+  }).detach();
+}
+
+void CollectorImpl::StopStackAb() {
+  MutexLock lock(ab_mu_);
+  ab_stop_ = true;
+}
+
+}  // namespace sightline::collect
