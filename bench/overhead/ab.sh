@@ -17,7 +17,8 @@
 #             them included (SIGHTLINE_AB_STACKS_MS,
 #             lib/collect/collector_stack_ab.cc; EXTRA unused, e.g. "-")
 #   AB_PROCS (3) processes per case; AB_MS (250); AB_LM_STEPS (800);
-#   AB_OP_OPS (100000) AB_OP_REPS (4); AB_PIN ("taskset -c 2-9")
+#   AB_OP_OPS (100000) AB_OP_REPS (4); AB_PIN ("taskset -c 2-9");
+#   AB_KEEP=DIR keeps the switch and step logs (*.ab, *.steps) in DIR
 #   AB_START (on): off = the part is never enabled before the first switch,
 #             which comes half-way through the measured steps (the first
 #             repetition of the op loop): ab_split.py's AB_FIRST line tells
@@ -32,8 +33,11 @@ SL=$B/tools/sightline/sightline
 CASES=${AB_CASES:-lm:subscriber:subscriber lm:subnone:subscriber lm:stackcb:stackcb op:stackcb:stackcb op:subscriber:subscriber}
 PROCS=${AB_PROCS:-3}
 PIN=${AB_PIN:-taskset -c 2-9}
-W=$(mktemp -d)
-trap 'rm -rf "$W"' EXIT
+if [ -n "${AB_KEEP:-}" ]; then  # keep the switch and step logs there
+  W=$AB_KEEP; mkdir -p "$W"
+else
+  W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+fi
 fail=0
 for c in $CASES; do
   IFS=: read -r wl extra part <<<"$c"
