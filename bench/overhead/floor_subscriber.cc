@@ -423,6 +423,15 @@ void EnableRuntimeApis(bool enable) {
 }
 }  // namespace
 
+void SetFloorKinds(bool enable) {
+  for (CUpti_ActivityKind k : Kinds()) {
+    if ((enable ? cuptiActivityEnable(k) : cuptiActivityDisable(k)) != CUPTI_SUCCESS) {
+      std::fprintf(stderr, "floor subscriber: %s %d failed\n", enable ? "enable" : "disable", k);
+    }
+  }
+  EnableRuntimeApis(enable);
+}
+
 void StopFloorSubscriber(bool finalize) {
   for (CUpti_ActivityKind k : Kinds()) cuptiActivityDisable(k);
   EnableRuntimeApis(false);

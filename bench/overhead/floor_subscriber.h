@@ -22,6 +22,9 @@ void StartFloorSubscriber();
 // cuptiFinalize (what the app pays after a capture, with CUPTI's own parts
 // only: launch_overhead --mode floor --capture-first-rep --after ...).
 void StopFloorSubscriber(bool finalize);
+// Switches the kinds StartFloorSubscriber enabled off or on again (nothing
+// else: buffers, callbacks and threads stay), for launch_overhead --floor-arm.
+void SetFloorKinds(bool enable);
 // Flushes CUPTI and prints "floor subscriber: N records, D dropped".
 void ReportFloorSubscriber(FILE* out);
 

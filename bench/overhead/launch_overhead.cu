@@ -21,6 +21,12 @@
 // With --mode floor, --after=disable|finalize switches the floor subscriber's
 // kinds off (and cuptiFinalize) after repetition 0: CUPTI's own after-cost;
 // --floor-late enables them only after the warm-up launch.
+// --floor-arm=pre|ctx (issue 12 item 5's hypothesis: can a capture's late
+// enable be made to cost afterwards what an early one does?) enables the
+// kinds before the context exists too, and switches them off again: `pre`
+// at once, before the context is made; `ctx` after the context and the
+// warm-up launch's module (lazy loading: its first launch) exist. Then they
+// are enabled late, after the warm-up, as with --floor-late.
 #include <cuda_profiler_api.h>
 #include <cupti.h>
 
@@ -56,6 +62,7 @@ int main(int argc, char** argv) {
   // --floor-late: the floor's kinds are enabled after the context exists and
   // the module is loaded (as sightline does at a capture start), not before.
   bool late = false;
+  std::string arm;  // --floor-arm=pre|ctx
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
@@ -64,12 +71,21 @@ int main(int argc, char** argv) {
     else if (a == "--capture-first-rep") capture_first = true;
     else if (a.rfind("--after=", 0) == 0) after = a.substr(8);
     else if (a == "--floor-late") late = true;
+    else if (a.rfind("--floor-arm=", 0) == 0) arm = a.substr(12);
   }
-  if (mode == "floor" && !late) sightline_bench::StartFloorSubscriber();
+  if (!arm.empty() && arm != "pre" && arm != "ctx") {
+    std::fprintf(stderr, "--floor-arm=%s: not pre or ctx\n", arm.c_str());
+    return 2;
+  }
+  const bool floor = mode == "floor";
+  if (floor && (!late || !arm.empty())) sightline_bench::StartFloorSubscriber();
+  if (floor && arm == "pre") sightline_bench::SetFloorKinds(false);
   cudaFree(nullptr);
   Empty<<<1, 1>>>();  // warm-up: module load, first-launch costs
   cudaDeviceSynchronize();
-  if (mode == "floor" && late) sightline_bench::StartFloorSubscriber();
+  if (floor && arm == "ctx") sightline_bench::SetFloorKinds(false);
+  if (floor && !arm.empty()) sightline_bench::SetFloorKinds(true);  // the late enable
+  if (floor && late && arm.empty()) sightline_bench::StartFloorSubscriber();
   std::vector<double> per_launch, cpu_per_launch;
   for (int r = 0; r < reps; ++r) {
     if (capture_first && r == 0) cudaProfilerStart();

@@ -17,7 +17,8 @@
 # new launch/torch round starts after this many seconds of that part; 0 = no
 # limit), OVERHEAD_AFTER_MODES ("plain sightline detach"; more: sightline-keep
 # (subscriber kept), sightline-noflush, sightline-cuda, floor-disable,
-# floor-late-disable, floor-finalize), OVERHEAD_AFTER_ROUNDS (3), OVERHEAD_PIN (e.g.
+# floor-late-disable, floor-armpre-disable, floor-armctx-disable,
+# floor-finalize), OVERHEAD_AFTER_ROUNDS (3), OVERHEAD_PIN (e.g.
 # "taskset -c 2-7"), OVERHEAD_PARTS ("launch after torch"),
 # OVERHEAD_LAUNCH_MODES ("plain floor sightline"), OVERHEAD_TORCH_MODES
 # ("plain torch.profiler floor sightline"); Python stacks and ops (issue 13):
@@ -256,6 +257,11 @@ after_one() {  # MODE ROUND: repetition 0 captured, 1..4 after the capture close
       v=$($PIN "${lo[@]}" --mode floor --after="${1#floor-}" | val after_median_us_per_launch) ;;
     floor-late-disable)  # the same, kinds enabled only after the context and module exist
       v=$($PIN "${lo[@]}" --mode floor --floor-late --after=disable | val after_median_us_per_launch) ;;
+    floor-armpre-disable | floor-armctx-disable)  # late, but enabled and disabled once before
+      # the context exists (pre) or from then until the module is loaded (ctx)
+      local arm=${1#floor-arm}; arm=${arm%-disable}
+      v=$($PIN "${lo[@]}" --mode floor --floor-arm="$arm" --after=disable |
+          val after_median_us_per_launch) ;;
     sightline | sightline-keep | sightline-noflush | sightline-cuda | detach)
       case $1 in
         sightline-keep) env=(SIGHTLINE_DETACH=keep) ;;
