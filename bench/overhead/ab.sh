@@ -18,7 +18,9 @@
 #             lib/collect/collector_stack_ab.cc; EXTRA unused, e.g. "-")
 #   AB_PROCS (3) processes per case; AB_MS (250); AB_LM_STEPS (800);
 #   AB_OP_OPS (100000) AB_OP_REPS (4); AB_PIN ("taskset -c 2-9");
-#   AB_KEEP=DIR keeps the switch and step logs (*.ab, *.steps) in DIR
+#   AB_KEEP=DIR keeps the switch and step logs (*.ab, *.steps) in DIR;
+#   AB_GO_HALF=1: sightline-stacks switches only from half-way (as in runs
+#             AA, AB), else from the start
 #   AB_START (on): off = the part is never enabled before the first switch,
 #             which comes half-way through the measured steps (the first
 #             repetition of the op loop): ab_split.py's AB_FIRST line tells
@@ -61,11 +63,15 @@ for c in $CASES; do
                                          SIGHTLINE_AB_GO="$W/go-$p")
     rm -f "$W/go-$p"
     if [ "$part" = sightline-stacks ]; then
-      # Starts with the stacks on; the go file (always) puts the first switch
-      # half-way through the measured steps, after the first repetition.
+      # Starts with the stacks on. With AB_GO_HALF=1 (runs AA, AB) the go
+      # file puts the first switch half-way through the measured steps (after
+      # the first repetition); without it the switching starts at once and
+      # every measured step is in a stretch (about twice the pairs).
       # --python-backtrace=on: the lm command starts with `env`, which the
       # default (on for a Python interpreter) does not see through.
-      env SIGHTLINE_AB_STACKS_MS="${AB_MS:-250}" SIGHTLINE_AB_LOG="$sw" SIGHTLINE_AB_GO="$W/go-$p" \
+      go=()
+      [ "${AB_GO_HALF:-0}" = 1 ] && go=(SIGHTLINE_AB_GO="$W/go-$p")
+      env SIGHTLINE_AB_STACKS_MS="${AB_MS:-250}" SIGHTLINE_AB_LOG="$sw" "${go[@]}" \
         $PIN "$SL" profile -q --python-backtrace=on -o "$W/t.sltrace" -- "${cmd[@]}" >"$o" 2>&1
       rm -f "$W"/t*.sltrace
       grep -h 'sightline: A/B' "$o" | sed "s/^/  $c $p: /"
