@@ -420,11 +420,19 @@ bool CollectorImpl::SetUpCupti() {
     return false;
   }
   Check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE), "enable resource callbacks");
+  // The API callbacks enabled only for Python stacks and driver-launch
+  // records (for_stacks below; minus any another part enables too): the ones
+  // SIGHTLINE_AB_STACKS_MS switches (collector_stack_ab.cc).
+  bool for_stacks = false;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> for_others;
+  ab_cbids_.clear();
   auto enable_rt = [&](CUpti_CallbackId cbid) {
     Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid), "enable callback");
+    (for_stacks ? ab_cbids_ : for_others).emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
   };
   auto enable_drv = [&](CUpti_CallbackId cbid) {
     Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid), "enable callback");
+    (for_stacks ? ab_cbids_ : for_others).emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   };
   enable_rt(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
   if (config_.capture == CaptureMode::kProfilerApi) {
@@ -443,6 +451,7 @@ bool CollectorImpl::SetUpCupti() {
   // SIGHTLINE_DRIVER_LAUNCH_RECORDS=0 turns this off.
   callback_driver_launches_ =
       config_.trace_cuda && !config_.trace_driver_api && config_.driver_launch_records;
+  for_stacks = true;
   if (callback_driver_launches_) {
     for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
       if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
@@ -490,6 +499,7 @@ bool CollectorImpl::SetUpCupti() {
       if (python_drv_cbids_[cbid] != 0) enable_drv(cbid);
     }
   }
+  for_stacks = false;
   if (config_.trace_backtrace) {
     if (config_.backtrace_threshold_us >= 0) {
       Check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API), "enable runtime cbs");
@@ -615,6 +625,12 @@ bool CollectorImpl::SetUpCupti() {
       }
     }
   }
+  ab_cbids_.erase(std::remove_if(ab_cbids_.begin(), ab_cbids_.end(),
+                                 [&](const auto& c) {
+                                   return std::find(for_others.begin(), for_others.end(), c) !=
+                                          for_others.end();
+                                 }),
+                  ab_cbids_.end());
   return true;
 }
 

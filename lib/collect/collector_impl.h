@@ -308,8 +308,9 @@ class CollectorImpl final : public Collector {
   // The running agent, for NVTX messages from any thread (OnNvtxMessage).
   std::atomic<monitor::MonitorAgent*> monitor_live_{nullptr};
   std::atomic<bool> forked_child_{false};  // set in a fork()ed child only
-  // SIGHTLINE_AB_STACKS_MS: the callbacks switched, and the stop the exit
-  // path sets (no switch once it holds ab_mu_).
+  // SIGHTLINE_AB_STACKS_MS: the callbacks switched (SetUpCupti: those it
+  // enabled only for Python stacks and driver-launch records), and the stop
+  // the exit path sets (no switch once it holds ab_mu_).
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> ab_cbids_;
   Mutex ab_mu_;
   bool ab_stop_ = false;  // ab_mu_

@@ -20,7 +20,6 @@
 // nothing switched).
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,17 +28,9 @@
 #include <thread>
 
 #include "lib/collect/collector_impl.h"
+#include "lib/collect/self_cost.h"
 
 namespace sightline::collect {
-namespace {
-
-uint64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 void CollectorImpl::StartStackAb() {
   const char* ms_env = std::getenv("SIGHTLINE_AB_STACKS_MS");
@@ -53,35 +44,6 @@ void CollectorImpl::StartStackAb() {
          "and no -t cuda-driver, SIGHTLINE_BACKTRACE_US, detach, monitor mode or metrics; "
          "nothing switched");
     return;
-  }
-  // The callbacks the stacks add: enabled for them and not needed otherwise.
-  auto also_needed = [this](CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
-    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API &&
-        (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000 ||
-         cbid == CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)) {
-      return true;
-    }
-    return config_.trace_backtrace &&
-           (IsSyncCbid(domain, cbid) || (config_.trace_memory && IsAllocationCbid(domain, cbid)));
-  };
-  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS) {
-      name = nullptr;
-    }
-    const bool launch = callback_driver_launches_ &&
-                        (IsLaunchCbid(CUPTI_CB_DOMAIN_RUNTIME_API, cbid) ||
-                         IsLaunchApiName(CUPTI_CB_DOMAIN_RUNTIME_API, name));
-    const bool python = cbid < python_rt_cbids_.size() && python_rt_cbids_[cbid] != 0;
-    if ((launch || python) && !also_needed(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) {
-      ab_cbids_.emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
-    }
-  }
-  for (CUpti_CallbackId cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-    const bool launch = callback_driver_launches_ && IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
-    const bool python = cbid < python_drv_cbids_.size() && python_drv_cbids_[cbid] != 0;
-    if (launch || python) ab_cbids_.emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   }
   int fd = -1;
   if (const char* path = std::getenv("SIGHTLINE_AB_LOG"); path != nullptr && *path != '\0') {
@@ -117,14 +79,14 @@ void CollectorImpl::StartStackAb() {
       MutexLock lock(ab_mu_);
       if (ab_stop_) return;
       on = !on;
-      const uint64_t t0 = MonotonicNs();
+      const uint64_t t0 = SelfCost::NowNs();
       if (CuptiCall cupti(this); cupti.ok()) {
         for (const auto& [domain, cbid] : ab_cbids_) {
           cuptiEnableCallback(on ? 1 : 0, subscriber_, domain, cbid);
         }
       }
       ab_generation_.fetch_add(1, std::memory_order_relaxed);
-      const uint64_t t1 = MonotonicNs();
+      const uint64_t t1 = SelfCost::NowNs();
       if (fd >= 0) {
         char line[80];
         const int n = std::snprintf(line, sizeof(line), "ab %llu %llu %d\n",
