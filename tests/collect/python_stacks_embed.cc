@@ -87,6 +87,22 @@ except ValueError:
 lam = lambda: nogil(8)  # L_lambda
 lam()  # L_lambda_caller
 
+for i in range(40):
+    ns = {}
+    exec("def fn%02d(fn):\n    fn(12)\n" % i, ns)
+    ns["fn%02d" % i](gil)  # L_exec_call
+    del ns
+
+def deep(fn, n):
+    if n == 0:
+        fn(13)  # L_deep
+    else:
+        deep(fn, n - 1)  # L_deep_rec
+for _ in range(2):
+    deep(gil, 80)  # L_deep_caller1
+deep(gil, 80)  # L_deep_caller2
+deep(gil, 10)  # L_deep_short
+
 def hammer():
     while True:
         nogil(9)  # L_hammer
@@ -245,6 +261,44 @@ int main(int argc, char** argv) {
   ExpectFrames(defs, first(8).id, 8, {{"<lambda>", "L_lambda"}, {"<module>", "L_lambda_caller"}},
                script_path);
   ExpectFrames(defs, first(9).id, 9, {{"hammer", "L_hammer"}}, script_path);
+  // Functions made and freed one after another, called from one line: their
+  // code objects may reuse one address, and each stack still names its own.
+  Expect(by_tag[12].size() == 40, "40 exec'd functions called");
+  for (size_t i = 0; i < by_tag[12].size(); ++i) {
+    auto it = defs.find(by_tag[12][i].id);
+    char name[16];
+    std::snprintf(name, sizeof(name), "fn%02zu", i);
+    Expect(it != defs.end() && !it->second.frames.empty() &&
+               it->second.frames[0].function == name &&
+               it->second.frames.size() > 1 &&
+               it->second.frames[1].line == static_cast<uint32_t>(LineOf("L_exec_call")),
+           std::string("exec'd function ") + name + " not named by its stack");
+  }
+  // Deeper than the depth cap: the innermost kMaxPythonFrames frames, the same
+  // stack from either caller, and a shallower recursion a different one.
+  Expect(by_tag[13].size() == 4, "deep recursion called four times");
+  if (by_tag[13].size() == 4) {
+    Expect(by_tag[13][0].id != 0 && by_tag[13][0].id == by_tag[13][1].id &&
+               by_tag[13][1].id == by_tag[13][2].id,
+           "a stack deeper than the cap got different ids");
+    Expect(by_tag[13][3].id != by_tag[13][0].id, "a shallower recursion shares the deep stack");
+    auto it = defs.find(by_tag[13][0].id);
+    bool ok = it != defs.end() &&
+              it->second.frames.size() == static_cast<size_t>(sightline::collect::kMaxPythonFrames);
+    for (size_t i = 0; ok && i < it->second.frames.size(); ++i) {
+      ok = it->second.frames[i].function == "deep" &&
+           it->second.frames[i].line ==
+               static_cast<uint32_t>(LineOf(i == 0 ? "L_deep" : "L_deep_rec"));
+    }
+    Expect(ok, "the deep stack is not the innermost frames of deep()");
+    ExpectFrames(defs, by_tag[13][3].id, 13,
+                 {{"deep", "L_deep"}, {"deep", "L_deep_rec"}}, script_path);
+    if (defs.count(by_tag[13][3].id) != 0) {
+      const auto& frames = defs[by_tag[13][3].id].frames;
+      Expect(frames.size() == 13 && frames[11].line == static_cast<uint32_t>(LineOf("L_deep_short")),
+             "the shallow recursion's stack:\n" + Describe(defs[by_tag[13][3].id]));
+    }
+  }
   Expect(first(10).id == 0, "a stack on a thread unknown to Python");
   Expect(first(11).id == 0, "a stack after Py_FinalizeEx");
   // Strict mode: only the calls made with the GIL held.
