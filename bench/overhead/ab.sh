@@ -11,7 +11,10 @@
 #             transformer step, ms a step) or op (x.add_(1), µs an op); EXTRA
 #             the floor's SIGHTLINE_FLOOR_EXTRA; PART what is switched
 #             (subscriber: the extra subscriber itself; stackcb: the callbacks
-#             sightline's Python stacks enable); PART sightline-stacks runs
+#             sightline's Python stacks enable; flush, with EXTRA flush: the
+#             periodic cuptiActivityFlushAll; writer, with EXTRA writer: the
+#             writer thread that reads and clears each completed buffer, off =
+#             read where CUPTI completes it); PART sightline-stacks runs
 #             `sightline profile` (default mode) instead of the floor and
 #             switches its own Python-stack callbacks, sightline's code in
 #             them included (SIGHTLINE_AB_STACKS_MS,

@@ -64,11 +64,16 @@ void CUPTIAPI Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
 //               runtime calls that get a Python stack, memory calls included,
 //               and runtime launches; the four driver launch calls): CUPTI's
 //               dispatch into them without sightline's code
-// SIGHTLINE_FLOOR_AB=subscriber|stackcb switches that part off and on every
-// SIGHTLINE_FLOOR_AB_MS (default 250) in the running process, so that steps
-// with and without it alternate within one process (bench/overhead/ab.sh):
-// `subscriber` unsubscribes and subscribes again the extra subscriber (with
-// its callbacks), `stackcb` disables and enables the stack callbacks only.
+// SIGHTLINE_FLOOR_AB=subscriber|stackcb|flush|writer switches that part off
+// and on every SIGHTLINE_FLOOR_AB_MS (default 250) in the running process, so
+// that steps with and without it alternate within one process
+// (bench/overhead/ab.sh): `subscriber` unsubscribes and subscribes again the
+// extra subscriber (with its callbacks), `stackcb` disables and enables the
+// stack callbacks only, `flush` (with the flush extra) skips or makes the
+// periodic cuptiActivityFlushAll, `writer` (with the writer extra) hands
+// completed buffers to the writer thread (read, then cleared whole) or reads
+// them where CUPTI completes them, uncleared (the floor without the extra;
+// with `attributes` too, CUPTI expects zeroed buffers: refused).
 // Each switch is written to SIGHTLINE_FLOOR_AB_LOG at exit as "ab T0 T1 S":
 // CLOCK_MONOTONIC ns before and after it, S the state after it (1 = on).
 // SIGHTLINE_FLOOR_AB_START=off: the part is not there until the first switch
@@ -185,8 +190,20 @@ uint64_t MonotonicNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// SIGHTLINE_FLOOR_AB=flush|writer: whether that part is on now.
+std::atomic<bool> g_ab_flush_on{true};
+std::atomic<bool> g_ab_writer_on{true};
+
 // One switch of the A/B part; returns the state after it.
 int AbSwitchTo(bool on) {
+  if (AbPart() == "flush") {
+    g_ab_flush_on.store(on);
+    return on ? 1 : 0;
+  }
+  if (AbPart() == "writer") {
+    g_ab_writer_on.store(on);
+    return on ? 1 : 0;
+  }
   if (AbPart() == "subscriber") {
     if (on) return SubscribeExtra() ? 1 : 0;
     if (g_extra_subscriber != nullptr) cuptiUnsubscribe(g_extra_subscriber);
@@ -212,7 +229,7 @@ void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
   ExtraThreads& x = X();
   {
     std::lock_guard<std::mutex> lock(x.writer_mu);
-    if (x.writer_running && !x.writer_stop) {
+    if (x.writer_running && !x.writer_stop && g_ab_writer_on.load()) {
       x.queue.emplace_back(buffer, valid);
       x.writer_cv.notify_one();
       return;
@@ -223,6 +240,8 @@ void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
 
 void StartExtraThreads() {
   ExtraThreads& x = X();
+  if (AbStartsOff("flush")) g_ab_flush_on.store(false);
+  if (AbStartsOff("writer")) g_ab_writer_on.store(false);
   if (Extra("writer")) {
     std::lock_guard<std::mutex> lock(x.writer_mu);
     x.writer_running = true;
@@ -246,19 +265,27 @@ void StartExtraThreads() {
       while (!x.flush_cv.wait_for(lock, std::chrono::milliseconds(500),
                                   [&x] { return x.flush_stop; })) {
         lock.unlock();
-        cuptiActivityFlushAll(0);
+        if (g_ab_flush_on.load()) cuptiActivityFlushAll(0);
         lock.lock();
       }
     });
   }
   const std::string part = AbPart();
-  if (part == "subscriber" && AbStartsOff("subscriber")) {
+  const bool needs_missing = (part == "flush" && !Extra("flush")) ||
+                             (part == "writer" && !Extra("writer"));
+  if (needs_missing || (part == "writer" && Extra("attributes"))) {
+    std::fprintf(stderr, "floor subscriber: SIGHTLINE_FLOOR_AB=%s %s: nothing switched\n",
+                 part.c_str(),
+                 needs_missing ? "needs that SIGHTLINE_FLOOR_EXTRA"
+                               : "with the attributes extra refused (CUPTI expects zeroed "
+                                 "buffers, and the off state hands them back uncleared)");
+  } else if (part == "subscriber" && AbStartsOff("subscriber")) {
     // A first cuptiSubscribe from this thread in the running process crashed
     // 3 of 4 processes on the H200 (SIGSEGV, 2026-12-04); switching off and
     // on a subscriber made at the start did not (7 of 7).
     std::fprintf(stderr, "floor subscriber: SIGHTLINE_FLOOR_AB=subscriber with "
                          "SIGHTLINE_FLOOR_AB_START=off refused: nothing switched or subscribed\n");
-  } else if (part == "subscriber" || part == "stackcb") {
+  } else if (part == "subscriber" || part == "stackcb" || part == "flush" || part == "writer") {
     const char* ms_env = std::getenv("SIGHTLINE_FLOOR_AB_MS");
     const int ms = ms_env != nullptr && std::atoi(ms_env) > 0 ? std::atoi(ms_env) : 250;
     x.ab_log.reserve(1u << 16);
@@ -294,7 +321,7 @@ void StartExtraThreads() {
     });
   } else if (!part.empty()) {
     std::fprintf(stderr, "floor subscriber: unknown SIGHTLINE_FLOOR_AB='%s' (subscriber, "
-                         "stackcb): nothing switched\n", part.c_str());
+                         "stackcb, flush, writer): nothing switched\n", part.c_str());
   }
 }
 
