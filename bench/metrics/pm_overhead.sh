@@ -16,9 +16,16 @@
 #   PM_ROUNDS (8)  PM_STEPS (200)  PM_WARMUP (20)  PM_MODES ("gm")
 #   PM_SCRIPT (examples/pytorch/lm_train.py)  PM_ARGS ("--variant eager")
 #   PM_PIN (e.g. "taskset -c 2-9": every mode pinned alike)
-#   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
+#   SIGHTLINE_BIN (build/release/tools/sightline/sightline; or BUILD_DIR as the
+#   first argument: BUILD_DIR/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+# An optional BUILD_DIR argument (as run_overhead.sh and ab.sh take; a staged
+# GPU build) names the binary unless SIGHTLINE_BIN does.
+if [ -n "${1:-}" ] && [ -z "${SIGHTLINE_BIN:-}" ]; then
+  [ -d "$1" ] || { echo "no build directory $1" >&2; exit 2; }
+  SIGHTLINE_BIN=$(cd "$1" && pwd)/tools/sightline/sightline
+fi
 SL=${SIGHTLINE_BIN:-$ROOT/build/release/tools/sightline/sightline}
 SCRIPT=${PM_SCRIPT:-$ROOT/examples/pytorch/lm_train.py}
 ROUNDS=${PM_ROUNDS:-8}

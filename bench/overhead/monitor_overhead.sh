@@ -42,10 +42,17 @@
 #     application's threads, the agent thread's CPU, CUPTI callbacks if
 #     attached): one line per part and round, total and per step run
 #     (warm-up included; the agent's CPU includes the start-up seconds)
-#   SIGHTLINE_BIN (build/release/tools/sightline/sightline)
+#   SIGHTLINE_BIN (build/release/tools/sightline/sightline; or BUILD_DIR as the
+#   first argument: BUILD_DIR/tools/sightline/sightline)
 set -uo pipefail
 . "$(dirname "$0")/steal.sh"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+# An optional BUILD_DIR argument (as run_overhead.sh and ab.sh take; a staged
+# GPU build) names the binary unless SIGHTLINE_BIN does.
+if [ -n "${1:-}" ] && [ -z "${SIGHTLINE_BIN:-}" ]; then
+  [ -d "$1" ] || { echo "no build directory $1" >&2; exit 2; }
+  SIGHTLINE_BIN=$(cd "$1" && pwd)/tools/sightline/sightline
+fi
 SL=${SIGHTLINE_BIN:-$ROOT/build/release/tools/sightline/sightline}
 SCRIPT=${MONITOR_SCRIPT:-$ROOT/examples/pytorch/lm_train.py}
 ROUNDS=${MONITOR_ROUNDS:-10}
