@@ -86,7 +86,7 @@ for c in $CASES; do
     if [ ! -s "$sw" ] || [ ! -s "$st" ]; then
       echo "FAIL: $c process $p left no switch or step log"; tail -5 "$o"; fail=1; continue
     fi
-    grep -h 'floor subscriber: [0-9]* records\|SIGHTLINE_STEPS\|OVERHEAD' "$o" | sed "s/^/  $c $p: /"
+    grep -h 'floor subscriber: [0-9]* records\|floor subscriber: [0-9]* periodic\|SIGHTLINE_STEPS\|OVERHEAD' "$o" | sed "s/^/  $c $p: /"
     python3 "$HERE/ab_split.py" "$c#$p" "$sw" "$st"
     args+=("$sw" "$st")
   done

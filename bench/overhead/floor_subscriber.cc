@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -112,6 +113,9 @@ struct ExtraThreads {
   std::condition_variable flush_cv;
   bool flush_stop = false;  // flush_mu
   std::thread flush;
+  // The periodic flushes made (count, total and longest wall time): read
+  // after the flush thread is joined.
+  uint64_t flush_calls = 0, flush_ns = 0, flush_max_ns = 0;
   bool ab_stop = false;  // flush_mu
   std::vector<AbSwitch> ab_log;  // the A/B thread's; read after it is joined
   std::thread ab;
@@ -265,7 +269,14 @@ void StartExtraThreads() {
       while (!x.flush_cv.wait_for(lock, std::chrono::milliseconds(500),
                                   [&x] { return x.flush_stop; })) {
         lock.unlock();
-        if (g_ab_flush_on.load()) cuptiActivityFlushAll(0);
+        if (g_ab_flush_on.load()) {
+          const uint64_t t0 = MonotonicNs();
+          cuptiActivityFlushAll(0);
+          const uint64_t ns = MonotonicNs() - t0;
+          ++x.flush_calls;
+          x.flush_ns += ns;
+          x.flush_max_ns = std::max(x.flush_max_ns, ns);
+        }
         lock.lock();
       }
     });
@@ -542,6 +553,12 @@ void ReportFloorSubscriber(FILE* out) {
   cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped);
   std::lock_guard<std::mutex> lock(g_mu);
   std::fprintf(out, "floor subscriber: %zu records, %zu dropped\n", g_records, dropped);
+  const ExtraThreads& x = X();
+  if (x.flush_calls > 0) {
+    std::fprintf(out, "floor subscriber: %llu periodic flushes, %.3f ms in them (max %.3f ms)\n",
+                 static_cast<unsigned long long>(x.flush_calls), x.flush_ns / 1e6,
+                 x.flush_max_ns / 1e6);
+  }
 }
 
 }  // namespace sightline_bench

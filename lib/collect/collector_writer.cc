@@ -372,6 +372,7 @@ void CollectorImpl::WriterMain() {
       // Never under a lock of ours (CUPTI calls back into OnBufferCompleted).
       if (CuptiCall cupti(this); cupti.ok()) {
         const uint64_t t0 = MonotonicMs();
+        CostScope cost(CostPart::kFlush);
         cuptiActivityFlushAll(signalled ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
         const uint64_t took = MonotonicMs() - t0;
         flush_ms_total_ += took;

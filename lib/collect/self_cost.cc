@@ -89,6 +89,7 @@ const char* SelfCost::Name(CostPart part) {
     case CostPart::kWriter: return "writer thread cpu";
     case CostPart::kObserver: return "nvtx handlers";
     case CostPart::kMonitor: return "monitor thread cpu";
+    case CostPart::kFlush: return "writer flush";
     case CostPart::kCount: break;
   }
   return "?";

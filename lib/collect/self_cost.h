@@ -20,6 +20,10 @@
 //             what they do before handing the call to CUPTI's
 //   monitor   monitor mode: the agent thread's CPU time (NVML polls,
 //             detectors, endpoint), one entry at exit
+//   flush     the writer's periodic cuptiActivityFlushAll, wall time (off the
+//             application's threads; how long CUPTI takes over it, which an
+//             in-process A/B of the floor's flush priced at +0.26 ms a step,
+//             interval including 0: bench/overhead/README.md runs AE, AF)
 // Not counted: CUPTI's own work (its activity records, its dispatch into our
 // callbacks) and the writer thread (off the application's threads). The
 // difference between a profiled step and the floor subscriber's step, minus
@@ -46,6 +50,7 @@ enum class CostPart : int {
   kWriter,
   kObserver,
   kMonitor,
+  kFlush,
   kCount
 };
 
