@@ -70,9 +70,10 @@ TEST_F(SelfCostTest, ThreadCpuClockCountsWorkNotSleep) {
   EXPECT_LT(slept, 10000000u);  // 20 ms asleep, (far) less than 10 ms on the CPU
   volatile uint64_t sink = 0;
   {
-    // Spins until this thread has had 5 ms of CPU (however loaded the
-    // machine is: a wall-clock spin got less than half of it on a busy CI
-    // host), then the scope must have counted at least that.
+    // Spins until this thread has had 5 ms of CPU, however loaded the
+    // machine is (a 5 ms wall-clock spin got less than half of that on the
+    // 2-core development VM while a CI build ran beside it), then the scope
+    // must have counted at least that.
     CostScope s(CostPart::kWriter, CostScope::kThreadCpu);
     const uint64_t cpu_until = SelfCost::ThreadCpuNs() + 5000000;
     const uint64_t wall_cap = SelfCost::NowNs() + 60000000000ull;
