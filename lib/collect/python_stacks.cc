@@ -98,11 +98,30 @@ std::string ReadStr(const void* obj, const void* str_type, const PythonLayout& L
 struct FrameKey {
   const void* code;
   int64_t lasti;        // instruction byte offset; < 0 = not started
-  uint64_t fingerprint; // filename/name pointers and first line
+  uint64_t fingerprint; // Fingerprint(): filename/name pointers, first line, name hash
   bool operator==(const FrameKey& o) const {
     return code == o.code && lasti == o.lasti && fingerprint == o.fingerprint;
   }
 };
+
+// offsetof(PyASCIIObject, hash) on LP64 3.10–3.13 (PyObject_HEAD, then the
+// length): a str's cached hash, set for every interned name.
+constexpr int kStrHash = 24;
+
+// What tells a code object from a freed one whose address it reuses: the
+// filename and name pointers, the first line, and the name's hash. The
+// pointers alone are not enough: on 3.10 and 3.11 a code object's interned
+// name dies with it and the next one's name takes the same address (40
+// functions made and freed in turn, tests/collect/python_stacks_embed.cc,
+// all took the first one's name before the hash was added).
+uint64_t Fingerprint(const void* code, const PythonLayout& L) {
+  const void* name = LoadPtr(code, L.code_name);
+  const uint64_t name_hash = name != nullptr ? Load<uint64_t>(name, kStrHash) : 0;
+  return reinterpret_cast<uintptr_t>(LoadPtr(code, L.code_filename)) ^
+         (reinterpret_cast<uintptr_t>(name) << 1) ^
+         static_cast<uint64_t>(Load<int>(code, L.code_firstlineno)) ^
+         (name_hash * 0x9e3779b97f4a7c15ull);
+}
 
 uint64_t Mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
@@ -370,9 +389,7 @@ uint32_t PythonStackCollector::Walk(const uint32_t* correlation_id) {
     }
     if (!skip) {
       FrameKey& k = keys[depth];
-      k.fingerprint = reinterpret_cast<uintptr_t>(LoadPtr(code, L.code_filename)) ^
-                      (reinterpret_cast<uintptr_t>(LoadPtr(code, L.code_name)) << 1) ^
-                      static_cast<uint64_t>(Load<int>(code, L.code_firstlineno));
+      k.fingerprint = Fingerprint(code, L);
       hash = Mix(Mix(Mix(hash, reinterpret_cast<uintptr_t>(code)), static_cast<uint64_t>(k.lasti)),
                  k.fingerprint);
       ++depth;

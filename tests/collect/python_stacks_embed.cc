@@ -87,11 +87,17 @@ except ValueError:
 lam = lambda: nogil(8)  # L_lambda
 lam()  # L_lambda_caller
 
+code_ids = []
 for i in range(40):
     ns = {}
     exec("def fn%02d(fn):\n    fn(12)\n" % i, ns)
-    ns["fn%02d" % i](gil)  # L_exec_call
+    f = ns["fn%02d" % i]
+    code_ids.append(id(f.__code__))
+    f(gil)  # L_exec_call
+    del f
+    ns.clear()  # the function and its globals form a cycle: broken here, freed now
     del ns
+print("exec'd functions: %d code addresses for 40 code objects" % len(set(code_ids)))
 
 def deep(fn, n):
     if n == 0:
