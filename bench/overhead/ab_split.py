@@ -46,25 +46,56 @@ import statistics
 import sys
 
 
-def stretches(switch_log, step_log, margin_ns):
-    switches = []
+def read_switches(switch_log):
+    """The switches ("ab T0 T1 STATE") and the floor's logged flushes
+    ("flush T0 T1") of one process."""
+    switches, flushes = [], []
     for line in open(switch_log):
         f = line.split()
         if len(f) == 4 and f[0] == "ab":
             switches.append((int(f[1]), int(f[2]), int(f[3])))
-    steps = []
-    for line in open(step_log):
-        f = line.split()
-        if len(f) == 3:
-            steps.append((int(f[0]), int(f[1]), float(f[2])))
-    # Stretch k: from the end of switch k-1 (the process start for k = 0) to
-    # the start of switch k, in the state switch k-1 left (on for k = 0).
+        elif len(f) == 3 and f[0] == "flush":
+            flushes.append((int(f[1]), int(f[2])))
+    return switches, flushes
+
+
+def bounds_of(switches):
+    """Stretch k: from the end of switch k-1 (the process start for k = 0) to
+    the start of switch k, in the state switch k-1 left (on for k = 0; off
+    when the first switch turns the part on)."""
     bounds = [(-1, switches[0][0] if switches else 1 << 63, 1)]
     for k, (t0, t1, state) in enumerate(switches):
         end = switches[k + 1][0] if k + 1 < len(switches) else 1 << 63
         bounds.append((t1, end, state))
     if switches and switches[0][2] == 1:
         bounds[0] = (bounds[0][0], bounds[0][1], 0)  # off until the first switch
+    return bounds
+
+
+def flushes_by_state(switch_log):
+    """(flushes in stretches with the part on, in stretches with it off):
+    with a flush period that is a multiple of the switch period the flushes
+    can all fall in one state, and the pairs then price them at the wrong
+    density."""
+    switches, flushes = read_switches(switch_log)
+    counts = [0, 0]
+    for t0, t1 in flushes:
+        mid = (t0 + t1) // 2
+        for lo, hi, state in bounds_of(switches):
+            if lo <= mid < hi:
+                counts[state] += 1
+                break
+    return counts[1], counts[0], len(flushes)
+
+
+def stretches(switch_log, step_log, margin_ns):
+    switches, _ = read_switches(switch_log)
+    steps = []
+    for line in open(step_log):
+        f = line.split()
+        if len(f) == 3:
+            steps.append((int(f[0]), int(f[1]), float(f[2])))
+    bounds = bounds_of(switches)
     out = []
     j = 0
     for lo, hi, state in bounds:
@@ -84,7 +115,10 @@ def main():
     label = sys.argv[1]
     margin_ns = int(float(os.environ.get("AB_MARGIN_MS", "1")) * 1e6)
     diffs, on, off = [], [], []
+    flush_on = flush_off = flush_all = 0
     for i in range(2, len(sys.argv), 2):
+        fo, ff, fa = flushes_by_state(sys.argv[i])
+        flush_on, flush_off, flush_all = flush_on + fo, flush_off + ff, flush_all + fa
         st = stretches(sys.argv[i], sys.argv[i + 1], margin_ns)
         if len(st) > 2 and st[0][0] == 0 and st[1][0] == 1 and st[0][2] and st[1][1] is not None:
             last = st[0][2][-int(os.environ.get("AB_FIRST_STEPS", "40")):]
@@ -99,6 +133,8 @@ def main():
                 a, b = st[k - 1][:2], st[k + 1][:2]
                 if a[0] == 1 and b[0] == 1 and a[1] is not None and b[1] is not None:
                     diffs.append((a[1] + b[1]) / 2 - med)
+    if flush_all:
+        print(f"AB_FLUSHES {label} in_on={flush_on} in_off={flush_off} logged={flush_all}")
     if not diffs:
         print(f"AB {label} pairs=0 (no stretch without the part between two with it: "
               "too few switches or steps)")

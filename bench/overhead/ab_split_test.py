@@ -81,6 +81,20 @@ def main():
         ok = rc == 0 and m is not None and float(m.group(2)) - float(m.group(1)) > 0.3
         print(("PASS" if ok else "FAIL") + f" started off: {out.strip()}")
         fail |= not ok
+        # Logged flushes are counted by the state of the stretch they fell in:
+        # one before the first switch (on: the process starts with the part),
+        # one inside the first switched stretch (off), one in the second (on).
+        sw, st = make(d, "fl", 0.0, True, 5)
+        sws = [l.split() for l in open(sw)]
+        t_first, t_second = int(sws[0][2]), int(sws[1][2])
+        with open(sw, "a") as f:
+            f.write(f"flush {t_first - 5_000_000} {t_first - 4_000_000}\n")
+            f.write(f"flush {t_first + 1_000_000} {t_first + 2_000_000}\n")
+            f.write(f"flush {t_second + 1_000_000} {t_second + 3_000_000}\n")
+        rc, out = run("fl", sw, st)
+        ok = rc == 0 and "AB_FLUSHES fl in_on=2 in_off=1 logged=3" in out
+        print(("PASS" if ok else "FAIL") + f" flushes by state: {out.strip()}")
+        fail |= not ok
         empty = os.path.join(d, "empty")
         open(empty, "w").close()
         rc, out = run("none", empty, st)

@@ -32,11 +32,20 @@ std::mutex g_mu;
 std::vector<uint8_t*> g_free;
 size_t g_records = 0;
 
+// Set with CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER: CUPTI then expects
+// every buffer it is handed to be zeroed, so buffers are allocated zeroed and
+// cleared after use wherever they are read.
+std::atomic<bool> g_zeroed{false};
+
+uint8_t* NewBuffer() {
+  auto* b = static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes));
+  if (b != nullptr) std::memset(b, 0, kBufferBytes);
+  return b;
+}
+
 void CUPTIAPI Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (g_free.empty()) {
-    g_free.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
-  }
+  if (g_free.empty()) g_free.push_back(NewBuffer());
   *buffer = g_free.back();
   g_free.pop_back();
   *size = kBufferBytes;
@@ -71,10 +80,13 @@ void CUPTIAPI Requested(uint8_t** buffer, size_t* size, size_t* max_records) {
 // (bench/overhead/ab.sh): `subscriber` unsubscribes and subscribes again the
 // extra subscriber (with its callbacks), `stackcb` disables and enables the
 // stack callbacks only, `flush` (with the flush extra) skips or makes the
-// periodic cuptiActivityFlushAll, `writer` (with the writer extra) hands
-// completed buffers to the writer thread (read, then cleared whole) or reads
-// them where CUPTI completes them, uncleared (the floor without the extra;
-// with `attributes` too, CUPTI expects zeroed buffers: refused).
+// periodic cuptiActivityFlushAll (each flush made is logged as "flush T0 T1",
+// so that the stretches it fell in are known: with a flush period that is a
+// multiple of the switch period the flushes fall in the same phase of every
+// stretch), `writer` (with the writer extra) hands completed buffers to the
+// writer thread (read, then cleared whole) or reads them where CUPTI
+// completes them (the floor without the extra; cleared there too when the
+// zeroed-buffer attribute is set).
 // Each switch is written to SIGHTLINE_FLOOR_AB_LOG at exit as "ab T0 T1 S":
 // CLOCK_MONOTONIC ns before and after it, S the state after it (1 = on).
 // SIGHTLINE_FLOOR_AB_START=off: the part is not there until the first switch
@@ -116,6 +128,7 @@ struct ExtraThreads {
   // The periodic flushes made (count, total and longest wall time): read
   // after the flush thread is joined.
   uint64_t flush_calls = 0, flush_ns = 0, flush_max_ns = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> flush_log;  // CLOCK_MONOTONIC ns, bounded
   bool ab_stop = false;  // flush_mu
   std::vector<AbSwitch> ab_log;  // the A/B thread's; read after it is joined
   std::thread ab;
@@ -239,13 +252,17 @@ void CUPTIAPI Completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t val
       return;
     }
   }
-  CountAndFree(buffer, valid, false);  // no writer thread (any more): here
+  CountAndFree(buffer, valid, g_zeroed.load());  // no writer thread (any more, or now): here
 }
 
 void StartExtraThreads() {
   ExtraThreads& x = X();
-  if (AbStartsOff("flush")) g_ab_flush_on.store(false);
-  if (AbStartsOff("writer")) g_ab_writer_on.store(false);
+  const std::string part = AbPart();
+  const bool needs_missing = (part == "flush" && !Extra("flush")) ||
+                             (part == "writer" && !Extra("writer"));
+  // Off from the start only when the A/B thread below will switch it.
+  if (!needs_missing && AbStartsOff("flush")) g_ab_flush_on.store(false);
+  if (!needs_missing && AbStartsOff("writer")) g_ab_writer_on.store(false);
   if (Extra("writer")) {
     std::lock_guard<std::mutex> lock(x.writer_mu);
     x.writer_running = true;
@@ -276,20 +293,16 @@ void StartExtraThreads() {
           ++x.flush_calls;
           x.flush_ns += ns;
           x.flush_max_ns = std::max(x.flush_max_ns, ns);
+          if (x.flush_log.size() < (1u << 16)) x.flush_log.emplace_back(t0, t0 + ns);
         }
         lock.lock();
       }
     });
   }
-  const std::string part = AbPart();
-  const bool needs_missing = (part == "flush" && !Extra("flush")) ||
-                             (part == "writer" && !Extra("writer"));
-  if (needs_missing || (part == "writer" && Extra("attributes"))) {
-    std::fprintf(stderr, "floor subscriber: SIGHTLINE_FLOOR_AB=%s %s: nothing switched\n",
-                 part.c_str(),
-                 needs_missing ? "needs that SIGHTLINE_FLOOR_EXTRA"
-                               : "with the attributes extra refused (CUPTI expects zeroed "
-                                 "buffers, and the off state hands them back uncleared)");
+  if (needs_missing) {
+    std::fprintf(stderr,
+                 "floor subscriber: SIGHTLINE_FLOOR_AB=%s needs that SIGHTLINE_FLOOR_EXTRA: "
+                 "nothing switched\n", part.c_str());
   } else if (part == "subscriber" && AbStartsOff("subscriber")) {
     // A first cuptiSubscribe from this thread in the running process crashed
     // 3 of 4 processes on the H200 (SIGSEGV, 2026-12-04); switching off and
@@ -338,7 +351,8 @@ void StartExtraThreads() {
 
 // The A/B thread's switches, to SIGHTLINE_FLOOR_AB_LOG (created 0600, not
 // through a symlink, never replacing what is not a regular file).
-void WriteAbLog(const std::vector<AbSwitch>& log) {
+void WriteAbLog(const std::vector<AbSwitch>& log,
+                const std::vector<std::pair<uint64_t, uint64_t>>& flushes) {
   const char* path = std::getenv("SIGHTLINE_FLOOR_AB_LOG");
   if (path == nullptr || *path == '\0') return;
   const int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
@@ -361,6 +375,10 @@ void WriteAbLog(const std::vector<AbSwitch>& log) {
     std::fprintf(f, "ab %llu %llu %d\n", static_cast<unsigned long long>(a.t0),
                  static_cast<unsigned long long>(a.t1), a.on);
   }
+  for (const auto& [t0, t1] : flushes) {
+    std::fprintf(f, "flush %llu %llu\n", static_cast<unsigned long long>(t0),
+                 static_cast<unsigned long long>(t1));
+  }
   std::fclose(f);
 }
 
@@ -378,7 +396,7 @@ void StopExtraThreads() {
   if (x.flush.joinable()) x.flush.join();
   if (x.ab.joinable()) {
     x.ab.join();
-    WriteAbLog(x.ab_log);
+    WriteAbLog(x.ab_log, x.flush_log);  // the flush thread was joined above
   }
   if (x.writer.joinable()) {
     {
@@ -490,7 +508,7 @@ void StartFloorSubscriber() {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     for (int i = 0; i < 4; ++i) {
-      g_free.push_back(static_cast<uint8_t*>(std::aligned_alloc(8, kBufferBytes)));
+      g_free.push_back(NewBuffer());
     }
   }
   for (const char* e : {"attributes", "subscriber", "subnone", "stackcb", "flush", "writer"}) {
@@ -501,7 +519,10 @@ void StartFloorSubscriber() {
     cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &size, &device_buffer);
     uint8_t zeroed = 1;
     size = sizeof(zeroed);
-    cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+    if (cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed) ==
+        CUPTI_SUCCESS) {
+      g_zeroed.store(true);
+    }
   }
   cuptiActivityRegisterCallbacks(&Requested, &Completed);
   for (CUpti_ActivityKind k : Kinds()) {
