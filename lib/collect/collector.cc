@@ -632,7 +632,7 @@ bool CollectorImpl::SetUpCupti() {
                                  }),
                   ab_cbids_.end());
   // A launch call is enabled both for the driver-launch records and for its
-  // Python stack: listed once (runs AE/AF printed 97 ids, 78 distinct).
+  // Python stack: listed once (run AE printed 97 ids, 78 distinct).
   std::sort(ab_cbids_.begin(), ab_cbids_.end());
   ab_cbids_.erase(std::unique(ab_cbids_.begin(), ab_cbids_.end()), ab_cbids_.end());
   return true;

@@ -20,12 +20,12 @@
 //             what they do before handing the call to CUPTI's
 //   monitor   monitor mode: the agent thread's CPU time (NVML polls,
 //             detectors, endpoint), one entry at exit
-//   flush     the writer's periodic cuptiActivityFlushAll, wall time (off the
-//             application's threads; how long CUPTI takes over it, which an
-//             in-process A/B of the floor's flush priced at +0.26 ms a step,
-//             interval including 0: bench/overhead/README.md runs AE, AF)
+//   flush     the writer's cuptiActivityFlushAll calls (periodic, requested
+//             and signalled), wall time, including sightline's buffer
+//             completion callback when CUPTI runs it inside the call; off the
+//             application's threads
 // Not counted: CUPTI's own work (its activity records, its dispatch into our
-// callbacks) and the writer thread (off the application's threads). The
+// callbacks). The writer and flush parts are off the application's threads. The
 // difference between a profiled step and the floor subscriber's step, minus
 // these parts, is what is left to CUPTI and to contention
 // (bench/overhead/README.md).

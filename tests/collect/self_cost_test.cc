@@ -2,6 +2,8 @@
 // counted while off.
 #include "lib/collect/self_cost.h"
 
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -68,20 +70,32 @@ TEST_F(SelfCostTest, ThreadCpuClockCountsWorkNotSleep) {
   }
   const uint64_t slept = SelfCost::Totals(CostPart::kWriter).total_ns;
   EXPECT_LT(slept, 10000000u);  // 20 ms asleep, (far) less than 10 ms on the CPU
+  // Spins until this thread has had 5 ms of CPU by another clock, the
+  // kernel's per-thread rusage, however loaded the machine is (a 5 ms
+  // wall-clock spin got less than half of that on the 2-core development VM
+  // while a CI build ran beside it); the scope must count about as much, and
+  // no more than the wall time the spin took.
+  auto rusage_ns = [] {
+    rusage ru{};
+    getrusage(RUSAGE_THREAD, &ru);
+    return (static_cast<uint64_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+            static_cast<uint64_t>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)) * 1000u;
+  };
   volatile uint64_t sink = 0;
+  const uint64_t wall0 = SelfCost::NowNs();
+  const uint64_t ru0 = rusage_ns();
   {
-    // Spins until this thread has had 5 ms of CPU, however loaded the
-    // machine is (a 5 ms wall-clock spin got less than half of that on the
-    // 2-core development VM while a CI build ran beside it), then the scope
-    // must have counted at least that.
     CostScope s(CostPart::kWriter, CostScope::kThreadCpu);
-    const uint64_t cpu_until = SelfCost::ThreadCpuNs() + 5000000;
-    const uint64_t wall_cap = SelfCost::NowNs() + 60000000000ull;
-    while (SelfCost::ThreadCpuNs() < cpu_until && SelfCost::NowNs() < wall_cap) sink = sink + 1;
+    const uint64_t wall_cap = wall0 + 60000000000ull;
+    while (rusage_ns() < ru0 + 5000000 && SelfCost::NowNs() < wall_cap) sink = sink + 1;
   }
+  const uint64_t ru_spent = rusage_ns() - ru0;
+  const uint64_t wall_spent = SelfCost::NowNs() - wall0;
   const CostTotals t = SelfCost::Totals(CostPart::kWriter);
   EXPECT_EQ(t.count, 2u);
-  EXPECT_GE(t.total_ns - slept, 5000000u);  // the 5 ms of CPU spent spinning
+  const uint64_t counted = t.total_ns - slept;
+  EXPECT_GE(counted, 4000000u) << "rusage " << ru_spent << " ns";  // rusage said >= 5 ms
+  EXPECT_LE(counted, wall_spent) << "rusage " << ru_spent << " ns";
 }
 
 TEST_F(SelfCostTest, ThreadsAddUp) {
