@@ -20,17 +20,8 @@
 #   first argument: BUILD_DIR/tools/sightline/sightline)
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-# An optional BUILD_DIR argument (as run_overhead.sh and ab.sh take; a staged
-# GPU build) names the binary unless SIGHTLINE_BIN does.
-if [ -n "${1:-}" ]; then
-  [ -d "$1" ] || { echo "no build directory $1" >&2; exit 2; }
-  if [ -n "${SIGHTLINE_BIN:-}" ]; then
-    echo "note: SIGHTLINE_BIN=$SIGHTLINE_BIN is used, not the build directory $1" >&2
-  else
-    SIGHTLINE_BIN=$(CDPATH= cd -- "$1" >/dev/null && pwd)/tools/sightline/sightline
-  fi
-fi
-SL=${SIGHTLINE_BIN:-$ROOT/build/release/tools/sightline/sightline}
+. "$(dirname "$0")/../overhead/sightline_bin.sh"
+SL=$(sightline_bin "$ROOT" "${1:-}") || exit 2
 SCRIPT=${PM_SCRIPT:-$ROOT/examples/pytorch/lm_train.py}
 ROUNDS=${PM_ROUNDS:-8}
 PIN=${PM_PIN:-}
