@@ -2,9 +2,11 @@
 """Hardware metrics on a real PyTorch step: sightline's sequence replay vs ncu.
 
 usage: pytorch_vs_ncu.py SIGHTLINE SCRIPT VARIANT --out DIR [--steps 30 --warmup 10]
-                         [--top 5] [--ncu-skip N] [--ncu-count N] [--ncu PATH]
+                         [--top 5] [--ncu-steps N] [--ncu-replay kernel|application]
+                         [--ncu-metrics M1,M2] [--reuse-ours DIR] [--ncu PATH]
 
-1. `sightline profile --metrics full --metrics-replay sequence` runs the
+1. `sightline profile --metrics full --metrics-replay sequence` (or
+   --ours-replay) runs the
    example (examples/pytorch/SCRIPT --variant VARIANT), timed; `sightline
    analyze --format json` gives kernels[].metrics and the coverage
    (summary.metrics_coverage_pct).
@@ -89,6 +91,15 @@ def main():
     ap.add_argument("--ncu-replay", default="kernel", choices=["kernel", "application"],
                     help="ncu --replay-mode: 'application' measures kernels in place, as our "
                          "sequence replay does (the app runs once per pass)")
+    ap.add_argument("--ncu-metrics", default="",
+                    help="comma-separated subset of our metrics for ncu to collect (fewer passes: "
+                         "what application replay, one app run per pass, can afford)")
+    ap.add_argument("--reuse-ours", default="",
+                    help="take ours.json (and the wall time) from this earlier --out directory "
+                         "instead of profiling again, so two ncu replay modes meet one run of ours")
+    ap.add_argument("--ours-replay", default="sequence", choices=["sequence", "kernel", "spread"],
+                    help="sightline's --metrics-replay (sequence measures the app's own launches in "
+                         "place; kernel replays each measured launch as ncu's default does)")
     ap.add_argument("--ncu", default="/usr/local/cuda/bin/ncu")
     ap.add_argument("--tolerance-pct", type=float, default=2.0)
     ap.add_argument("--near-zero", type=float, default=0.5)
@@ -110,25 +121,33 @@ def main():
                             "pytorch")
     app = ["python3", args.script, "--variant", args.variant, "--steps", str(args.steps),
            "--warmup", str(args.warmup)]
-    trace = os.path.join(args.out, "ours.sltrace")
-    env_debug = dict(os.environ, SIGHTLINE_METRICS_DEBUG="1")
-    t0 = time.monotonic()
-    p = subprocess.run([args.sightline, "profile", "--metrics", "full", "--metrics-replay",
-                        "sequence", "-o", trace, "--"] + app, capture_output=True, text=True,
-                       cwd=examples, env=env_debug)
-    ours_s = time.monotonic() - t0
-    open(os.path.join(args.out, "ours.stderr"), "w").write(p.stderr)
-    open(os.path.join(args.out, "ours.stdout"), "w").write(p.stdout)
-    if p.returncode != 0:
-        print("FAIL: sightline profile exited", p.returncode, p.stderr[-3000:])
-        return 1
-    steps_line = [l for l in p.stdout.splitlines() if l.startswith("SIGHTLINE_STEPS")]
-    _, a = run_timed([args.sightline, "analyze", trace, "--format", "json", "-o",
-                  os.path.join(args.out, "ours.json")])
-    if a.returncode != 0:
-        print("FAIL: analyze", a.stderr[-2000:])
-        return 1
-    report = json.load(open(os.path.join(args.out, "ours.json")))
+    if args.reuse_ours:
+        report = json.load(open(os.path.join(args.reuse_ours, "ours.json")))
+        json.dump(report, open(os.path.join(args.out, "ours.json"), "w"))
+        prev_path = os.path.join(args.reuse_ours, "compare.json")
+        ours_s = (json.load(open(prev_path)).get("summary", {}).get("ours_wall_s", 0)
+                  if os.path.exists(prev_path) else 0)
+        steps_line = []
+    else:
+        trace = os.path.join(args.out, "ours.sltrace")
+        env_debug = dict(os.environ, SIGHTLINE_METRICS_DEBUG="1")
+        t0 = time.monotonic()
+        p = subprocess.run([args.sightline, "profile", "--metrics", "full", "--metrics-replay",
+                            args.ours_replay, "-o", trace, "--"] + app, capture_output=True, text=True,
+                           cwd=examples, env=env_debug)
+        ours_s = time.monotonic() - t0
+        open(os.path.join(args.out, "ours.stderr"), "w").write(p.stderr)
+        open(os.path.join(args.out, "ours.stdout"), "w").write(p.stdout)
+        if p.returncode != 0:
+            print("FAIL: sightline profile exited", p.returncode, p.stderr[-3000:])
+            return 1
+        steps_line = [l for l in p.stdout.splitlines() if l.startswith("SIGHTLINE_STEPS")]
+        _, a = run_timed([args.sightline, "analyze", trace, "--format", "json", "-o",
+                      os.path.join(args.out, "ours.json")])
+        if a.returncode != 0:
+            print("FAIL: analyze", a.stderr[-2000:])
+            return 1
+        report = json.load(open(os.path.join(args.out, "ours.json")))
     coverage = report["summary"].get("metrics_coverage_pct")
     kernels = [k for k in report["kernels"] if k.get("metrics") and k["class"] == "compute"]
     kernels.sort(key=lambda k: -k["total_ns"])
@@ -138,6 +157,13 @@ def main():
         print(p.stderr[-3000:])
         return 1
     metric_names = sorted(top[0]["metrics"].keys())
+    if args.ncu_metrics:
+        wanted = [m for m in args.ncu_metrics.split(",") if m]
+        missing = [m for m in wanted if m not in metric_names]
+        if missing:
+            print("FAIL: --ncu-metrics names metrics ours did not collect:", ", ".join(missing))
+            return 1
+        metric_names = wanted
     names = [k["name"] for k in top]
     # Launches of these kernels per steady-state step (the analysed window).
     steps = max(1, int(report["summary"]["steps"].get("count") or 1))

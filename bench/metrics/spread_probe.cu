@@ -3,7 +3,15 @@
 // multi-pass metric set collected on the p-th launch of the same kernel).
 // Self-contained: links only cudart and libcupti (which loads nvperf_host).
 //
-//   spread_probe [--only A,B2,F3] [--timeout S (15)] [--budget S (55)] 2>&1
+//   spread_probe [--only A,B2,F3] [--timeout S (15)] [--budget S (55)]
+//                [--trace none|concurrent|kernel] [--kernel fma|small] 2>&1
+//
+// --trace enables that CUPTI activity kind (records counted and discarded)
+// before the context exists, as a tracer does: CUPTI instruments kernel code
+// for concurrent-kernel timestamps, and a counter measured in place (the
+// application/user replay variants) sees that code, a kernel-replay pass may
+// not. --kernel small launches one element per thread (a few instructions a
+// warp, so a fixed per-warp addition shows); fma (default) is compute-heavy.
 //
 // Each variant runs in a forked child with an alarm(S) watchdog; the parent
 // never touches CUDA, reports a crash/timeout as "killed by signal N" and goes
@@ -15,6 +23,7 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <cupti_activity.h>
 #include <cupti_version.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -60,6 +69,11 @@ constexpr size_t kImageRanges = 4;  // ranges per counter-data image (and maxRan
 constexpr int kGrid = 132 * 4, kBlock = 256, kN = 1 << 24;  // 64 MiB of floats (> L2)
 constexpr int kExitNoGpu = 3;
 
+__global__ void Small(float* x, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * 2.0f + 1.0f;
+}
+
 __global__ void Work(float* x, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     float v = x[i];
@@ -88,6 +102,43 @@ struct Outcome {
   int launches = 0, all_submitted = 0, evaluated = 0, within = 0, total = 0, finished = 0;
   double values[kMaxMetrics] = {};
 };
+bool g_small = false;   // --kernel small
+CUpti_ActivityKind g_trace_kind = CUPTI_ACTIVITY_KIND_INVALID;  // --trace
+unsigned long long g_trace_records = 0;
+
+void LaunchWork(float* x) {
+  if (g_small) {
+    Small<<<kN / kBlock, kBlock>>>(x, kN);
+  } else {
+    Work<<<kGrid, kBlock>>>(x, kN);
+  }
+}
+long long Warps() { return g_small ? (long long)(kN / kBlock) * (kBlock / 32) : (long long)kGrid * (kBlock / 32); }
+
+void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 1 << 20;
+  *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* rec = nullptr;
+  while (valid > 0 && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) ++g_trace_records;
+  free(buffer);
+}
+// Before any context: what a tracer injected at start-up does.
+void StartTrace() {
+  if (g_trace_kind == CUPTI_ACTIVITY_KIND_INVALID) return;
+  std::printf("  trace:");
+  Ok("ActivityRegisterCallbacks", cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted));
+  Ok("ActivityEnable", cuptiActivityEnable(g_trace_kind));
+  std::printf("\n");
+}
+void StopTrace() {
+  if (g_trace_kind == CUPTI_ACTIVITY_KIND_INVALID) return;
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  std::printf("  trace: %llu activity records of kind %d\n", g_trace_records, static_cast<int>(g_trace_kind));
+}
+
 Outcome g_ref;          // variant A's values (set in the parent before later forks)
 bool g_have_ref = false;
 int g_out_fd = -1;      // child: write end of the pipe
@@ -194,7 +245,7 @@ bool Setup(Probe* pr, bool verbose) {
   }
   cudaMalloc(&pr->x, sizeof(float) * kN);
   cudaMemset(pr->x, 0, sizeof(float) * kN);
-  Work<<<kGrid, kBlock>>>(pr->x, kN);  // warm-up, not profiled
+  LaunchWork(pr->x);  // warm-up, not profiled
   if (cudaDeviceSynchronize() != cudaSuccess) {
     std::printf("  warm-up launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
     return false;
@@ -346,7 +397,7 @@ void Loop(const Probe& pr, const Variant& v, const Image& img0, Outcome* out, co
       pp.pRangeName = "work";
       Ok("PushRange", cuptiRangeProfilerPushRange(&pp));
     }
-    Work<<<kGrid, kBlock>>>(pr.x, kN);
+    LaunchWork(pr.x);
     const cudaError_t ce = cudaDeviceSynchronize();
     std::printf(" launch=%s", ce == cudaSuccess ? "OK" : cudaGetErrorString(ce));
     if (v.range == CUPTI_UserRange) {
@@ -408,9 +459,14 @@ void Finish(const Probe& pr, const Variant& v, const Image& img, Outcome* out) {
       const bool within = g_have_ref && rel <= 0.02;
       out->within += within;
       if (g_have_ref) {
-        std::printf("    %-72s %14.6g  A=%14.6g  rel=%8.4f %s\n", pr.metrics[i], vals[i], ref, rel, within ? "ok" : "DIFF");
+        std::printf("    %-72s %16.10g  A=%16.10g  rel=%8.4f %s\n", pr.metrics[i], vals[i], ref, rel, within ? "ok" : "DIFF");
       } else {
-        std::printf("    %-72s %14.6g\n", pr.metrics[i], vals[i]);
+        std::printf("    %-72s %16.10g\n", pr.metrics[i], vals[i]);
+      }
+      if (std::strcmp(pr.metrics[i], "smsp__inst_executed.sum") == 0) {
+        std::printf("    INSTR variant=%s trace=%d kernel=%s inst=%.0f warps=%lld per_warp=%.4f\n", v.id,
+                    static_cast<int>(g_trace_kind), g_small ? "small" : "fma", vals[i], Warps(),
+                    vals[i] / static_cast<double>(Warps()));
       }
     }
   }
@@ -441,6 +497,7 @@ bool KernelPass(const Probe& pr, Outcome* out) {
 int RunVariant(const Variant& v) {
   Probe pr;
   Outcome out;
+  StartTrace();
   if (!Setup(&pr, std::strcmp(v.id, "A") == 0)) return 1;
   if (v.after == kKernelFirst || v.after == kKernelFirstReenable) {
     std::printf("  kernel replay first:");
@@ -495,6 +552,7 @@ int RunVariant(const Variant& v) {
   auto pd = PARAMS(CUpti_Profiler_DeInitialize_Params);
   Ok("ProfilerDeInitialize", cuptiProfilerDeInitialize(&pd));
   std::printf("\n");
+  StopTrace();
   out.finished = 1;
   Report(out);
   return 0;
@@ -514,6 +572,13 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--only") == 0) only = "," + std::string(argv[i + 1]) + ",";
     else if (std::strcmp(argv[i], "--timeout") == 0) timeout = std::atof(argv[i + 1]);
     else if (std::strcmp(argv[i], "--budget") == 0) budget = std::atof(argv[i + 1]);
+    else if (std::strcmp(argv[i], "--kernel") == 0) g_small = std::strcmp(argv[i + 1], "small") == 0;
+    else if (std::strcmp(argv[i], "--trace") == 0) {
+      const std::string t = argv[i + 1];
+      g_trace_kind = t == "concurrent" ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                     : t == "kernel"   ? CUPTI_ACTIVITY_KIND_KERNEL
+                                       : CUPTI_ACTIVITY_KIND_INVALID;
+    }
   }
   std::printf("spread_probe: per-variant watchdog %.0f s, total budget %.0f s, grid %dx%d, %d floats\n",
               timeout, budget, kGrid, kBlock, kN);
