@@ -592,6 +592,7 @@ bool CollectorImpl::SetUpCupti() {
   }
   if (!config_.metric_set.empty()) {
     KernelLaunchHookConfig hc = HookConfigFromCollectorConfig(config_);
+    hc.on_in_place = [this](bool in_place) { SetKernelKindInPlace(in_place); };
     std::string error;
     hook_ = CreateKernelLaunchHook(hc, &error);
     if (hook_ == nullptr) {
@@ -639,11 +640,45 @@ bool CollectorImpl::SetUpCupti() {
   return true;
 }
 
+void CollectorImpl::SetKernelKindInPlace(bool in_place) {
+  const CUpti_ActivityKind want =
+      in_place ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  MutexLock lock(kernel_kind_mu_);
+  if (want == kernel_kind_) return;
+  const CUpti_ActivityKind was = kernel_kind_;
+  kernel_kind_ = want;  // what SetActivities enables from now on
+  if (!config_.trace_cuda || !activities_on_.load()) return;  // nothing enabled to switch
+  const uint64_t t0 = Now();
+  // CUPTI allows one of the two kinds at a time.
+  CUptiResult off = cuptiActivityDisable(was);
+  CUptiResult on = cuptiActivityEnable(want);
+  if (on != CUPTI_SUCCESS) {
+    // Kernels stay traced: back to the kind that was on (metrics then count
+    // the instrumentation, as before).
+    kernel_kind_ = was;
+    if (off == CUPTI_SUCCESS) cuptiActivityEnable(was);
+    Check(on, in_place ? "cuptiActivityEnable(KERNEL) for in-place metrics"
+                       : "cuptiActivityEnable(CONCURRENT_KERNEL) after in-place metrics");
+    return;
+  }
+  ++kernel_kind_switches_;
+  if (config_.metric_debug) {
+    std::fprintf(stderr, "sightline: kernels traced with %s (switch %u took %.3f ms)\n",
+                 in_place ? "KERNEL (serialized, not instrumented) while launches are measured in place"
+                          : "CONCURRENT_KERNEL again",
+                 kernel_kind_switches_, (Now() - t0) / 1e6);
+  }
+}
+
 void CollectorImpl::SetActivities(bool enable) {
+  // Held throughout: a switch of the kernel kind (a launching thread, the
+  // hook) sees activities_on_ and the enabled kind agree.
+  MutexLock kind_lock(kernel_kind_mu_);
+  const CUpti_ActivityKind kernel_kind = kernel_kind_;
   std::vector<CUpti_ActivityKind> kinds;
   if (config_.trace_cuda) {
     kinds.insert(kinds.end(),
-                 {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                 {kernel_kind, CUPTI_ACTIVITY_KIND_MEMCPY,
                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
                   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD});
     if (!config_.runtime_records_per_api) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);

@@ -116,6 +116,10 @@ class CollectorImpl final : public Collector {
   // One line "WHAT\tPID\tGPU_RECORDS\tEVENTS\tPATH" to SIGHTLINE_MANIFEST.
   void AppendManifest(const char* what, uint64_t gpu_records, uint64_t events);
   void SetActivities(bool enable);
+  // The hook's on_in_place (kernel_launch_hook.h): kernels traced with the
+  // serialized, uninstrumented CUPTI_ACTIVITY_KIND_KERNEL while launches are
+  // measured in place, with CONCURRENT_KERNEL otherwise.
+  void SetKernelKindInPlace(bool in_place);
   // Runtime API records on/off API by API (or the skip list switched off
   // under the whole kind); the driver kind's skip list.
   void SelectApiRecords(bool enable);
@@ -249,6 +253,13 @@ class CollectorImpl final : public Collector {
   // inside a CuptiCall.
   std::atomic<int> threads_in_cupti_{0};
   int64_t clock_offset_ns_ = 0;          // CUPTI timestamp - CLOCK_MONOTONIC_RAW
+
+  // The kernel activity kind SetActivities enables (SetKernelKindInPlace
+  // switches it); taken after control_mu_ and the hook's lock, never before.
+  Mutex kernel_kind_mu_;  // leaf
+  CUpti_ActivityKind kernel_kind_ SL_GUARDED_BY(kernel_kind_mu_) =
+      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  uint32_t kernel_kind_switches_ SL_GUARDED_BY(kernel_kind_mu_) = 0;
 
   Mutex contexts_mu_;  // leaf
   std::vector<CUcontext> contexts_ SL_GUARDED_BY(contexts_mu_);

@@ -35,6 +35,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,6 +88,17 @@ struct KernelLaunchHookConfig {
   bool spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
   bool debug = false;               // SIGHTLINE_METRICS_DEBUG
   bool quiet = false;               // SIGHTLINE_QUIET: no summary line at a capture end
+  // Called with true when the hook starts measuring the application's own
+  // launches in place (sequence replay: pass 0 begins; --metrics-range: the
+  // measured NVTX range is pushed) and with false when it stops (the last
+  // pass, a restart, a failure, the range's pop, a capture or context end),
+  // under the hook's lock, on a launching thread or the collector's writer.
+  // The collector traces kernels with CUPTI_ACTIVITY_KIND_KERNEL meanwhile:
+  // concurrent-kernel tracing instruments kernel code, and counters measured
+  // in place count that code (GH100: +8 instructions a warp, +8 % cycles on a
+  // small kernel; bench/metrics/spread_probe.cu --trace), where ncu, which
+  // does not trace, does not. Unset: nothing is switched.
+  std::function<void(bool in_place)> on_in_place;
 };
 
 // The hook's settings from the collector's (lib/collect/collector.cc).

@@ -551,6 +551,7 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
     if (sequence_ != nullptr) {
       CollectSpread(sequence_->FinishIncomplete(it->get()));
       CollectSpread(sequence_->TakeCompleted());  // a last pass that ended with the context
+      NoteInPlace();
     }
     if (user_ != nullptr) {
       DebugUser("context destroyed");
@@ -559,6 +560,7 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
       user_->FinishIncomplete(now, it->get(), /*reset_passes=*/false);
       if (!user_->open()) user_open_thread_.store(0);
       CollectUser();
+      NoteInPlace();
     }
     Flush(it->get());
     if ((*it)->object != nullptr) {
@@ -589,6 +591,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
     DebugUser("capture end, sets finished");
     user_open_thread_.store(0);
     CollectUser();
+    NoteInPlace();
     user_line = UserRangeLine();
   }
   std::string spread_line;
@@ -618,6 +621,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
       CollectSpread(sequence_->FinishIncomplete());
       CollectSpread(sequence_->TakeCompleted());  // a last pass that ended with the window
       sequence_->NewWindow();
+      NoteInPlace();
     } else {
       sequence_failure_reported_ = true;  // said once, in the window it stopped
     }

@@ -226,6 +226,12 @@ class RangeProfiler final : public KernelLaunchHook,
   // them in, so no session or pass is opened that no capture end would close.
   bool window_open_ SL_GUARDED_BY(mu_) = true;
   bool active_sequence_ SL_GUARDED_BY(mu_) = false;  // the launch holding mu_ is inside a sequence pass
+  // What on_in_place was last told (NoteInPlace).
+  bool in_place_ SL_GUARDED_BY(mu_) = false;
+  // Tells config_.on_in_place when launches start or stop being measured in
+  // place: a sequence-replay pass, or an open instance of the measured NVTX
+  // range (--metrics-range; its pass runs from the push to the pop).
+  void NoteInPlace() SL_REQUIRES(mu_);
   std::vector<std::unique_ptr<ContextState>> contexts_ SL_GUARDED_BY(mu_);
   ContextState* active_ SL_GUARDED_BY(mu_) = nullptr;  // context of the launch holding mu_
   // Keep one session open across consecutive profiled launches of a context

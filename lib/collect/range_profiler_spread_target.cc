@@ -319,6 +319,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
     // to avoid, and unbounded it slows a training loop tenfold.
     off_.store(true);
     pending_.error = why;
+    NoteInPlace();
     std::fprintf(stderr,
                  "sightline: warning: sequence metric replay stopped (%s); per-kernel metrics are "
                  "off for the rest of the run (--metrics-replay kernel --metrics-launches K "
@@ -326,6 +327,8 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
                  why.c_str());
     return SpreadRoute::kSkip;
   }
+  // Before this launch runs: pass 0 begins or the last pass ended here.
+  NoteInPlace();
   if (sequence_->collecting() && sequence_->context() == state) {
     // Held until the launch's exit: the pass's ranges are in submission
     // order, and with several launching threads the order we record must be
@@ -336,6 +339,14 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
     return SpreadRoute::kProfiled;
   }
   return SpreadRoute::kSkip;  // unprofiled (idle, or another context)
+}
+
+void RangeProfiler::NoteInPlace() {
+  const bool now = (sequence_ != nullptr && sequence_->collecting()) ||
+                   (user_ != nullptr && user_open_thread_.load() != 0);
+  if (now == in_place_) return;
+  in_place_ = now;
+  if (config_.on_in_place) config_.on_in_place(now);
 }
 
 void RangeProfiler::ReleaseImage(uint32_t slot) { spread_images_.erase(slot); }

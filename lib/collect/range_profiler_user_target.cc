@@ -64,6 +64,7 @@ void RangeProfiler::OnNvtxPush(const char* message, uint64_t now_ns) {
           user_open_thread_.store(ThreadKey());
         }
         CollectUser();
+        NoteInPlace();  // the range's kernels run after this push
       }
     }
   }
@@ -92,6 +93,7 @@ void RangeProfiler::OnNvtxPop(uint64_t now_ns) {
       user_open_thread_.store(0);
       DebugUser("pass ended");
       CollectUser();
+      NoteInPlace();
     }
   }
   t_in_hook = false;
