@@ -331,6 +331,7 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
     const SpreadRoute route = sequence_ != nullptr ? EnterSequence(state, launch, name)
                               : spread_on_         ? EnterSpread(state, launch, name)
                                                    : SpreadRoute::kNotSpread;
+    if (spread_on_ || spread_ != nullptr) NoteInPlace();  // a spread pass runs this launch
     if (route == SpreadRoute::kProfiled) {
       keep_lock = true;
     } else if (route == SpreadRoute::kNotSpread) {
@@ -399,7 +400,8 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     return;
   }
   if (active_spread_) {
-    ExitSpread();
+    ExitSpread();  // its Stop waited for the kernel
+    NoteInPlace();
     active_ = nullptr;
     t_holding_launch = false;
     mu_.Unlock();

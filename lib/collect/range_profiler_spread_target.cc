@@ -343,7 +343,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
 
 void RangeProfiler::NoteInPlace() {
   const bool now = (sequence_ != nullptr && sequence_->collecting()) ||
-                   (user_ != nullptr && user_open_thread_.load() != 0);
+                   (user_ != nullptr && user_open_thread_.load() != 0) || active_spread_;
   if (now == in_place_) return;
   in_place_ = now;
   if (config_.on_in_place) config_.on_in_place(now);

@@ -8,7 +8,7 @@
 # because the collector traces kernels with the uninstrumented KERNEL kind
 # while passes run (kernel_launch_hook.h on_in_place); before that,
 # smsp__inst_executed.sum read 35 % high on small PyTorch kernels.
-# Usage: sequence_vs_ncu.sh SIGHTLINE WORKLOAD. Exit 77 (skipped) without a GPU or ncu.
+# Usage: sequence_vs_ncu.sh SIGHTLINE WORKLOAD [sequence|spread]. Exit 77 (skipped) without a GPU or ncu.
 set -u
 sl="$1"; workload="$2"; ncu="${NCU:-/usr/local/cuda/bin/ncu}"
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,10 +17,15 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 [ -x "$ncu" ] || { echo "SKIPPED: no ncu at $ncu"; exit 77; }
 out="${OUT:-$(mktemp -d)}/sequence_vs_ncu"; mkdir -p "$out"
+# A third argument "spread": the same through spread replay (pass p on the p-th launch of a
+# configuration: 9 configurations x 11 passes one after another).
+mode=${3:-sequence}
 reps=40  # the workload's kernels repeat: learned after 2-3 repetitions, 11 passes
-SIGHTLINE_METRICS_DEBUG=1 "$sl" profile --metrics full --metrics-replay sequence -o "$out/seq.sltrace" -- \
+[ "$mode" = spread ] && reps=110
+SIGHTLINE_METRICS_DEBUG=1 "$sl" profile --metrics full --metrics-replay "$mode" -o "$out/seq.sltrace" -- \
   "$workload" --repeat $reps > "$out/profile.log" 2>&1 || { tail -20 "$out/profile.log"; echo "FAIL: profile"; exit 1; }
-grep -E "sequence replay|kernels traced with|wrote" "$out/profile.log"
+grep -E "sequence replay|spread replay|wrote" "$out/profile.log"
+echo "kernel kind switches: $(grep -c 'kernels traced with' "$out/profile.log")"
 grep -q "kernels traced with KERNEL" "$out/profile.log" ||
   { echo "FAIL: kernels were not traced with the KERNEL kind during the passes"; exit 1; }
 "$sl" analyze "$out/seq.sltrace" --window all --format json -o "$out/ours.json" > /dev/null ||
