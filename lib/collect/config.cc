@@ -444,12 +444,13 @@ std::string ResolveOutputPath(const std::string& pattern, uint32_t pid, const st
   return path;
 }
 
-std::string PerProcessPath(const std::string& path, uint32_t pid) {
+std::string PerProcessPath(const std::string& path, uint32_t pid, int32_t rank) {
   if (path.rfind("unix:", 0) == 0) return path;
   size_t slash = path.rfind('/');
   size_t dot = path.rfind('.');
   size_t base = slash == std::string::npos ? 0 : slash + 1;
-  std::string tag = "." + std::to_string(pid);
+  std::string tag = (rank >= 0 ? ".rank" + std::to_string(rank) : std::string()) + "." +
+                    std::to_string(pid);
   if (dot == std::string::npos || dot <= base) return path + tag;  // no extension (or ".name")
   return path.substr(0, dot) + tag + path.substr(dot);
 }
@@ -461,13 +462,17 @@ OutputChoice ChooseOutputPath(const CollectorConfig& config, uint32_t pid,
   if (out.path.rfind("unix:", 0) == 0) return out;
   // %p makes every process's name its own ("%%p" is a literal "%p").
   const std::string& p = config.output_pattern;
+  bool rank_in_name = false;
   for (size_t i = 0; i + 1 < p.size(); ++i) {
     if (p[i] != '%') continue;
     if (p[i + 1] == 'p') return out;
+    rank_in_name = rank_in_name || p[i + 1] == 'r';
     ++i;  // skip the escaped character ("%%", "%r", ...)
   }
   if (config.session_pid != 0 && config.session_pid != pid) {
-    out.path = PerProcessPath(out.path, pid);
+    // A launcher's workers (torchrun sets RANK) are named by rank as well.
+    out.path = PerProcessPath(out.path, pid,
+                              rank_in_name ? -1 : trace::RankFromEnvironment(getenv_fn));
     return out;
   }
   out.shared_name = true;

@@ -232,9 +232,11 @@ bool ParseCaptureRange(const std::string& value, CollectorConfig* config);
 std::string ResolveOutputPath(const std::string& pattern, uint32_t pid, const std::string& host,
                               const char* (*getenv_fn)(const char*));
 
-// "run.sltrace" → "run.<pid>.sltrace" ("dir/run" → "dir/run.<pid>"); a
-// "unix:" destination is returned unchanged (the server keeps streams apart).
-std::string PerProcessPath(const std::string& path, uint32_t pid);
+// "run.sltrace" → "run.<pid>.sltrace" ("dir/run" → "dir/run.<pid>"), with a
+// rank (>= 0: RANK / OMPI_COMM_WORLD_RANK / SLURM_PROCID / PMI_RANK of a
+// launcher's worker) "run.rank<R>.<pid>.sltrace"; a "unix:" destination is
+// returned unchanged (the server keeps streams apart).
+std::string PerProcessPath(const std::string& path, uint32_t pid, int32_t rank = -1);
 
 // Where this process writes. Several processes of one run inherit one
 // SIGHTLINE_OUTPUT (a launcher and its workers, DataLoader or torch.compile
@@ -243,7 +245,7 @@ std::string PerProcessPath(const std::string& path, uint32_t pid);
 //   * else the run's first process (session_pid unset or equal to pid) gets
 //     the expanded path itself (`shared_name`: it must still check that no
 //     live writer holds it, FileSinkOptions::lock), every other process
-//     PerProcessPath(path, pid).
+//     PerProcessPath(path, pid, its rank unless the pattern has %r).
 struct OutputChoice {
   std::string path;
   bool shared_name = false;  // the pattern's own name, claimed under a lock

@@ -377,6 +377,27 @@ TEST_F(ConfigTest, OnlyTheRunsFirstProcessWritesTheSharedName) {
   EXPECT_FALSE(worker.shared_name);
 }
 
+// torchrun: the launcher is the run's first process, its workers carry RANK.
+TEST_F(ConfigTest, LauncherWorkersAreNamedByRankAndPid) {
+  EXPECT_EQ(PerProcessPath("run.sltrace", 42, 3), "run.rank3.42.sltrace");
+  EXPECT_EQ(PerProcessPath("/tmp/run", 42, 0), "/tmp/run.rank0.42");
+  env_ = {{"SIGHTLINE_OUTPUT", "/tmp/run.sltrace"}, {"SIGHTLINE_SESSION_PID", "100"},
+          {"RANK", "1"}};
+  CollectorConfig c = Parse();
+  EXPECT_EQ(ChooseOutputPath(c, 230, "h", &FakeGetenv).path, "/tmp/run.rank1.230.sltrace");
+  // The launcher itself keeps the shared name whatever its environment.
+  EXPECT_EQ(ChooseOutputPath(c, 100, "h", &FakeGetenv).path, "/tmp/run.sltrace");
+  // A pattern with %r already names the rank: only the pid is added.
+  env_["SIGHTLINE_OUTPUT"] = "/tmp/run-%r";
+  c = Parse();
+  EXPECT_EQ(ChooseOutputPath(c, 230, "h", &FakeGetenv).path, "/tmp/run-1.230.sltrace");
+  // A rank that is not a number is no rank.
+  env_["SIGHTLINE_OUTPUT"] = "/tmp/run.sltrace";
+  env_["RANK"] = "x";
+  c = Parse();
+  EXPECT_EQ(ChooseOutputPath(c, 230, "h", &FakeGetenv).path, "/tmp/run.230.sltrace");
+}
+
 TEST_F(ConfigTest, PatternsWithPidOrSocketsAreLeftAlone) {
   env_ = {{"SIGHTLINE_OUTPUT", "/tmp/run-%p"}, {"SIGHTLINE_SESSION_PID", "1"}};
   OutputChoice a = ChooseOutputPath(Parse(), 77, "h", &FakeGetenv);
