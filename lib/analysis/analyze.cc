@@ -109,6 +109,7 @@ void FillSummaryTables(const TimelineModel& model, const DerivedTimeline& timeli
   FillTraces(model, &report);
   FillDevices(model, timeline, &report);
   FillTables(model, &report);
+  FillCrossRank(timeline.cross_rank, &report);
   FillKernelMetrics(model, &report);
   FillSteps(model, timeline, steps, scope, &report);
   FillNvtx(model, &report);

@@ -414,6 +414,33 @@ struct NcclOpRow {
   int32_t comm_nranks = 0;       // its size (0 unknown)
 };
 
+// NCCL operations matched across ranks (lib/analysis/cross_rank.h): one row
+// per rank with NCCL work. Present only with two or more such ranks.
+struct CrossRankRow {
+  uint32_t trace_index = 0;       // into traces
+  int32_t rank = -1;              // the process's rank (trace header)
+  int64_t clock_offset_ns = 0;    // added to its clock to align it with the others
+  bool clock_aligned = false;     // offset estimated from matched completions
+  uint64_t calls = 0, matched_calls = 0, unmatched_calls = 0;
+  uint64_t arrival_delay_ns = 0;  // Σ (its arrival − earliest arrival) over matched ops
+  uint64_t wait_ns = 0;           // Σ (last arrival − its arrival): waited for others
+  uint64_t last_arrivals = 0;     // matched ops it arrived last at
+  uint64_t late_margin_ns = 0;    // Σ (its arrival − second-last) where it was last
+  uint64_t comm_ns = 0;           // its device's communication time (union)
+  uint64_t exposed_comm_ns = 0;   // of which not overlapped by compute kernels
+};
+
+struct CrossRankSummary {
+  std::string method;         // "" none, "communicator", "device_order"
+  std::string clock_source;   // "collective_ends" or "realtime"
+  uint64_t channels = 0;      // communicators (+ point-to-point sender/receiver pairs)
+  uint64_t collectives_matched = 0;  // matched operations (each counted once)
+  uint64_t calls = 0, matched_calls = 0, unmatched_calls = 0;  // per-rank calls
+  uint64_t skew_median_ns = 0, skew_max_ns = 0;  // aligned end spread of matched ops
+  uint64_t skew_samples = 0;
+  std::vector<CrossRankRow> ranks;  // by trace
+};
+
 // GPU memory (-t cuda-memory; lib/analysis/memory.h). Bytes are those the
 // program allocated through CUDA (cudaMalloc and friends, stream-ordered
 // pools at their reserved size, module statics), not the CUDA context's own.
@@ -515,6 +542,7 @@ struct Report {
   std::vector<NvtxRow> nvtx;        // by gpu_total descending
   std::vector<NcclRow> nccl;
   std::vector<NcclOpRow> nccl_ops;  // by (trace, op)
+  CrossRankSummary cross_rank;      // method "" with fewer than two ranks
   MemorySummary memory;
   MetricsCoverage metrics_coverage;
   std::vector<RangeMetricsRow> range_metrics;  // by name

@@ -487,6 +487,40 @@ void WriteTables(JsonWriter& w, const Report& r) {
     w.EndObject();
   }
   w.EndArray();
+  // Cross-rank matching and wait attribution: only with >= 2 ranks with NCCL work.
+  const analysis::CrossRankSummary& x = r.cross_rank;
+  if (x.method.empty()) return;
+  w.Key("cross_rank").BeginObject();
+  w.Key("method").String(x.method);
+  w.Key("clock_source").String(x.clock_source);
+  w.Key("channels").Uint(x.channels);
+  w.Key("collectives_matched").Uint(x.collectives_matched);
+  w.Key("calls").Uint(x.calls);
+  w.Key("matched_calls").Uint(x.matched_calls);
+  w.Key("unmatched_calls").Uint(x.unmatched_calls);
+  w.Key("skew_median_ns").Uint(x.skew_median_ns);
+  w.Key("skew_max_ns").Uint(x.skew_max_ns);
+  w.Key("skew_samples").Uint(x.skew_samples);
+  w.Key("ranks").BeginArray();
+  for (const analysis::CrossRankRow& k : x.ranks) {
+    w.BeginObject();
+    w.Key("trace_index").Uint(k.trace_index);
+    w.Key("rank").Int(k.rank);
+    w.Key("clock_offset_ns").Int(k.clock_offset_ns);
+    w.Key("clock_aligned").Bool(k.clock_aligned);
+    w.Key("calls").Uint(k.calls);
+    w.Key("matched_calls").Uint(k.matched_calls);
+    w.Key("unmatched_calls").Uint(k.unmatched_calls);
+    w.Key("arrival_delay_ns").Uint(k.arrival_delay_ns);
+    w.Key("wait_ns").Uint(k.wait_ns);
+    w.Key("last_arrivals").Uint(k.last_arrivals);
+    w.Key("late_margin_ns").Uint(k.late_margin_ns);
+    w.Key("comm_ns").Uint(k.comm_ns);
+    w.Key("exposed_comm_ns").Uint(k.exposed_comm_ns);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
 }
 
 void WriteFindings(JsonWriter& w, const Report& r) {
