@@ -487,9 +487,9 @@ void WriteTables(JsonWriter& w, const Report& r) {
     w.EndObject();
   }
   w.EndArray();
-  // Cross-rank matching and wait attribution: only with >= 2 ranks with NCCL work.
+  // Cross-rank matching and wait attribution: method "" and no ranks unless
+  // two or more ranks have NCCL work.
   const analysis::CrossRankSummary& x = r.cross_rank;
-  if (x.method.empty()) return;
   w.Key("cross_rank").BeginObject();
   w.Key("method").String(x.method);
   w.Key("clock_source").String(x.clock_source);
