@@ -7,7 +7,9 @@
 // on a communicator in one rank is the k-th in every other: the
 // per-communicator sequence number is the call order. Point-to-point calls
 // pair by peer: rank a's k-th Send to b on a communicator with rank b's k-th
-// Recv from a. A "channel" is one such ordered stream: (communicator,
+// Recv from a (ranks within the communicator: from NCCL's communicator
+// records, else the process's rank, right for the world communicator only;
+// a Send/Recv without a recorded peer stays unmatched). A "channel" is one such ordered stream: (communicator,
 // collectives) or (communicator, sender, receiver).
 //   Records can be missing (a capture window opening at different times, a
 //   dropped record) or extra (one rank's trace runs longer), so the k-th call
@@ -23,7 +25,13 @@
 //   calls in time, so the work is O(calls · log calls) per rank.
 //   Traces without NCCL's NVTX payloads (no communicator id) fall back to the
 //   order of the communication kernels of each rank's first device with any,
-//   labelled by kernel name ("device_order"), aligned the same way.
+//   labelled by kernel name ("device_order"), aligned the same way. When two
+//   or more traces have payloads, traces without are left out.
+//   A host call's kernel is found by CUPTI correlation id (NCCL launches
+//   through the driver API, often not recorded): the first unclaimed
+//   communication kernel whose id lies between the calling thread's last API
+//   call before the host call and its first one after; calls of an NCCL
+//   group (kernel launched at ncclGroupEnd) share the next unclaimed one.
 //
 // Clock alignment. A collective completes at nearly the same instant on all
 // its ranks, so the offset of rank r's clock to the reference's is the median

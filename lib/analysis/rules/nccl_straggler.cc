@@ -239,7 +239,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     }
   }
 
-  const uint64_t saving = s.late_margin_ns;
+  // Operations of several communicators can overlap in time, so the summed
+  // margins are capped at the window (a saving is never more than it).
+  const uint64_t saving = std::min<uint64_t>(s.late_margin_ns, ctx.window_ns());
   const double n_ops = double(s.matched_calls);
   const double per_op = classified > 0 ? 1.0 / double(classified) : 0.0;
   double others_comm = 0;
