@@ -192,7 +192,7 @@ std::vector<std::pair<size_t, const char*>> GpuMetricColumns(const analysis::Gpu
 void AppendCrossRank(const analysis::CrossRankSummary& x, size_t width, std::string* out) {
   if (x.method.empty() || x.ranks.size() < 2) return;
   *out += '\n';
-  absl::StrAppend(out, "Ranks: ", x.collectives_matched, " NCCL operations matched across ",
+  Wrap(out, absl::StrCat("Ranks: ", x.collectives_matched, " NCCL operations matched across ",
                   x.ranks.size(), " ranks (",
                   x.method == "communicator" ? "by communicator and sequence"
                                              : "by device order: no communicator ids",
@@ -201,8 +201,8 @@ void AppendCrossRank(const analysis::CrossRankSummary& x, size_t width, std::str
                       ? absl::StrCat("aligned on completions, residual skew median ",
                                      FormatDuration(double(x.skew_median_ns)), ", max ",
                                      FormatDuration(double(x.skew_max_ns)))
-                      : std::string("as recorded (no matched GPU completions)"),
-                  "\n");
+                      : std::string("as recorded (no matched GPU completions)")),
+       width, "", "  ");
   std::vector<const analysis::CrossRankRow*> rows;
   for (const analysis::CrossRankRow& k : x.ranks) rows.push_back(&k);
   std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
