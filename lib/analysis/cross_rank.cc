@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
 #include "lib/analysis/report_builder.h"
 #include "lib/analysis/timeline.h"
 
@@ -556,6 +557,34 @@ void FillCrossRank(const CrossRankAnalysis& x, Report* report) {
     row.comm_ns = r.comm_ns;
     row.exposed_comm_ns = r.exposed_comm_ns;
     s.ranks.push_back(row);
+  }
+  constexpr size_t kLatest = 20;
+  std::vector<const MatchedOp*> ops;
+  for (const MatchedOp& op : x.ops) {
+    if (op.last_margin_ns > 0) ops.push_back(&op);
+  }
+  size_t n = std::min(kLatest, ops.size());
+  std::partial_sort(ops.begin(), ops.begin() + n, ops.end(),
+                    [](const MatchedOp* a, const MatchedOp* b) {
+                      if (a->last_margin_ns != b->last_margin_ns) {
+                        return a->last_margin_ns > b->last_margin_ns;
+                      }
+                      return a->earliest_arrival_ns < b->earliest_arrival_ns;
+                    });
+  for (size_t i = 0; i < n; ++i) {
+    const MatchedOp& op = *ops[i];
+    CrossRankOpRow row;
+    if (op.comm_id != 0) row.comm_id = absl::StrFormat("0x%016x", op.comm_id);
+    row.op = NcclOpName(op.op);
+    row.bytes = op.bytes;
+    row.seq = op.seq;
+    row.p2p = op.p2p;
+    row.ranks = op.parts_end - op.parts_begin;
+    row.first_arrival_ns = op.earliest_arrival_ns;
+    row.last_rank = op.last < x.ranks.size() ? x.ranks[op.last].rank : -1;
+    row.last_margin_ns = op.last_margin_ns;
+    row.end_spread_ns = op.end_spread_ns;
+    s.latest.push_back(row);
   }
   if (x.unmatched_calls > 0) {
     report->notes.push_back(

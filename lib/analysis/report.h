@@ -430,6 +430,20 @@ struct CrossRankRow {
   uint64_t exposed_comm_ns = 0;   // of which not overlapped by compute kernels
 };
 
+// One matched NCCL operation (aligned clock).
+struct CrossRankOpRow {
+  std::string comm_id;         // "0x…" communicator hash; "" in device order
+  std::string op;              // "AllReduce", ... ("Unknown" in device order without NCCL events)
+  uint64_t bytes = 0;          // message size (0 unknown)
+  uint64_t seq = 0;            // position in its channel (communicator or send/receive pair)
+  bool p2p = false;            // a Send/Recv pair
+  uint64_t ranks = 0;          // ranks whose call matched
+  uint64_t first_arrival_ns = 0;  // earliest arrival, aligned clock
+  int32_t last_rank = -1;      // the rank that arrived last
+  uint64_t last_margin_ns = 0; // its arrival − the second-last arrival
+  uint64_t end_spread_ns = 0;  // aligned completion spread (0 with < 2 GPU ends)
+};
+
 struct CrossRankSummary {
   std::string method;         // "" none, "communicator", "device_order"
   std::string clock_source;   // "collective_ends" or "realtime"
@@ -439,6 +453,8 @@ struct CrossRankSummary {
   uint64_t skew_median_ns = 0, skew_max_ns = 0;  // aligned end spread of matched ops
   uint64_t skew_samples = 0;
   std::vector<CrossRankRow> ranks;  // by trace
+  // The operations whose last rank was latest (largest margin first), at most 20.
+  std::vector<CrossRankOpRow> latest;
 };
 
 // GPU memory (-t cuda-memory; lib/analysis/memory.h). Bytes are those the

@@ -520,6 +520,22 @@ void WriteTables(JsonWriter& w, const Report& r) {
     w.EndObject();
   }
   w.EndArray();
+  w.Key("latest").BeginArray();
+  for (const analysis::CrossRankOpRow& o : x.latest) {
+    w.BeginObject();
+    w.Key("comm_id").String(o.comm_id);
+    w.Key("op").String(o.op);
+    w.Key("bytes").Uint(o.bytes);
+    w.Key("seq").Uint(o.seq);
+    w.Key("p2p").Bool(o.p2p);
+    w.Key("ranks").Uint(o.ranks);
+    w.Key("first_arrival_ns").Uint(o.first_arrival_ns);
+    w.Key("last_rank").Int(o.last_rank);
+    w.Key("last_margin_ns").Uint(o.last_margin_ns);
+    w.Key("end_spread_ns").Uint(o.end_spread_ns);
+    w.EndObject();
+  }
+  w.EndArray();
   w.EndObject();
 }
 

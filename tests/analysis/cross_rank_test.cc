@@ -209,6 +209,42 @@ TEST_P(CrossRankTest, ClockOffsetsAreRecoveredFromCompletions) {
   EXPECT_LE(x.skew_max_ns, us(12));
 }
 
+// Everything at once: two communicators, clocks off by up to 1.3 ms, rank 2's
+// trace starting two steps late, rank 1 missing one record and having one
+// extra: every match right, the offsets recovered, the unmatched counted.
+TEST_P(CrossRankTest, OffsetsLateStartMissingAndExtraTogether) {
+  const int64_t wrong_ns[] = {0, -int64_t(us(1300)), int64_t(us(800))};
+  std::vector<TraceBuilder> r;
+  for (int q = 0; q < 3; ++q) {
+    r.emplace_back(q, "r" + std::to_string(q));
+    r.back().SetClock(ms(1000), uint64_t(int64_t(ms(1000)) + wrong_ns[q]));
+  }
+  for (uint64_t k = 0; k < 12; ++k) {
+    uint64_t base = ms(1000) + k * kStep;
+    for (int q = 0; q < 3; ++q) {
+      if (q == 2 && k < 2) continue;
+      if (!(q == 1 && k == 5)) {
+        Call(r[q], NcclOp::kAllReduce, kCommA, 1 << 20, base + ms(1) + us(40 * q), base + ms(2));
+      }
+      if (q == 1 && k == 7) Call(r[q], NcclOp::kAllGather, kCommB, 2 << 20, base + ms(2.5), base + ms(2.8));
+      Call(r[q], NcclOp::kAllGather, kCommB, 2 << 20, base + ms(3) + us(40 * q), base + ms(4));
+    }
+  }
+  CrossRankAnalysis x = Match(r);
+  ASSERT_EQ(x.ranks.size(), 3u);
+  // Rank 1's missing all-reduce still leaves ranks 0 and 2 to match.
+  EXPECT_EQ(x.ops.size(), 24u);
+  EXPECT_EQ(x.matched_calls, 3u * 24u - 4u - 1u);  // rank 2's 4 before its start, rank 1's missing
+  EXPECT_EQ(x.ranks[0].unmatched_calls, 0u);
+  EXPECT_EQ(x.ranks[1].unmatched_calls, 1u);  // the extra all-gather
+  EXPECT_EQ(x.ranks[2].unmatched_calls, 0u);
+  ExpectRightMatches(x);
+  for (int q = 1; q < 3; ++q) {
+    int64_t relative = x.ranks[q].clock_offset_ns - x.ranks[0].clock_offset_ns;
+    EXPECT_NEAR(double(relative), double(-wrong_ns[q]), 1000.0) << "rank " << q;
+  }
+}
+
 // Without NCCL payloads (kernels only): device order, stated as such.
 TEST_P(CrossRankTest, KernelOnlyTracesFallBackToDeviceOrder) {
   std::vector<TraceBuilder> r = {TraceBuilder(0, "r0"), TraceBuilder(1, "r1")};
@@ -304,6 +340,13 @@ TEST_P(StragglerCauseTest, NamesTheRankAndWhatItWasDoing) {
   EXPECT_EQ(report.cross_rank.collectives_matched, 8u);
   ASSERT_EQ(report.cross_rank.ranks.size(), 4u);
   EXPECT_EQ(report.cross_rank.ranks[2].last_arrivals, 8u);
+  ASSERT_EQ(report.cross_rank.latest.size(), 8u);
+  for (const CrossRankOpRow& o : report.cross_rank.latest) {
+    EXPECT_EQ(o.last_rank, 2);
+    EXPECT_EQ(o.op, "AllReduce");
+    EXPECT_EQ(o.comm_id, "0x1111aaaa2222bbbb");
+    EXPECT_EQ(o.ranks, 4u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
