@@ -81,8 +81,9 @@ Before Measure(const TimelineModel& model, const DerivedTimeline& timeline, uint
       (*kernel_ns)[it->name] += e - it->start_ns;
     }
   }
-  uint64_t call = p.call_ns != 0 && p.call_ns >= prev_end ? std::min(p.call_ns, p.arrival_ns)
-                                                           : p.arrival_ns;
+  // The host's part ends at its NCCL call; a call made before the previous
+  // operation ended (the host ran ahead) or not known leaves no host time.
+  uint64_t call = p.call_ns == 0 ? prev_end : std::clamp(p.call_ns, prev_end, p.arrival_ns);
   if (p.thread < model.threads.size()) {
     const ThreadInfo& th = model.threads[p.thread];
     const ApiCall* bgn = model.api_calls.data() + th.api_begin;
