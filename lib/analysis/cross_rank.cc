@@ -586,6 +586,47 @@ void FillCrossRank(const CrossRankAnalysis& x, Report* report) {
     row.end_spread_ns = op.end_spread_ns;
     s.latest.push_back(row);
   }
+  // Per step: the steps of the rank with the most analysed steps, on its
+  // aligned clock; operations by their earliest (aligned) arrival.
+  const std::vector<StepRow>& steps = report->summary.steps.steps;
+  std::map<uint32_t, size_t> rows_of;  // trace → rows
+  for (const StepRow& st : steps) rows_of[st.trace]++;
+  uint32_t ref = kNone;
+  size_t most = 0;
+  for (uint32_t r = 0; r < x.ranks.size(); ++r) {
+    auto it = rows_of.find(x.ranks[r].trace);
+    if (it != rows_of.end() && it->second > most) {
+      most = it->second;
+      ref = r;
+    }
+  }
+  if (ref != kNone) {
+    size_t k = 0;  // x.ops is sorted by earliest arrival
+    for (const StepRow& st : steps) {
+      if (st.trace != x.ranks[ref].trace) continue;
+      const uint64_t start = x.Aligned(ref, st.start_ns), end = x.Aligned(ref, st.end_ns);
+      CrossRankStepRow row;
+      row.index = st.index;
+      std::map<uint32_t, std::pair<uint64_t, uint64_t>> late;  // rank index → (margin, count)
+      while (k < x.ops.size() && x.ops[k].earliest_arrival_ns < start) ++k;
+      for (size_t j = k; j < x.ops.size() && x.ops[j].earliest_arrival_ns < end; ++j) {
+        const MatchedOp& op = x.ops[j];
+        ++row.ops;
+        if (op.last_margin_ns == 0) continue;
+        auto& l = late[op.last];
+        l.first += op.last_margin_ns;
+        l.second++;
+      }
+      for (auto& [r, l] : late) {
+        if (l.first > row.late_ns) {
+          row.late_ns = l.first;
+          row.last_arrivals = l.second;
+          row.last_rank = x.ranks[r].rank;
+        }
+      }
+      s.steps.push_back(row);
+    }
+  }
   if (x.unmatched_calls > 0) {
     report->notes.push_back(
         std::to_string(x.unmatched_calls) + " of " + std::to_string(x.calls) +

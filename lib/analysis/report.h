@@ -126,6 +126,7 @@ struct DeviceSummary {
 
 struct StepRow {
   uint32_t index = 0;
+  uint32_t trace = 0;  // the trace whose step it is (not in the JSON)
   uint64_t start_ns = 0, end_ns = 0, duration_ns = 0;
   double gpu_utilization_pct = 0;  // union of GPU activity in the step / duration
 };
@@ -444,6 +445,18 @@ struct CrossRankOpRow {
   uint64_t end_spread_ns = 0;  // aligned completion spread (0 with < 2 GPU ends)
 };
 
+// One analysed step seen across ranks: the steps of one rank (the one with
+// the most analysed steps; every rank runs the same loop) on its aligned
+// clock, the matched operations that began in it (earliest arrival) and the
+// rank whose late arrivals cost the most in it.
+struct CrossRankStepRow {
+  uint32_t index = 0;          // summary.steps.steps[].index
+  uint64_t ops = 0;            // matched operations beginning in the step
+  int32_t last_rank = -1;      // the rank with the largest summed margin in the step (-1: none late)
+  uint64_t late_ns = 0;        // that rank's summed margins in the step
+  uint64_t last_arrivals = 0;  // operations of the step it arrived last at
+};
+
 struct CrossRankSummary {
   std::string method;         // "" none, "communicator", "device_order"
   std::string clock_source;   // "collective_ends" or "realtime"
@@ -455,6 +468,8 @@ struct CrossRankSummary {
   std::vector<CrossRankRow> ranks;  // by trace
   // The operations whose last rank was latest (largest margin first), at most 20.
   std::vector<CrossRankOpRow> latest;
+  // Per analysed step (empty without steps), in step order.
+  std::vector<CrossRankStepRow> steps;
 };
 
 // GPU memory (-t cuda-memory; lib/analysis/memory.h). Bytes are those the

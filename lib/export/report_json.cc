@@ -520,6 +520,17 @@ void WriteTables(JsonWriter& w, const Report& r) {
     w.EndObject();
   }
   w.EndArray();
+  w.Key("steps").BeginArray();
+  for (const analysis::CrossRankStepRow& st : x.steps) {
+    w.BeginObject();
+    w.Key("index").Uint(st.index);
+    w.Key("ops").Uint(st.ops);
+    w.Key("last_rank").Int(st.last_rank);
+    w.Key("late_ns").Uint(st.late_ns);
+    w.Key("last_arrivals").Uint(st.last_arrivals);
+    w.EndObject();
+  }
+  w.EndArray();
   w.Key("latest").BeginArray();
   for (const analysis::CrossRankOpRow& o : x.latest) {
     w.BeginObject();

@@ -1,5 +1,6 @@
 // lib/export/report_text.cc — the one-screen terminal report.
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -203,6 +204,17 @@ void AppendCrossRank(const analysis::CrossRankSummary& x, size_t width, std::str
                                      FormatDuration(double(x.skew_max_ns)))
                       : std::string("as recorded (no matched GPU completions)")),
        width, "", "  ");
+  std::map<int32_t, uint64_t> steps_last;  // rank → steps in which it cost the most
+  for (const analysis::CrossRankStepRow& st : x.steps) {
+    if (st.last_rank >= 0) steps_last[st.last_rank]++;
+  }
+  if (!steps_last.empty()) {
+    auto top = std::max_element(steps_last.begin(), steps_last.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    Wrap(out, absl::StrCat("Per step: rank ", top->first, "'s late arrivals cost the most in ",
+                           top->second, " of ", x.steps.size(), " steps"),
+         width, "", "  ");
+  }
   std::vector<const analysis::CrossRankRow*> rows;
   for (const analysis::CrossRankRow& k : x.ranks) rows.push_back(&k);
   std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {

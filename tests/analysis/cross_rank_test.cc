@@ -282,6 +282,7 @@ std::vector<SyntheticTrace> Straggling(Cause cause) {
     uint64_t call[4];
     for (int q = 0; q < 4; ++q) {
       bool late = q == 2;
+      r[q].Nvtx("train_step", base - us(100), base + kStep - us(200));
       uint64_t compute = late && cause == Cause::kSlowKernel ? ms(3) : ms(2);
       r[q].Kernel("gemm", base, base + compute, 7, base - us(20));
       call[q] = base + us(50);
@@ -340,6 +341,13 @@ TEST_P(StragglerCauseTest, NamesTheRankAndWhatItWasDoing) {
   EXPECT_EQ(report.cross_rank.collectives_matched, 8u);
   ASSERT_EQ(report.cross_rank.ranks.size(), 4u);
   EXPECT_EQ(report.cross_rank.ranks[2].last_arrivals, 8u);
+  // Per step (the NVTX train_step ranges of one rank): rank 2 every time.
+  ASSERT_EQ(report.cross_rank.steps.size(), 8u);
+  for (const CrossRankStepRow& st : report.cross_rank.steps) {
+    EXPECT_EQ(st.ops, 1u);
+    EXPECT_EQ(st.last_rank, 2);
+    EXPECT_EQ(st.last_arrivals, 1u);
+  }
   ASSERT_EQ(report.cross_rank.latest.size(), 8u);
   for (const CrossRankOpRow& o : report.cross_rank.latest) {
     EXPECT_EQ(o.last_rank, 2);
