@@ -25,7 +25,9 @@
 //                       analyze_s (the rest), cross_rank_s (matching +
 //                       alignment + attribution alone, timed apart; the wall
 //                       time does not include it).
-//   BM_MultiRankRss/R — the same in a forked child: peak_rss_bytes.
+//   BM_MultiRankRss/R — the same in a forked child: peak_rss_bytes, and
+//                       baseline_rss_bytes of a child that only exits (the
+//                       parent's resident pages the child starts with).
 // SIGHTLINE_BENCH_KEEP=1 keeps the traces in /tmp/sightline_multirank_bench_*.
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -252,23 +254,31 @@ BENCHMARK(BM_MultiRank)->Arg(64)->Arg(256)->Unit(benchmark::kSecond)->Iterations
 
 void BM_MultiRankRss(benchmark::State& state) {
   const RankSet& set = Set(int(state.range(0)));
-  long peak_kb = 0;
+  long peak_kb = 0, baseline_kb = 0;
   for (auto _ : state) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      absl::StatusOr<Report> r = Analyze(set.paths, {});
-      _exit(r.ok() ? 0 : 1);
+    // A child that only exits gives the baseline: what the forked child
+    // holds of this process's resident pages before analysing.
+    for (int analyze = 0; analyze < 2; ++analyze) {
+      pid_t pid = fork();
+      if (pid == 0) {
+        if (analyze) {
+          absl::StatusOr<Report> r = Analyze(set.paths, {});
+          _exit(r.ok() ? 0 : 1);
+        }
+        _exit(0);
+      }
+      int status = 0;
+      struct rusage usage;
+      wait4(pid, &status, 0, &usage);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        state.SkipWithError("analysis failed in the child");
+        return;
+      }
+      (analyze ? peak_kb : baseline_kb) = usage.ru_maxrss;
     }
-    int status = 0;
-    struct rusage usage;
-    wait4(pid, &status, 0, &usage);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      state.SkipWithError("analysis failed in the child");
-      return;
-    }
-    peak_kb = usage.ru_maxrss;
   }
   state.counters["peak_rss_bytes"] = double(peak_kb) * 1024;
+  state.counters["baseline_rss_bytes"] = double(baseline_kb) * 1024;
   state.counters["events"] = double(set.events);
 }
 BENCHMARK(BM_MultiRankRss)->Arg(64)->Arg(256)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
