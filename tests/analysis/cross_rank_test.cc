@@ -260,6 +260,41 @@ TEST_P(CrossRankTest, KernelOnlyTracesFallBackToDeviceOrder) {
   ExpectRightMatches(x);
 }
 
+// The report says what could not be matched and how ranks were matched.
+TEST_P(CrossRankTest, ReportNotesUnmatchedCallsAndDeviceOrder) {
+  auto has_note = [](const Report& r, const std::string& text) {
+    for (const std::string& n : r.notes) {
+      if (n.find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+  std::vector<SyntheticTrace> with_payloads, kernels_only;
+  {
+    std::vector<TraceBuilder> r = {TraceBuilder(0, "r0"), TraceBuilder(1, "r1")};
+    for (uint64_t k = 0; k < 4; ++k) {
+      uint64_t base = ms(1) + k * kStep;
+      Call(r[0], NcclOp::kAllReduce, kCommA, 1 << 20, base + ms(1), base + ms(2));
+      if (k != 2) Call(r[1], NcclOp::kAllReduce, kCommA, 1 << 20, base + ms(1), base + ms(2));
+    }
+    for (const TraceBuilder& b : r) with_payloads.push_back(b.trace());
+  }
+  {
+    std::vector<TraceBuilder> r = {TraceBuilder(0, "r0"), TraceBuilder(1, "r1")};
+    for (uint64_t k = 0; k < 4; ++k) {
+      r[0].NcclKernel(ms(1) + k * kStep, ms(2) + k * kStep);
+      r[1].NcclKernel(ms(1) + k * kStep, ms(2) + k * kStep);
+    }
+    for (const TraceBuilder& b : r) kernels_only.push_back(b.trace());
+  }
+  Report a = testing::AnalyzeTraces(with_payloads, GetParam());
+  EXPECT_EQ(a.cross_rank.unmatched_calls, 1u);
+  EXPECT_TRUE(has_note(a, "1 of 7 NCCL calls could not be matched"));
+  EXPECT_FALSE(has_note(a, "device order"));
+  Report b = testing::AnalyzeTraces(kernels_only, GetParam());
+  EXPECT_EQ(b.cross_rank.method, "device_order");
+  EXPECT_TRUE(has_note(b, "device order"));
+}
+
 TEST_P(CrossRankTest, OneRankIsNoCrossRankAnalysis) {
   std::vector<TraceBuilder> r = {TraceBuilder(0, "r0")};
   Call(r[0], NcclOp::kAllReduce, kCommA, 1 << 20, ms(1), ms(2));

@@ -179,7 +179,8 @@ TEST(RealTraceTest, TrainingLoopStepsAndCaptureWindows) {
 }
 
 // Savings never add up to more than the analysed window, on every recorded
-// trace (tests/data and tests/data/pytorch).
+// trace (tests/data and tests/data/pytorch), and on the 2-rank pairs analysed
+// together (cross-rank findings).
 TEST(RealTraceTest, SavingsNeverExceedTheWindow) {
   const char* src = std::getenv("SIGHTLINE_SOURCE_DIR");
   std::string root = std::string(src ? src : ".") + "/tests/data";
@@ -194,11 +195,19 @@ TEST(RealTraceTest, SavingsNeverExceedTheWindow) {
     closedir(d);
   }
   if (traces.empty()) GTEST_SKIP() << "no recorded traces";
-  for (const std::string& t : traces) {
+  std::vector<std::vector<std::string>> inputs;
+  for (const std::string& t : traces) inputs.push_back({t});
+  for (const char* v : {"slow", "fixed"}) {
+    std::string r0 = DataPath(std::string("nccl_allreduce_") + v + "_rank0");
+    std::string r1 = DataPath(std::string("nccl_allreduce_") + v + "_rank1");
+    if (Exists(r0) && Exists(r1)) inputs.push_back({r0, r1});
+  }
+  for (const std::vector<std::string>& in : inputs) {
+    const std::string& t = in.size() == 1 ? in[0] : in[0] + " + " + in[1];
     for (const char* window : {"steady", "all"}) {
       AnalysisOptions o;
       o.window = window;
-      auto r = Analyze(std::vector<std::string>{t}, o);
+      auto r = Analyze(in, o);
       ASSERT_TRUE(r.ok()) << t << ": " << r.status();
       uint64_t sum = 0;
       for (const Finding& f : r->findings) sum += f.est_saving_ns;
