@@ -303,7 +303,10 @@ TEST_P(CrossRankTest, OneRankIsNoCrossRankAnalysis) {
 
 // ---- the straggler and its cause ------------------------------------------
 
-enum class Cause { kNone, kSlowKernel, kHostBound, kDataLoading, kSynchronization };
+enum class Cause {
+  kNone, kSlowKernel, kHostBound, kDataLoading, kSynchronization,
+  kSyncOnOtherThread,  // synchronizes on thread 2, calls NCCL from thread 1 (autograd-like)
+};
 
 // Four ranks, 8 steps: a 2 ms compute kernel, then the host calls the
 // all-reduce (same stream). Rank 2 is 1 ms late for `cause`, or no one is
@@ -327,8 +330,9 @@ std::vector<SyntheticTrace> Straggling(Cause cause) {
                     base + ms(2.99), 7, "cudaMemcpy", base + us(50), base + ms(3), false);
         call[q] = base + ms(3);
       }
-      if (late && cause == Cause::kSynchronization) {
-        r[q].Api("cudaStreamSynchronize", base + us(50), base + ms(3));
+      if (late && (cause == Cause::kSynchronization || cause == Cause::kSyncOnOtherThread)) {
+        r[q].Api("cudaStreamSynchronize", base + us(50), base + ms(3),
+                 cause == Cause::kSyncOnOtherThread ? 2 : 1);
         call[q] = base + ms(3);
       }
       int64_t jitter = int64_t((q * 7919 + k * 104729) % 7) - 3;  // µs
@@ -347,7 +351,8 @@ std::vector<SyntheticTrace> Straggling(Cause cause) {
 
 struct CauseCase {
   Cause cause;
-  const char* name;
+  const char* name;  // the expected evidence "cause"
+  const char* label;
 };
 
 class StragglerCauseTest : public ::testing::TestWithParam<std::tuple<CauseCase, BuildPath>> {};
@@ -394,13 +399,16 @@ TEST_P(StragglerCauseTest, NamesTheRankAndWhatItWasDoing) {
 
 INSTANTIATE_TEST_SUITE_P(
     Causes, StragglerCauseTest,
-    ::testing::Combine(::testing::Values(CauseCase{Cause::kSlowKernel, "slow_kernel"},
-                                         CauseCase{Cause::kHostBound, "host_bound"},
-                                         CauseCase{Cause::kDataLoading, "data_loading"},
-                                         CauseCase{Cause::kSynchronization, "synchronization"}),
+    ::testing::Combine(
+        ::testing::Values(CauseCase{Cause::kSlowKernel, "slow_kernel", "slow_kernel"},
+                          CauseCase{Cause::kHostBound, "host_bound", "host_bound"},
+                          CauseCase{Cause::kDataLoading, "data_loading", "data_loading"},
+                          CauseCase{Cause::kSynchronization, "synchronization", "synchronization"},
+                          CauseCase{Cause::kSyncOnOtherThread, "synchronization",
+                                    "sync_on_other_thread"}),
                        ::testing::Values(BuildPath::kDirect, BuildPath::kWireFormat)),
     [](const auto& info) {
-      return std::string(std::get<0>(info.param).name) +
+      return std::string(std::get<0>(info.param).label) +
              (std::get<1>(info.param) == BuildPath::kDirect ? "_direct" : "_wire");
     });
 

@@ -17,7 +17,8 @@
 // previous completion is a common instant across ranks). Per rank, on its
 // own clock: compute kernel time on its device; host time blocked in
 // synchronizing calls (stream/device/event synchronize) and in blocking
-// copies up to its NCCL call; and host time before the call not so blocked.
+// copies up to its NCCL call, on any thread of the process (union); and host
+// time before the call not so blocked.
 // The straggler's excess over the other ranks' median, summed over those
 // operations, is split into:
 //   slow_kernel     its compute kernels ran longer (extra compute time);
@@ -59,7 +60,7 @@ struct Before {
 };
 
 Before Measure(const TimelineModel& model, const DerivedTimeline& timeline, uint32_t device,
-               const RankCall& p, uint64_t prev_end,
+               const std::vector<uint32_t>& threads, const RankCall& p, uint64_t prev_end,
                std::map<uint32_t, uint64_t>* kernel_ns) {
   Before b;
   if (p.arrival_ns <= prev_end) return b;
@@ -84,8 +85,11 @@ Before Measure(const TimelineModel& model, const DerivedTimeline& timeline, uint
   // The host's part ends at its NCCL call; a call made before the previous
   // operation ended (the host ran ahead) or not known leaves no host time.
   uint64_t call = p.call_ns == 0 ? prev_end : std::clamp(p.call_ns, prev_end, p.arrival_ns);
-  if (p.thread < model.threads.size()) {
-    const ThreadInfo& th = model.threads[p.thread];
+  // Blocking calls on any thread of the process (frameworks call NCCL from
+  // one thread, e.g. autograd's, and synchronize or copy on another).
+  std::vector<Interval> sync, copy;
+  for (uint32_t t : threads) {
+    const ThreadInfo& th = model.threads[t];
     const ApiCall* bgn = model.api_calls.data() + th.api_begin;
     const ApiCall* end = model.api_calls.data() + th.api_end;
     // Calls are sorted by start; a blocking call started before prev_end
@@ -94,19 +98,18 @@ Before Measure(const TimelineModel& model, const DerivedTimeline& timeline, uint
       return a.start_ns < v;
     });
     for (int back = 0; it != bgn && back < 4; ++back) --it;
-    UnionLength sync, copy;
     for (; it != end && it->start_ns < call; ++it) {
       uint64_t s = std::max(it->start_ns, prev_end), e = std::min(it->end_ns, call);
       if (e <= s) continue;
       if (it->flags & kApiMemcpySync) {
-        copy.Add(s, e);
+        copy.push_back({s, e});
       } else if (it->flags & kApiSync) {
-        sync.Add(s, e);
+        sync.push_back({s, e});
       }
     }
-    b.sync_ns = sync.total();
-    b.copy_ns = copy.total();
   }
+  b.sync_ns = IntervalSet::FromUnsorted(std::move(sync)).total();
+  b.copy_ns = IntervalSet::FromUnsorted(std::move(copy)).total();
   uint64_t before_call = call - prev_end;
   uint64_t blocked = std::min(before_call, b.sync_ns + b.copy_ns);
   b.host_ns = before_call - blocked;
@@ -174,6 +177,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     *end = x.parts[order[p.rank_index][i - 1].second].end_ns;
     return true;
   };
+  std::vector<std::vector<uint32_t>> threads_of(model.traces.size());
+  for (uint32_t t = 0; t < model.threads.size(); ++t) {
+    if (model.threads[t].trace < threads_of.size()) threads_of[model.threads[t].trace].push_back(t);
+  }
   // Causes over the operations it was last at by at least min_delay.
   double excess[kNumCauses] = {0, 0, 0, 0};
   double lateness_sum = 0;
@@ -196,7 +203,8 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
         continue;
       }
       std::map<uint32_t, uint64_t> kn;
-      Before b = Measure(model, ctx.timeline(), x.ranks[p.rank_index].device, p, pe, &kn);
+      Before b = Measure(model, ctx.timeline(), x.ranks[p.rank_index].device,
+                         threads_of[p.trace], p, pe, &kn);
       if (p.rank_index == straggler) {
         me = b;
         my_k = std::move(kn);
