@@ -371,7 +371,9 @@ TEST_P(StragglerCauseTest, NamesTheRankAndWhatItWasDoing) {
       EXPECT_EQ(e.text, c.name);
       found = true;
     }
-    if (e.key == "slow_kernel") EXPECT_EQ(e.text, "gemm");
+    if (e.key == "slow_kernel") {
+      EXPECT_EQ(e.text, "gemm");
+    }
   }
   EXPECT_TRUE(found);
   EXPECT_EQ(f->EvidenceNumber("late_collectives_classified"), 7);  // the first has no "before"
