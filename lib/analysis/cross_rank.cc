@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -210,12 +211,27 @@ std::string CollectCalls(const TimelineModel& model, std::vector<RankCrossStats>
   return "device_order";
 }
 
-uint64_t Median(std::vector<int64_t>* v, bool* ok) {
+int64_t Median(std::vector<int64_t>* v, bool* ok) {
   *ok = !v->empty();
   if (v->empty()) return 0;
   size_t mid = v->size() / 2;
   std::nth_element(v->begin(), v->begin() + mid, v->end());
-  return static_cast<uint64_t>((*v)[mid]);
+  return (*v)[mid];
+}
+
+// a − b as a signed number, saturated (timestamps of a hostile trace can be
+// anywhere in uint64).
+int64_t Diff(uint64_t a, uint64_t b) {
+  constexpr uint64_t kMax = uint64_t(std::numeric_limits<int64_t>::max());
+  return a >= b ? int64_t(std::min(a - b, kMax)) : -int64_t(std::min(b - a, kMax));
+}
+
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) {
+    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+  }
+  return r;
 }
 
 // Maximum-weight common subsequence of `other` against `ref` (see header).
@@ -227,10 +243,10 @@ std::vector<int32_t> Align(const std::vector<const Call*>& ref, const std::vecto
   // Reference period: median spacing of its ends.
   std::vector<int64_t> gaps;
   for (size_t i = 1; i < ref.size(); ++i) {
-    gaps.push_back(std::llabs(int64_t(ref[i]->part.end_ns) - int64_t(ref[i - 1]->part.end_ns)));
+    gaps.push_back(std::llabs(Diff(ref[i]->part.end_ns, ref[i - 1]->part.end_ns)));
   }
   bool ok;
-  double period = std::max<double>(1000.0, double(int64_t(Median(&gaps, &ok))));
+  double period = std::max<double>(1000.0, double(Median(&gaps, &ok)));
   // Reference positions by label, in time order.
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> by_label;
   for (uint32_t i = 0; i < ref.size(); ++i) by_label[ref[i]->label].push_back(i);
@@ -244,15 +260,18 @@ std::vector<int32_t> Align(const std::vector<const Call*>& ref, const std::vecto
     auto it = by_label.find(other[j]->label);
     if (it == by_label.end()) continue;
     const std::vector<uint32_t>& pos = it->second;
-    int64_t t = int64_t(other[j]->part.end_ns) + offset;
+    // On the reference's clock (unsigned wrap-around is defined).
+    uint64_t t = other[j]->part.end_ns + uint64_t(offset);
     // Nearest in time: ends of one label are ordered like the calls.
-    size_t k = std::lower_bound(pos.begin(), pos.end(), t, [&](uint32_t i, int64_t v) {
-                 return int64_t(ref[i]->part.end_ns) < v;
+    size_t k = std::lower_bound(pos.begin(), pos.end(), t, [&](uint32_t i, uint64_t v) {
+                 return ref[i]->part.end_ns < v;
                }) - pos.begin();
+    // The kCandidates positions around k (fewer when the label has fewer).
     size_t lo = k >= kCandidates / 2 ? k - kCandidates / 2 : 0;
+    lo = std::min(lo, pos.size() > kCandidates ? pos.size() - kCandidates : 0);
     size_t hi = std::min(pos.size(), lo + kCandidates);
     for (size_t q = lo; q < hi; ++q) {
-      double d = std::fabs(double(int64_t(ref[pos[q]]->part.end_ns) - t));
+      double d = std::fabs(double(Diff(ref[pos[q]]->part.end_ns, t)));
       pairs.push_back({pos[q], j, 1.0 + 0.5 / (1.0 + d / period)});
     }
   }
@@ -360,10 +379,10 @@ CrossRankAnalysis AnalyzeCrossRank(const TimelineModel& model,
         for (size_t j = 0; j < os.size(); ++j) {
           int32_t i = al[r][j];
           if (i < 0 || !rs[i]->part.gpu_times || !os[j]->part.gpu_times) continue;
-          d.push_back(int64_t(rs[i]->part.end_ns) - int64_t(os[j]->part.end_ns));
+          d.push_back(Diff(rs[i]->part.end_ns, os[j]->part.end_ns));
         }
         bool ok;
-        int64_t m = int64_t(Median(&d, &ok));
+        int64_t m = Median(&d, &ok);
         if (ok) edges.push_back({ref, r, m, d.size()});
       }
     }
@@ -385,19 +404,23 @@ CrossRankAnalysis AnalyzeCrossRank(const TimelineModel& model,
         grew = false;
         for (const Edge& e : edges) {
           if (known[e.a] && !known[e.b]) {
-            next[e.b] = next[e.a] + e.d;
+            next[e.b] = SatAdd(next[e.a], e.d);
             known[e.b] = grew = true;
           } else if (known[e.b] && !known[e.a]) {
-            next[e.a] = next[e.b] - e.d;
+            next[e.a] = SatAdd(next[e.b], e.d == std::numeric_limits<int64_t>::min()
+                                               ? std::numeric_limits<int64_t>::max()
+                                               : -e.d);
             known[e.a] = grew = true;
           }
         }
       }
       // Ranks with no matched completion keep their starting offset, moved
       // by the root's change so the unaligned stay on the merged clock.
-      int64_t shift = -offset[root];
+      int64_t shift = offset[root] == std::numeric_limits<int64_t>::min()
+                          ? std::numeric_limits<int64_t>::max()
+                          : -offset[root];
       for (uint32_t r = 0; r < R; ++r) {
-        if (!known[r]) next[r] = offset[r] + shift;
+        if (!known[r]) next[r] = SatAdd(offset[r], shift);
       }
     }
     offset = next;
@@ -452,7 +475,7 @@ CrossRankAnalysis AnalyzeCrossRank(const TimelineModel& model,
     uint64_t end_lo = UINT64_MAX, end_hi = 0;
     for (uint32_t k = op.parts_begin; k < op.parts_end; ++k) {
       const RankCall& p = out.parts[k];
-      uint64_t a = uint64_t(int64_t(p.arrival_ns) + offset[p.rank_index]);
+      uint64_t a = p.arrival_ns + uint64_t(offset[p.rank_index]);
       first = std::min(first, a);
       if (last_rank == kNone) {
         last = second = a;
@@ -465,7 +488,7 @@ CrossRankAnalysis AnalyzeCrossRank(const TimelineModel& model,
         second = a;  // (with two parts, second starts as the first's arrival)
       }
       if (p.gpu_times) {
-        uint64_t e = uint64_t(int64_t(p.end_ns) + offset[p.rank_index]);
+        uint64_t e = p.end_ns + uint64_t(offset[p.rank_index]);
         end_lo = std::min(end_lo, e);
         end_hi = std::max(end_hi, e);
         op.gpu_ends++;
@@ -482,7 +505,7 @@ CrossRankAnalysis AnalyzeCrossRank(const TimelineModel& model,
     ranks[last_rank].late_margin_ns += op.last_margin_ns;
     for (uint32_t k = op.parts_begin; k < op.parts_end; ++k) {
       const RankCall& p = out.parts[k];
-      uint64_t a = uint64_t(int64_t(p.arrival_ns) + offset[p.rank_index]);
+      uint64_t a = p.arrival_ns + uint64_t(offset[p.rank_index]);
       ranks[p.rank_index].arrival_delay_ns += a - first;
       ranks[p.rank_index].wait_ns += last - a;
       ranks[p.rank_index].matched_calls++;

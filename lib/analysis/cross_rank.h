@@ -130,7 +130,7 @@ struct CrossRankAnalysis {
   bool active() const { return !method.empty(); }
   int64_t Offset(uint32_t rank_index) const { return ranks[rank_index].clock_offset_ns; }
   uint64_t Aligned(uint32_t rank_index, uint64_t t) const {
-    return static_cast<uint64_t>(static_cast<int64_t>(t) + Offset(rank_index));
+    return t + static_cast<uint64_t>(Offset(rank_index));  // wraps like int64 addition, defined
   }
 };
 

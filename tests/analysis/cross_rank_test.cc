@@ -295,6 +295,24 @@ TEST_P(CrossRankTest, ReportNotesUnmatchedCallsAndDeviceOrder) {
   EXPECT_TRUE(has_note(b, "device order"));
 }
 
+// Hostile clocks: one rank's mapping puts its times near the top of uint64,
+// the other's near zero. No overflow (UBSan build), a finished analysis.
+TEST_P(CrossRankTest, ExtremeClocksDoNotOverflow) {
+  std::vector<TraceBuilder> r = {TraceBuilder(0, "r0"), TraceBuilder(1, "r1")};
+  r[0].SetClock(ms(1000), ~uint64_t{0} - ms(5000));
+  r[1].SetClock(ms(1000), 1);
+  for (uint64_t k = 0; k < 6; ++k) {
+    uint64_t base = ms(1000) + k * kStep;
+    for (int q = 0; q < 2; ++q) {
+      Call(r[q], NcclOp::kAllReduce, kCommA, 1 << 20, base + ms(1), base + ms(2));
+    }
+  }
+  std::vector<SyntheticTrace> traces;
+  for (const TraceBuilder& b : r) traces.push_back(b.trace());
+  Report report = testing::AnalyzeTraces(traces, GetParam());
+  EXPECT_EQ(report.cross_rank.method, "communicator");
+}
+
 TEST_P(CrossRankTest, OneRankIsNoCrossRankAnalysis) {
   std::vector<TraceBuilder> r = {TraceBuilder(0, "r0")};
   Call(r[0], NcclOp::kAllReduce, kCommA, 1 << 20, ms(1), ms(2));

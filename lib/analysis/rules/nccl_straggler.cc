@@ -145,8 +145,10 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
     for (uint32_t k = op.parts_begin; k < op.parts_end; ++k) {
       const RankCall& p = x.parts[k];
       uint64_t a = x.Aligned(p.rank_index, p.arrival_ns);
-      lateness[p.rank_index].push_back(p.rank_index == op.last ? int64_t(op.last_margin_ns)
-                                                                 : int64_t(a) - int64_t(last));
+      // a <= last here; the difference of two times fits int64 in any real trace.
+      lateness[p.rank_index].push_back(p.rank_index == op.last
+                                           ? int64_t(std::min<uint64_t>(op.last_margin_ns, INT64_MAX))
+                                           : -int64_t(std::min<uint64_t>(last - a, INT64_MAX)));
       order[p.rank_index].push_back({a, k});
     }
   }
