@@ -13,12 +13,15 @@
 //
 // Cause: for each operation the straggler was last at by at least
 // `min_median_delay_ns`, the interval from its previous operation's end to
-// its arrival is compared with the same interval on the other ranks (the
-// previous completion is a common instant across ranks). Per rank, on its
-// own clock: compute kernel time on its device; host time blocked in
-// synchronizing calls (stream/device/event synchronize) and in blocking
-// copies up to its NCCL call, on any thread of the process (union); and host
-// time before the call not so blocked.
+// its arrival is compared with the same interval on the other ranks (each
+// rank's own previous operation: the same one when all ranks share the
+// communicators, a common completion instant). Per rank, on its own clock:
+// compute kernel time on its device; host time blocked in synchronizing
+// calls (stream/device/event synchronize) and in blocking copies up to its
+// NCCL call, on any thread of the process (union); and host time before the
+// call not so blocked (none when the host called NCCL before the previous
+// operation ended, i.e. ran ahead of the GPU). An operation without a
+// previous one on the straggler is left out of the classification.
 // The straggler's excess over the other ranks' median, summed over those
 // operations, is split into:
 //   slow_kernel     its compute kernels ran longer (extra compute time);
@@ -30,9 +33,11 @@
 // the largest share names the cause ("unexplained" when none covers half
 // the lateness). Saving: the straggler's margins (its arrival − the
 // second-last arrival) summed over the operations it was last at: how much
-// sooner those operations could have started. Not modelled by the what-if
-// replay: root_cause.cc caps it with the others so savings never exceed the
-// window.
+// sooner those operations could have started, at most the window. Not
+// modelled by the what-if replay: root_cause.cc caps it with the others so
+// savings never add up to more than the window. (The parameter was
+// min_mean_delay_ns, a mean over the k-th kernels of each device, before
+// issue 16.)
 #include <algorithm>
 #include <cmath>
 #include <map>
