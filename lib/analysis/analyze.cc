@@ -111,6 +111,7 @@ void FillSummaryTables(const TimelineModel& model, const DerivedTimeline& timeli
   FillTables(model, &report);
   FillKernelMetrics(model, &report);
   FillSteps(model, timeline, steps, scope, &report);
+  FillCrossRank(timeline.cross_rank, &report);  // after the steps: per-step attribution
   FillNvtx(model, &report);
   FillRangeMetrics(model, timeline.window_start_ns, timeline.window_end_ns, &report);
   FillGpuMetrics(model, timeline.window_start_ns, timeline.window_end_ns, &report);

@@ -60,6 +60,7 @@ void FillSteps(const TimelineModel& model, const DerivedTimeline& timeline,
     StepRow row;
     const DetectedStep& step = steps[i].step;
     row.index = steps[i].index;
+    row.trace = step.trace;
     const bool on_gpu = step.gpu_end_ns > step.gpu_start_ns;
     row.start_ns = on_gpu ? step.gpu_start_ns : step.start_ns;
     row.end_ns = on_gpu ? step.gpu_end_ns : step.end_ns;

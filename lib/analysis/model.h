@@ -153,9 +153,11 @@ struct Collective {
   uint64_t comm_id = 0;
   NcclOp op = NcclOp::kUnknown;
   int32_t rank = -1, nranks = 0;
+  int32_t peer = -1;        // Send/Recv: the peer's rank in the communicator (-1 unknown)
   uint32_t name = 0;
   NcclSource source = NcclSource::kUnknown;
   uint32_t device = kNone;
+  uint32_t thread = kNone;  // host NVTX calls: the calling thread (index into threads)
   uint16_t trace = 0;
 };
 

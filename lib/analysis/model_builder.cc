@@ -399,6 +399,7 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
   c.op = e.op;
   c.rank = e.rank;
   c.nranks = e.nranks;
+  c.peer = e.peer;
   c.name = Str(e.name_id);
   c.source = e.source;
   c.trace = trace_index;
@@ -411,6 +412,7 @@ void ModelBuilder::Impl::OnNccl(const NcclEvent& e) {
     nccl_streams.push_back(Stream(c.device, e.stream_id));
     nccl_correlation.push_back(e.correlation_id);
   } else {
+    if (e.source == NcclSource::kHostNvtx) c.thread = Thread(e.thread_id);
     nccl_streams.push_back(kNone);
     nccl_correlation.push_back(0);
   }

@@ -126,6 +126,7 @@ struct DeviceSummary {
 
 struct StepRow {
   uint32_t index = 0;
+  uint32_t trace = 0;  // the trace whose step it is (not in the JSON)
   uint64_t start_ns = 0, end_ns = 0, duration_ns = 0;
   double gpu_utilization_pct = 0;  // union of GPU activity in the step / duration
 };
@@ -414,6 +415,63 @@ struct NcclOpRow {
   int32_t comm_nranks = 0;       // its size (0 unknown)
 };
 
+// NCCL operations matched across ranks (lib/analysis/cross_rank.h): one row
+// per rank with NCCL work. Present only with two or more such ranks.
+struct CrossRankRow {
+  uint32_t trace_index = 0;       // into traces
+  int32_t rank = -1;              // the process's rank (trace header)
+  int64_t clock_offset_ns = 0;    // added to its clock to align it with the others
+  bool clock_aligned = false;     // offset estimated from matched completions
+  uint64_t calls = 0, matched_calls = 0, unmatched_calls = 0;
+  uint64_t arrival_delay_ns = 0;  // Σ (its arrival − earliest arrival) over matched ops
+  uint64_t wait_ns = 0;           // Σ (last arrival − its arrival): waited for others
+  uint64_t last_arrivals = 0;     // matched ops it arrived last at
+  uint64_t late_margin_ns = 0;    // Σ (its arrival − second-last) where it was last
+  uint64_t comm_ns = 0;           // its device's communication time (union)
+  uint64_t exposed_comm_ns = 0;   // of which not overlapped by compute kernels
+};
+
+// One matched NCCL operation (aligned clock).
+struct CrossRankOpRow {
+  std::string comm_id;         // "0x…" communicator hash; "" in device order
+  std::string op;              // "AllReduce", ... ("Unknown" in device order without NCCL events)
+  uint64_t bytes = 0;          // message size (0 unknown)
+  uint64_t seq = 0;            // position in its channel (communicator or send/receive pair)
+  bool p2p = false;            // a Send/Recv pair
+  uint64_t ranks = 0;          // ranks whose call matched
+  uint64_t first_arrival_ns = 0;  // earliest arrival, aligned clock
+  int32_t last_rank = -1;      // the rank that arrived last
+  uint64_t last_margin_ns = 0; // its arrival − the second-last arrival
+  uint64_t end_spread_ns = 0;  // aligned completion spread (0 with < 2 GPU ends)
+};
+
+// One analysed step seen across ranks: the steps of one rank (the one with
+// the most analysed steps; every rank runs the same loop) on its aligned
+// clock, the matched operations that began in it (earliest arrival) and the
+// rank whose late arrivals cost the most in it.
+struct CrossRankStepRow {
+  uint32_t index = 0;          // summary.steps.steps[].index
+  uint64_t ops = 0;            // matched operations beginning in the step
+  int32_t last_rank = -1;      // the rank with the largest summed margin in the step (-1: none late)
+  uint64_t late_ns = 0;        // that rank's summed margins in the step
+  uint64_t last_arrivals = 0;  // operations of the step it arrived last at
+};
+
+struct CrossRankSummary {
+  std::string method;         // "" none, "communicator", "device_order"
+  std::string clock_source;   // "collective_ends" or "realtime"
+  uint64_t channels = 0;      // communicators (+ point-to-point sender/receiver pairs)
+  uint64_t collectives_matched = 0;  // matched operations (each counted once)
+  uint64_t calls = 0, matched_calls = 0, unmatched_calls = 0;  // per-rank calls
+  uint64_t skew_median_ns = 0, skew_max_ns = 0;  // aligned end spread of matched ops
+  uint64_t skew_samples = 0;
+  std::vector<CrossRankRow> ranks;  // by trace
+  // The operations whose last rank was latest (largest margin first), at most 20.
+  std::vector<CrossRankOpRow> latest;
+  // Per analysed step (empty without steps), in step order.
+  std::vector<CrossRankStepRow> steps;
+};
+
 // GPU memory (-t cuda-memory; lib/analysis/memory.h). Bytes are those the
 // program allocated through CUDA (cudaMalloc and friends, stream-ordered
 // pools at their reserved size, module statics), not the CUDA context's own.
@@ -515,6 +573,7 @@ struct Report {
   std::vector<NvtxRow> nvtx;        // by gpu_total descending
   std::vector<NcclRow> nccl;
   std::vector<NcclOpRow> nccl_ops;  // by (trace, op)
+  CrossRankSummary cross_rank;      // method "" with fewer than two ranks
   MemorySummary memory;
   MetricsCoverage metrics_coverage;
   std::vector<RangeMetricsRow> range_metrics;  // by name

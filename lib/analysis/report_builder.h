@@ -15,6 +15,9 @@ namespace sightline::analysis {
 void FillTraces(const TimelineModel& model, Report* report);
 void FillDevices(const TimelineModel& model, const DerivedTimeline& timeline, Report* report);
 void FillTables(const TimelineModel& model, Report* report);
+// The cross-rank section (matching, clock offsets, wait attribution); after
+// FillSteps (per-step rows).
+void FillCrossRank(const CrossRankAnalysis& cross, Report* report);
 // Theoretical occupancy + limiter of a launch configuration (occupancy.h);
 // leaves the row's defaults when the device's properties are unknown.
 void FillOccupancy(const TimelineModel& model, const LaunchConfig& config, KernelRow* row);

@@ -202,6 +202,7 @@ DerivedTimeline BuildDerivedTimeline(const TimelineModel& model, const TimelineO
     out.window_start_ns = global_start;
     out.window_end_ns = global_end;
   }
+  out.cross_rank = AnalyzeCrossRank(model, out.devices);
   return out;
 }
 

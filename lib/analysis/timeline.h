@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lib/analysis/cross_rank.h"
 #include "lib/analysis/intervals.h"
 #include "lib/analysis/model.h"
 
@@ -69,6 +70,9 @@ struct DerivedTimeline {
   uint64_t window_start_ns = 0, window_end_ns = 0;
   uint64_t window_ns() const { return window_end_ns - window_start_ns; }
   TimelineOptions options;  // what it was built with
+  // NCCL operations matched across ranks, clock offsets, who waited for whom
+  // (cross_rank.h); inactive with fewer than two ranks with NCCL work.
+  CrossRankAnalysis cross_rank;
 };
 
 DerivedTimeline BuildDerivedTimeline(const TimelineModel& model, const TimelineOptions& options);

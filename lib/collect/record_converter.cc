@@ -597,6 +597,10 @@ void RecordConverter::EmitNccl(const PendingRange& r, uint64_t end_ns, const Mar
   n.stream_id = kNoStream;
   if (collective) {
     if (p.has_bytes) n.bytes = p.bytes;
+    // Send/Recv pair across ranks by peer (lib/analysis/cross_rank.h).
+    if ((n.op == NcclOp::kSend || n.op == NcclOp::kRecv) && p.root_or_peer >= 0) {
+      n.peer = p.root_or_peer;
+    }
     if (p.has_comm) {
       n.comm_id = p.comm_id;
       auto c = nccl_comms_.find(p.comm_id);

@@ -316,6 +316,10 @@ class ChromeEmitter : public trace::EventVisitor {
     AppendInt(out_, e.nranks);
     out_.Append(",\"comm\":");
     AppendUint(out_, e.comm_id);
+    if (e.peer >= 0) {
+      out_.Append(",\"peer\":");
+      AppendInt(out_, e.peer);
+    }
     if (e.datatype_id) {
       out_.Append(",\"datatype\":");
       AppendJsonString(out_, reader_.strings().Get(e.datatype_id));

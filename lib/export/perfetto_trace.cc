@@ -91,13 +91,13 @@ enum ArgName : uint32_t {
   kArgCorrelation = 1, kArgDevice, kArgStream, kArgGrid, kArgBlock, kArgRegisters,
   kArgStaticShared, kArgDynamicShared, kArgBytes, kArgGbps, kArgAsync, kArgValue, kArgDomain,
   kArgPayload, kArgCount, kArgRank, kArgNranks, kArgComm, kArgIndex, kArgKind, kArgStep,
-  kArgReturn, kArgGraph, kArgReplayed, kArgPythonStack, kArgStack, kArgNameCount
+  kArgReturn, kArgGraph, kArgReplayed, kArgPythonStack, kArgStack, kArgPeer, kArgNameCount
 };
 const char* const kArgNames[] = {
     "", "correlation", "device", "stream", "grid", "block", "registers per thread",
     "shared memory (static)", "shared memory (dynamic)", "bytes", "GB/s", "async", "value",
     "domain", "payload", "count", "rank", "nranks", "comm", "index", "kind", "step",
-    "return", "graph", "replayed", "python_stack", "stack"};
+    "return", "graph", "replayed", "python_stack", "stack", "peer"};
 
 class PerfettoEmitter : public trace::EventVisitor {
  public:
@@ -247,6 +247,7 @@ class PerfettoEmitter : public trace::EventVisitor {
     AnnInt(kArgRank, e.rank);
     AnnInt(kArgNranks, e.nranks);
     Ann(kArgComm, e.comm_id);
+    if (e.peer >= 0) AnnInt(kArgPeer, e.peer);
     FinishSliceBegin();
     SliceEnd(track, e.end_ns);
   }

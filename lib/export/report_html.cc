@@ -257,6 +257,44 @@ void MemorySection(std::string* out, const Report& r) {
   absl::StrAppend(out, "</section>\n");
 }
 
+// Ranks side by side (lib/analysis/cross_rank.h), the latest first: who
+// arrived last at the matched NCCL operations, by how much, who waited.
+void RanksSection(std::string* out, const Report& r) {
+  const analysis::CrossRankSummary& x = r.cross_rank;
+  if (x.method.empty() || x.ranks.size() < 2) return;
+  absl::StrAppend(out, "<section id=\"ranks\"><h2>Ranks</h2><div class=\"hint\">",
+                  x.collectives_matched, " NCCL operations matched across ", x.ranks.size(),
+                  " ranks (", x.method == "communicator" ? "by communicator and sequence" : "by device order",
+                  "), ", x.unmatched_calls, " of ", x.calls, " calls unmatched; ",
+                  x.clock_source == "collective_ends"
+                      ? absl::StrCat("clocks aligned on completions, residual skew median ",
+                                     HtmlEscape(FormatDuration(double(x.skew_median_ns))), ", max ",
+                                     HtmlEscape(FormatDuration(double(x.skew_max_ns))))
+                      : std::string("clocks as recorded"),
+                  "</div><table><tr><th>rank</th><th class=\"n\">clock offset</th>"
+                  "<th class=\"n\">matched</th><th class=\"n\">last at</th>"
+                  "<th class=\"n\">late by</th><th class=\"n\">waited</th>"
+                  "<th class=\"n\">exposed comm</th></tr>");
+  std::vector<const analysis::CrossRankRow*> rows;
+  for (const analysis::CrossRankRow& k : x.ranks) rows.push_back(&k);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
+    return a->late_margin_ns > b->late_margin_ns;
+  });
+  for (const analysis::CrossRankRow* k : rows) {
+    int64_t off = k->clock_offset_ns;
+    absl::StrAppend(out, "<tr><td>", k->rank, "</td><td class=\"n\">",
+                    k->clock_aligned ? absl::StrCat(off < 0 ? "-" : "+",
+                                                    HtmlEscape(FormatDuration(double(off < 0 ? -off : off))))
+                                     : "-",
+                    "</td><td class=\"n\">", k->matched_calls, "/", k->calls, "</td><td class=\"n\">",
+                    k->last_arrivals, "</td><td class=\"n\">",
+                    HtmlEscape(FormatDuration(double(k->late_margin_ns))), "</td><td class=\"n\">",
+                    HtmlEscape(FormatDuration(double(k->wait_ns))), "</td><td class=\"n\">",
+                    HtmlEscape(FormatDuration(double(k->exposed_comm_ns))), "</td></tr>");
+  }
+  absl::StrAppend(out, "</table></section>\n");
+}
+
 // Hardware metrics: the coverage line and an ncu-style details page per
 // heaviest kernel (Report::kernel_pages, kernel_metrics.h), collapsed.
 void KernelDetailsSection(std::string* out, const Report& r) {
@@ -346,6 +384,7 @@ std::string RenderReportHtml(const std::vector<HtmlRun>& runs, const HtmlDataOpt
   SummaryCards(&out, r, main_run.label);
   if (runs.size() == 2) Comparison(&out, *runs[0].report, r);
   Findings(&out, r);
+  RanksSection(&out, r);
   PythonCallSitesHtml(&out, r);
   absl::StrAppend(&out, "<section><h2>Timeline: CUDA streams and NVTX ranges");
   if (runs.size() == 2) absl::StrAppend(&out, "<select id=\"run-select\"></select>");

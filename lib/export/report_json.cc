@@ -487,6 +487,67 @@ void WriteTables(JsonWriter& w, const Report& r) {
     w.EndObject();
   }
   w.EndArray();
+  // Cross-rank matching and wait attribution: method "" and no ranks unless
+  // two or more ranks have NCCL work.
+  const analysis::CrossRankSummary& x = r.cross_rank;
+  w.Key("cross_rank").BeginObject();
+  w.Key("method").String(x.method);
+  w.Key("clock_source").String(x.clock_source);
+  w.Key("channels").Uint(x.channels);
+  w.Key("collectives_matched").Uint(x.collectives_matched);
+  w.Key("calls").Uint(x.calls);
+  w.Key("matched_calls").Uint(x.matched_calls);
+  w.Key("unmatched_calls").Uint(x.unmatched_calls);
+  w.Key("skew_median_ns").Uint(x.skew_median_ns);
+  w.Key("skew_max_ns").Uint(x.skew_max_ns);
+  w.Key("skew_samples").Uint(x.skew_samples);
+  w.Key("ranks").BeginArray();
+  for (const analysis::CrossRankRow& k : x.ranks) {
+    w.BeginObject();
+    w.Key("trace_index").Uint(k.trace_index);
+    w.Key("rank").Int(k.rank);
+    w.Key("clock_offset_ns").Int(k.clock_offset_ns);
+    w.Key("clock_aligned").Bool(k.clock_aligned);
+    w.Key("calls").Uint(k.calls);
+    w.Key("matched_calls").Uint(k.matched_calls);
+    w.Key("unmatched_calls").Uint(k.unmatched_calls);
+    w.Key("arrival_delay_ns").Uint(k.arrival_delay_ns);
+    w.Key("wait_ns").Uint(k.wait_ns);
+    w.Key("last_arrivals").Uint(k.last_arrivals);
+    w.Key("late_margin_ns").Uint(k.late_margin_ns);
+    w.Key("comm_ns").Uint(k.comm_ns);
+    w.Key("exposed_comm_ns").Uint(k.exposed_comm_ns);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("steps").BeginArray();
+  for (const analysis::CrossRankStepRow& st : x.steps) {
+    w.BeginObject();
+    w.Key("index").Uint(st.index);
+    w.Key("ops").Uint(st.ops);
+    w.Key("last_rank").Int(st.last_rank);
+    w.Key("late_ns").Uint(st.late_ns);
+    w.Key("last_arrivals").Uint(st.last_arrivals);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.Key("latest").BeginArray();
+  for (const analysis::CrossRankOpRow& o : x.latest) {
+    w.BeginObject();
+    w.Key("comm_id").String(o.comm_id);
+    w.Key("op").String(o.op);
+    w.Key("bytes").Uint(o.bytes);
+    w.Key("seq").Uint(o.seq);
+    w.Key("p2p").Bool(o.p2p);
+    w.Key("ranks").Uint(o.ranks);
+    w.Key("first_arrival_ns").Uint(o.first_arrival_ns);
+    w.Key("last_rank").Int(o.last_rank);
+    w.Key("last_margin_ns").Uint(o.last_margin_ns);
+    w.Key("end_spread_ns").Uint(o.end_spread_ns);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
 }
 
 void WriteFindings(JsonWriter& w, const Report& r) {

@@ -1,5 +1,6 @@
 // lib/export/report_text.cc — the one-screen terminal report.
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -184,6 +185,59 @@ std::vector<std::pair<size_t, const char*>> GpuMetricColumns(const analysis::Gpu
     }
   }
   return cols;
+}
+
+// Ranks side by side (lib/analysis/cross_rank.h): who arrived last at the
+// matched NCCL operations, by how much, who waited, and the clock alignment.
+// The 16 ranks that were late the longest; the JSON has every rank.
+void AppendCrossRank(const analysis::CrossRankSummary& x, size_t width, std::string* out) {
+  if (x.method.empty() || x.ranks.size() < 2) return;
+  *out += '\n';
+  Wrap(out, absl::StrCat("Ranks: ", x.collectives_matched, " NCCL operations matched across ",
+                  x.ranks.size(), " ranks (",
+                  x.method == "communicator" ? "by communicator and sequence"
+                                             : "by device order: no communicator ids",
+                  "), ", x.unmatched_calls, " of ", x.calls, " calls unmatched; clocks ",
+                  x.clock_source == "collective_ends"
+                      ? absl::StrCat("aligned on completions, residual skew median ",
+                                     FormatDuration(double(x.skew_median_ns)), ", max ",
+                                     FormatDuration(double(x.skew_max_ns)))
+                      : std::string("as recorded (no matched GPU completions)")),
+       width, "", "  ");
+  std::map<int32_t, uint64_t> steps_last;  // rank → steps in which it cost the most
+  for (const analysis::CrossRankStepRow& st : x.steps) {
+    if (st.last_rank >= 0) steps_last[st.last_rank]++;
+  }
+  if (!steps_last.empty()) {
+    auto top = std::max_element(steps_last.begin(), steps_last.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    Wrap(out, absl::StrCat("Per step: rank ", top->first, "'s late arrivals cost the most in ",
+                           top->second, " of ", x.steps.size(), " steps"),
+         width, "", "  ");
+  }
+  std::vector<const analysis::CrossRankRow*> rows;
+  for (const analysis::CrossRankRow& k : x.ranks) rows.push_back(&k);
+  std::stable_sort(rows.begin(), rows.end(), [](const auto* a, const auto* b) {
+    return a->late_margin_ns > b->late_margin_ns;
+  });
+  constexpr size_t kMaxRows = 16;
+  TextTable t({"rank", "clock offset", "matched", "last at", "late by", "waited", "exposed comm"});
+  for (size_t i = 0; i < rows.size() && i < kMaxRows; ++i) {
+    const analysis::CrossRankRow& k = *rows[i];
+    t.Add({absl::StrCat("  ", k.rank),
+           k.clock_aligned ? absl::StrCat(k.clock_offset_ns < 0 ? "-" : "+",
+                                          FormatDuration(double(k.clock_offset_ns < 0
+                                                                    ? -k.clock_offset_ns
+                                                                    : k.clock_offset_ns)))
+                           : "-",
+           absl::StrCat(k.matched_calls, "/", k.calls), absl::StrCat(k.last_arrivals),
+           FormatDuration(double(k.late_margin_ns)), FormatDuration(double(k.wait_ns)),
+           FormatDuration(double(k.exposed_comm_ns))});
+  }
+  t.Render(out, width, "");
+  if (rows.size() > kMaxRows) {
+    absl::StrAppend(out, "  ... ", rows.size() - kMaxRows, " more ranks (--format json lists all)\n");
+  }
 }
 
 void AppendGpuMetrics(const analysis::GpuMetricsDevice& d, size_t width, std::string* out) {
@@ -515,6 +569,7 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     }
     t.Render(&out, width, "");
   }
+  AppendCrossRank(r.cross_rank, width, &out);
 
   if (r.findings.empty()) {
     absl::StrAppend(&out, "\nFindings: none\n");

@@ -412,6 +412,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
       if (reset) {
         e = NcclEvent();
         e.rank = 0;  // proto default
+        e.peer = -1;  // optional: absent = unknown
       }
       return ForEachField(r, [&e](uint32_t f, uint64_t v) {
         switch (f) {
@@ -428,6 +429,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
           case 11: e.name_id = U32(v); break;
           case 12: e.source = static_cast<NcclSource>(U32(v)); break;
           case 13: e.thread_id = U32(v); break;
+          case 14: e.peer = S32(v); break;
         }
       });
     }

@@ -180,6 +180,7 @@ inline uint8_t* EncodeNccl(const NcclEvent& e, uint8_t* p) {
   p = PutUint(11, e.name_id, p);
   p = PutUint(12, static_cast<uint32_t>(e.source), p);
   p = PutUint(13, e.thread_id, p);
+  if (e.peer >= 0) p = PutUintAlways(14, ZigZag32(e.peer), p);
   return p;
 }
 

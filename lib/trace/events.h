@@ -251,6 +251,7 @@ struct NcclEvent {
   uint32_t name_id = 0;
   NcclSource source = NcclSource::kUnknown;
   uint32_t thread_id = 0;
+  int32_t peer = -1;  // Send/Recv: the peer's rank in the communicator; -1 unknown / none
 };
 
 struct MetricValue {

@@ -193,6 +193,30 @@ uint32_t TraceBuilder::NcclKernel(uint64_t start, uint64_t end, uint32_t stream,
   return Kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", start, end, stream, api_start);
 }
 
+uint32_t TraceBuilder::NcclCall(NcclOp op, uint64_t comm, uint64_t bytes, uint64_t call_start,
+                                uint64_t call_end, uint64_t start, uint64_t end, int32_t peer,
+                                uint32_t stream, uint32_t thread, int32_t comm_rank) {
+  std::string kernel = op == NcclOp::kSend || op == NcclOp::kRecv
+                           ? "ncclDevKernel_SendRecv"
+                           : std::string("ncclDevKernel_") + NcclOpName(op) + "_Sum_f32_RING_LL";
+  uint64_t launch = call_start + (call_end - call_start) / 4;
+  uint32_t corr = Kernel(kernel, start, end, stream, launch, (call_end - call_start) / 4, thread);
+  NcclEvent e;
+  e.start_ns = call_start;
+  e.end_ns = call_end;
+  e.op = op;
+  e.bytes = bytes;
+  e.comm_id = comm;
+  e.rank = comm_rank;
+  e.peer = peer;
+  e.name_id = trace_.Intern(std::string("nccl") + NcclOpName(op));
+  e.source = NcclSource::kHostNvtx;
+  e.thread_id = thread;
+  e.stream_id = kNoStream;
+  trace_.nccls.push_back(e);
+  return corr;
+}
+
 void TraceBuilder::Metric(uint32_t correlation_id, const std::string& metric, double value) {
   MetricRangeEvent m;
   m.correlation_id = correlation_id;

@@ -62,6 +62,14 @@ class TraceBuilder {
   // An NCCL kernel ("ncclDevKernel_AllReduce_Sum_f32_RING_LL") on `stream`.
   uint32_t NcclKernel(uint64_t start, uint64_t end, uint32_t stream = 13,
                       uint64_t api_start = 0);
+  // An NCCL call as NCCL records it: its NVTX range with the payload
+  // (communicator hash `comm`, message size, Send/Recv peer) on `thread`
+  // over [call_start, call_end], the kernel's launch inside it and the kernel
+  // on `stream` over [start, end]. comm_rank: the rank in the communicator
+  // (-1: unknown, the trace's rank is used). Returns the correlation id.
+  uint32_t NcclCall(NcclOp op, uint64_t comm, uint64_t bytes, uint64_t call_start,
+                    uint64_t call_end, uint64_t start, uint64_t end, int32_t peer = -1,
+                    uint32_t stream = 13, uint32_t thread = 1, int32_t comm_rank = -1);
   void Metric(uint32_t correlation_id, const std::string& metric, double value);
   // A CUPTI overhead record: host-side on `thread`, or on `device` (thread 0).
   void Overhead(uint64_t start, uint64_t end, uint32_t thread, uint32_t device);

@@ -73,6 +73,29 @@ for t in $(real_traces) "$SRC"/tests/data/pytorch/lm_eager.sltrace \
     check "$b json schema" python3 "$SRC/tests/cli/validate_report.py" "$SRC/docs/report-schema.md" "$WORK/$b.json"
 done
 
+# Two ranks together (issue 16): the per-rank table, the cross_rank JSON
+# section, no straggler on the balanced example pair.
+for v in slow fixed; do
+  r0="$SRC/tests/data/nccl_allreduce_${v}_rank0.sltrace"
+  r1="$SRC/tests/data/nccl_allreduce_${v}_rank1.sltrace"
+  [ -f "$r0" ] && [ -f "$r1" ] || continue
+  expect_exit 0 "analyze nccl $v pair" "$SL" analyze "$r0" "$r1" -o "$WORK/nccl_$v.txt" &&
+    check "nccl $v text fits 100 columns" awk 'length > 100 { bad = 1 } END { exit bad }' "$WORK/nccl_$v.txt"
+  check "nccl $v ranks table" grep -qF "Ranks: 50 NCCL operations matched across 2 ranks" "$WORK/nccl_$v.txt"
+  expect_exit 0 "analyze nccl $v pair json" "$SL" analyze "$r0" "$r1" --format json -o "$WORK/nccl_$v.json" &&
+    check "nccl $v json schema" python3 "$SRC/tests/cli/validate_report.py" "$SRC/docs/report-schema.md" "$WORK/nccl_$v.json"
+  check "nccl $v cross_rank" python3 - "$WORK/nccl_$v.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+x = d["cross_rank"]
+ok = (x["method"] == "communicator" and x["collectives_matched"] == 50 and x["unmatched_calls"] == 0
+      and len(x["ranks"]) == 2 and x["skew_median_ns"] < 10000
+      and not any(f["rule"] == "nccl_straggler" for f in d["findings"]))
+print({k: v for k, v in x.items() if k != "ranks"})
+sys.exit(0 if ok else 1)
+PY
+done
+
 # The savings table of docs/steady-state.md (issue 12): the slow variant's
 # first finding's estimated saving within ±30 % of the measured change of the
 # unprofiled step (or timed loop) for >= 80 % of the corpus and example pairs.

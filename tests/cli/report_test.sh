@@ -116,6 +116,15 @@ chrome "$WORK/metrics" "$WORK/metrics.html"
 check "metrics: rendered" test "$(attr "$WORK/metrics.dom" rendered)" = ok
 check "metrics: no console errors" no_console_errors "$WORK/metrics.log"
 
+# Two ranks merged (issue 16): the Ranks section lists both.
+R0="$SRC/tests/data/nccl_allreduce_slow_rank0.sltrace"
+R1="$SRC/tests/data/nccl_allreduce_slow_rank1.sltrace"
+if [ -f "$R0" ] && [ -f "$R1" ]; then
+  expect_exit 0 "report two ranks" "$SL" report --merge "$R0" "$R1" -o "$WORK/ranks.html"
+  check "ranks: section" grep -q '<section id="ranks"><h2>Ranks</h2>' "$WORK/ranks.html"
+  check "ranks: two rows" test "$(grep -o '<tr><td>[01]</td>' "$WORK/ranks.html" | wc -l)" = 2
+fi
+
 for t in $(real_traces); do
   b=$(basename "$t" .sltrace)
   expect_exit 0 "report $b" "$SL" report "$t" -o "$WORK/$b.html" || continue

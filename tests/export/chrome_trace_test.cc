@@ -184,6 +184,51 @@ TEST(ChromeTraceTest, MemoryRecordsBecomeACounterTrack) {
   unlink(out_path.c_str());
 }
 
+// NCCL host calls carry their communicator and, for Send/Recv, the peer
+// (peer 0 included; absent for collectives).
+TEST(ChromeTraceTest, NcclSendCarriesItsPeer) {
+  std::string trace_path = TempPath("chrome-nccl.sltrace");
+  {
+    trace::FileSinkOptions so;
+    std::string error;
+    auto sink = trace::OpenFileSink(trace_path, so, &error);
+    ASSERT_NE(sink, nullptr) << error;
+    trace::TraceWriter w(std::move(sink));
+    TraceHeaderData h;
+    h.tool_version = "test";
+    ASSERT_TRUE(w.Begin(h));
+    NcclEvent e;
+    e.start_ns = 1000;
+    e.end_ns = 2000;
+    e.op = NcclOp::kSend;
+    e.bytes = 4096;
+    e.comm_id = 77;
+    e.peer = 0;
+    e.source = NcclSource::kHostNvtx;
+    e.name_id = w.Intern("ncclSend");
+    w.Add(e);
+    e.op = NcclOp::kAllReduce;
+    e.peer = -1;
+    e.start_ns = 3000;
+    e.end_ns = 4000;
+    e.name_id = w.Intern("ncclAllReduce");
+    w.Add(e);
+    ASSERT_TRUE(w.Finish("exit"));
+  }
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("chrome-nccl.json");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
+  ASSERT_TRUE((*out)->Close().ok());
+  std::string json = ReadFile(out_path);
+  EXPECT_EQ(Count(json, "\"comm\":77"), 2u) << json;
+  EXPECT_EQ(Count(json, "\"peer\":0"), 1u) << json;
+  unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
 // Kernel replay (--metrics): CUPTI reports a replayed kernel without
 // timestamps. It is drawn at its launch call's start for the duration its
 // metric range measured, marked replayed — whatever the order of the launch,

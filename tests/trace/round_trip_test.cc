@@ -180,6 +180,7 @@ TEST(RoundTripTest, EveryKindWithDefaults) {
   EXPECT_EQ(visitor.events[0].kernel.block_z, 1u);
   EXPECT_EQ(visitor.events[3].sync.stream_id, kNoStream);
   EXPECT_EQ(visitor.events[7].nccl.rank, -1);
+  EXPECT_EQ(visitor.events[7].nccl.peer, -1);
   EXPECT_EQ((*reader)->header().process.rank, -1);
   EXPECT_EQ((*reader)->header().process.local_rank, -1);
   EXPECT_TRUE((*reader)->integrity().complete);

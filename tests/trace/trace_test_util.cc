@@ -231,6 +231,7 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   c.name_id = id("ncclDevKernel_ReduceScatter_RING_LL", 7);
   c.source = NcclSource::kHostNvtx;
   c.thread_id = 4343;
+  c.peer = 0;  // optional field: rank 0 must survive (absent = -1)
   out.push_back(a);
 
   a = AnyEvent();

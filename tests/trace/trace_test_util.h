@@ -68,7 +68,7 @@ inline auto Tie(const NvtxMarkerEvent& e) {
 inline auto Tie(const NcclEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.device_id, e.stream_id, e.correlation_id, e.op,
                   e.bytes, e.count, e.datatype_id, e.comm_id, e.rank, e.nranks, e.name_id,
-                  e.source, e.thread_id);
+                  e.source, e.thread_id, e.peer);
 }
 inline auto Tie(const MetricValue& e) { return std::tie(e.name_id, e.value); }
 inline auto Tie(const MetricRangeEvent& e) {
