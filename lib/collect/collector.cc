@@ -641,32 +641,27 @@ bool CollectorImpl::SetUpCupti() {
 }
 
 void CollectorImpl::SetKernelKindInPlace(bool in_place) {
-  const CUpti_ActivityKind want =
-      in_place ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   MutexLock lock(kernel_kind_mu_);
-  if (want == kernel_kind_) return;
-  const CUpti_ActivityKind was = kernel_kind_;
-  kernel_kind_ = want;  // what SetActivities enables from now on
-  if (!config_.trace_cuda || !activities_on_.load()) return;  // nothing enabled to switch
+  const bool recording = config_.trace_cuda && activities_on_.load();
   const uint64_t t0 = Now();
-  // CUPTI allows one of the two kinds at a time.
-  CUptiResult off = cuptiActivityDisable(was);
-  CUptiResult on = cuptiActivityEnable(want);
-  if (on != CUPTI_SUCCESS) {
-    // Kernels stay traced: back to the kind that was on (metrics then count
-    // the instrumentation, as before).
-    kernel_kind_ = was;
-    if (off == CUPTI_SUCCESS) cuptiActivityEnable(was);
-    Check(on, in_place ? "cuptiActivityEnable(KERNEL) for in-place metrics"
-                       : "cuptiActivityEnable(CONCURRENT_KERNEL) after in-place metrics");
-    return;
-  }
-  ++kernel_kind_switches_;
-  if (config_.metric_debug) {
-    std::fprintf(stderr, "sightline: kernels traced with %s (switch %u took %.3f ms)\n",
-                 in_place ? "KERNEL (serialized, not instrumented) while launches are measured in place"
-                          : "CONCURRENT_KERNEL again",
-                 kernel_kind_switches_, (Now() - t0) / 1e6);
+  switch (kernel_kind_.SetInPlace(in_place, recording)) {
+    case KernelKindSwitch::Outcome::kFailed:
+      Check(kernel_kind_.last_error(),
+            in_place ? "cuptiActivityEnable(KERNEL) for in-place metrics"
+                     : "cuptiActivityEnable(CONCURRENT_KERNEL) after in-place metrics");
+      break;
+    case KernelKindSwitch::Outcome::kSwitched:
+      if (config_.metric_debug) {
+        std::fprintf(stderr, "sightline: kernels traced with %s (switch %u took %.3f ms)\n",
+                     in_place ? "KERNEL (serialized, not instrumented) while launches are measured "
+                                "in place"
+                              : "CONCURRENT_KERNEL again",
+                     kernel_kind_.switches(), (Now() - t0) / 1e6);
+      }
+      break;
+    case KernelKindSwitch::Outcome::kUnchanged:
+    case KernelKindSwitch::Outcome::kDeferred:
+      break;
   }
 }
 
@@ -674,7 +669,7 @@ void CollectorImpl::SetActivities(bool enable) {
   // Held throughout: a switch of the kernel kind (a launching thread, the
   // hook) sees activities_on_ and the enabled kind agree.
   MutexLock kind_lock(kernel_kind_mu_);
-  const CUpti_ActivityKind kernel_kind = kernel_kind_;
+  const CUpti_ActivityKind kernel_kind = kernel_kind_.kind();
   std::vector<CUpti_ActivityKind> kinds;
   if (config_.trace_cuda) {
     kinds.insert(kinds.end(),

@@ -21,6 +21,7 @@
 #include "lib/collect/collector.h"
 #include "lib/collect/launch_callbacks.h"
 #include "lib/collect/config.h"
+#include "lib/collect/kernel_kind_switch.h"
 #include "lib/collect/kernel_launch_hook.h"
 #include "lib/collect/nccl_payload.h"
 #include "lib/collect/pm_sampler.h"
@@ -257,9 +258,10 @@ class CollectorImpl final : public Collector {
   // The kernel activity kind SetActivities enables (SetKernelKindInPlace
   // switches it); taken after control_mu_ and the hook's lock, never before.
   Mutex kernel_kind_mu_;  // leaf
-  CUpti_ActivityKind kernel_kind_ SL_GUARDED_BY(kernel_kind_mu_) =
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  uint32_t kernel_kind_switches_ SL_GUARDED_BY(kernel_kind_mu_) = 0;
+  KernelKindSwitch kernel_kind_ SL_GUARDED_BY(kernel_kind_mu_){
+      [](CUpti_ActivityKind kind, bool enable) {
+        return enable ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
+      }};
 
   Mutex contexts_mu_;  // leaf
   std::vector<CUcontext> contexts_ SL_GUARDED_BY(contexts_mu_);

@@ -1,0 +1,71 @@
+// lib/collect/kernel_kind_switch.h — which CUPTI kernel activity kind traces
+// kernels: CONCURRENT_KERNEL normally, the serialized KERNEL kind while the
+// range profiler measures the application's own launches in place
+// (kernel_launch_hook.h on_in_place). Concurrent-kernel tracing instruments
+// kernel code (GH100: +8 instructions a warp) and counters measured in place
+// count that code; the KERNEL kind does not instrument (spread_probe
+// --trace, bench/metrics/README.md). CUPTI allows one of the two at a time.
+//
+// Pure bookkeeping around a toggle function (cuptiActivityEnable/Disable in
+// the collector, a fake in tests/collect/kernel_kind_switch_test.cc); the
+// caller serialises calls and passes whether activity recording is on now
+// (off: only the kind to enable later changes).
+#ifndef SIGHTLINE_LIB_COLLECT_KERNEL_KIND_SWITCH_H_
+#define SIGHTLINE_LIB_COLLECT_KERNEL_KIND_SWITCH_H_
+
+#include <cupti_activity.h>
+
+#include <cstdint>
+#include <functional>
+
+namespace sightline::collect {
+
+class KernelKindSwitch {
+ public:
+  // enable (true) or disable (false) one activity kind.
+  using Toggle = std::function<CUptiResult(CUpti_ActivityKind kind, bool enable)>;
+  enum class Outcome {
+    kUnchanged,  // already the wanted kind
+    kDeferred,   // recording is off: the kind SetActivities enables next changed
+    kSwitched,   // the old kind disabled, the new one enabled
+    kFailed,     // the new kind could not be enabled: the old one is back on
+  };
+
+  explicit KernelKindSwitch(Toggle toggle) : toggle_(std::move(toggle)) {}
+
+  // The kernel kind recording uses now (or will, when next enabled).
+  CUpti_ActivityKind kind() const { return kind_; }
+  uint32_t switches() const { return switches_; }
+  CUptiResult last_error() const { return last_error_; }
+
+  Outcome SetInPlace(bool in_place, bool recording) {
+    const CUpti_ActivityKind want =
+        in_place ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    if (want == kind_) return Outcome::kUnchanged;
+    const CUpti_ActivityKind was = kind_;
+    kind_ = want;
+    if (!recording) return Outcome::kDeferred;
+    const CUptiResult off = toggle_(was, false);
+    const CUptiResult on = toggle_(want, true);
+    if (on != CUPTI_SUCCESS) {
+      // Kernels stay traced with the kind that was on (in-place counters
+      // then include the instrumentation, as before the switch existed).
+      kind_ = was;
+      if (off == CUPTI_SUCCESS) toggle_(was, true);
+      last_error_ = on;
+      return Outcome::kFailed;
+    }
+    ++switches_;
+    return Outcome::kSwitched;
+  }
+
+ private:
+  Toggle toggle_;
+  CUpti_ActivityKind kind_ = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  uint32_t switches_ = 0;
+  CUptiResult last_error_ = CUPTI_SUCCESS;
+};
+
+}  // namespace sightline::collect
+
+#endif  // SIGHTLINE_LIB_COLLECT_KERNEL_KIND_SWITCH_H_

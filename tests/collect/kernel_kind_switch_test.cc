@@ -1,0 +1,95 @@
+// KernelKindSwitch (lib/collect/kernel_kind_switch.h): the kernel activity
+// kind around in-place metric passes, against a fake CUPTI that, like
+// CUPTI, refuses a second kernel kind while one is enabled.
+#include "lib/collect/kernel_kind_switch.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace sightline::collect {
+namespace {
+
+struct FakeCupti {
+  std::set<CUpti_ActivityKind> enabled;
+  std::vector<std::string> calls;
+  CUptiResult fail_enable_of_kernel = CUPTI_SUCCESS;  // make enabling KERNEL fail
+  static bool IsKernelKind(CUpti_ActivityKind k) {
+    return k == CUPTI_ACTIVITY_KIND_KERNEL || k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  }
+  CUptiResult Toggle(CUpti_ActivityKind kind, bool enable) {
+    const char* name = kind == CUPTI_ACTIVITY_KIND_KERNEL ? "KERNEL" : "CONCURRENT";
+    calls.push_back(std::string(enable ? "enable " : "disable ") + name);
+    if (!enable) {
+      enabled.erase(kind);
+      return CUPTI_SUCCESS;
+    }
+    if (kind == CUPTI_ACTIVITY_KIND_KERNEL && fail_enable_of_kernel != CUPTI_SUCCESS) {
+      return fail_enable_of_kernel;
+    }
+    for (CUpti_ActivityKind k : enabled) {
+      if (IsKernelKind(k) && k != kind) return CUPTI_ERROR_NOT_COMPATIBLE;
+    }
+    enabled.insert(kind);
+    return CUPTI_SUCCESS;
+  }
+};
+
+KernelKindSwitch Make(FakeCupti* f) {
+  return KernelKindSwitch([f](CUpti_ActivityKind k, bool e) { return f->Toggle(k, e); });
+}
+
+TEST(KernelKindSwitch, InPlacePassesTraceWithTheUninstrumentedKind) {
+  FakeCupti f;
+  KernelKindSwitch s = Make(&f);
+  EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  f.Toggle(s.kind(), true);  // SetActivities(true)
+  f.calls.clear();
+  EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kSwitched);
+  EXPECT_EQ(f.enabled, std::set<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_KERNEL});
+  EXPECT_EQ(f.calls, (std::vector<std::string>{"disable CONCURRENT", "enable KERNEL"}));
+  // Told again (every launch of a pass asks): nothing to do.
+  EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kUnchanged);
+  EXPECT_EQ(f.calls.size(), 2u);
+  EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kSwitched);
+  EXPECT_EQ(f.enabled, std::set<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL});
+  EXPECT_EQ(s.switches(), 2u);
+}
+
+TEST(KernelKindSwitch, WhileRecordingIsOffOnlyTheNextKindChanges) {
+  FakeCupti f;
+  KernelKindSwitch s = Make(&f);
+  // A capture window closed with the passes still running: SetActivities(false)
+  // disabled the kind in use (KERNEL), then the hook's capture end says "not
+  // in place": nothing is enabled, the next window enables CONCURRENT_KERNEL.
+  f.Toggle(s.kind(), true);
+  ASSERT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kSwitched);
+  f.Toggle(s.kind(), false);  // SetActivities(false)
+  f.calls.clear();
+  EXPECT_EQ(s.SetInPlace(false, false), KernelKindSwitch::Outcome::kDeferred);
+  EXPECT_TRUE(f.calls.empty());
+  EXPECT_TRUE(f.enabled.empty());
+  EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  // And a pass that starts before recording does: KERNEL is what gets enabled.
+  EXPECT_EQ(s.SetInPlace(true, false), KernelKindSwitch::Outcome::kDeferred);
+  EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_KERNEL);
+}
+
+TEST(KernelKindSwitch, AKindThatCannotBeEnabledLeavesKernelsTraced) {
+  FakeCupti f;
+  f.fail_enable_of_kernel = CUPTI_ERROR_NOT_SUPPORTED;
+  KernelKindSwitch s = Make(&f);
+  f.Toggle(s.kind(), true);
+  EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kFailed);
+  EXPECT_EQ(s.last_error(), CUPTI_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  EXPECT_EQ(f.enabled, std::set<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL});
+  EXPECT_EQ(s.switches(), 0u);
+  // The pass ends: the kind never changed, nothing to switch back.
+  EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kUnchanged);
+}
+
+}  // namespace
+}  // namespace sightline::collect
