@@ -103,6 +103,9 @@ def main():
     ap.add_argument("--ncu", default="/usr/local/cuda/bin/ncu")
     ap.add_argument("--tolerance-pct", type=float, default=2.0)
     ap.add_argument("--near-zero", type=float, default=0.5)
+    ap.add_argument("--min-judged", type=int, default=1,
+                    help="fail unless at least this many values were compared (a name mismatch "
+                         "or an empty ncu CSV judges nothing)")
     ap.add_argument("--compare-only", action="store_true",
                     help="compare DIR/ours.json and DIR/ncu.csv of an earlier run, run nothing")
     args = ap.parse_args()
@@ -192,6 +195,8 @@ def compare(args, report, ncu_text, ours_s, ncu_s, steps_line):
     kernels.sort(key=lambda k: -k["total_ns"])
     top = kernels[:args.top]
     metric_names = sorted(top[0]["metrics"].keys())
+    if args.ncu_metrics:
+        metric_names = [m for m in args.ncu_metrics.split(",") if m in metric_names]
     names = [k["name"] for k in top]
     launches = parse_ncu_raw(ncu_text)
     # ncu: mean per (name, grid size, block size).
@@ -240,6 +245,9 @@ def compare(args, report, ncu_text, ours_s, ncu_s, steps_line):
           f"outside tolerance")
     print(f"wall: sightline (every kernel of the step, {len(metric_names)} metrics) {ours_s:.1f} s; "
           f"ncu ({len(launches)} launches of the top {len(names)} kernels) {ncu_s:.1f} s")
+    if judged < args.min_judged:
+        print(f"FAIL: only {judged} values compared, fewer than --min-judged {args.min_judged}")
+        return 1
     return 0 if failures == 0 else 1
 
 

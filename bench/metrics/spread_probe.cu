@@ -572,16 +572,27 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--only") == 0) only = "," + std::string(argv[i + 1]) + ",";
     else if (std::strcmp(argv[i], "--timeout") == 0) timeout = std::atof(argv[i + 1]);
     else if (std::strcmp(argv[i], "--budget") == 0) budget = std::atof(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--kernel") == 0) g_small = std::strcmp(argv[i + 1], "small") == 0;
-    else if (std::strcmp(argv[i], "--trace") == 0) {
+    else if (std::strcmp(argv[i], "--kernel") == 0) {
+      const std::string k = argv[i + 1];
+      if (k != "small" && k != "fma") {
+        std::fprintf(stderr, "spread_probe: --kernel takes small or fma, not '%s'\n", k.c_str());
+        return 2;
+      }
+      g_small = k == "small";
+    } else if (std::strcmp(argv[i], "--trace") == 0) {
       const std::string t = argv[i + 1];
+      if (t != "none" && t != "concurrent" && t != "kernel") {
+        std::fprintf(stderr, "spread_probe: --trace takes none, concurrent or kernel, not '%s'\n",
+                     t.c_str());
+        return 2;
+      }
       g_trace_kind = t == "concurrent" ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
                      : t == "kernel"   ? CUPTI_ACTIVITY_KIND_KERNEL
                                        : CUPTI_ACTIVITY_KIND_INVALID;
     }
   }
-  std::printf("spread_probe: per-variant watchdog %.0f s, total budget %.0f s, grid %dx%d, %d floats\n",
-              timeout, budget, kGrid, kBlock, kN);
+  std::printf("spread_probe: per-variant watchdog %.0f s, total budget %.0f s, kernel %s, grid %dx%d, %d floats\n",
+              timeout, budget, g_small ? "small" : "fma", g_small ? kN / kBlock : kGrid, kBlock, kN);
   struct Row { const char* id; Outcome o; bool got; std::string end; };
   std::vector<Row> rows;
   const double t0 = Now();

@@ -647,8 +647,12 @@ void CollectorImpl::SetKernelKindInPlace(bool in_place) {
   switch (kernel_kind_.SetInPlace(in_place, recording)) {
     case KernelKindSwitch::Outcome::kFailed:
       Check(kernel_kind_.last_error(),
-            in_place ? "cuptiActivityEnable(KERNEL) for in-place metrics"
-                     : "cuptiActivityEnable(CONCURRENT_KERNEL) after in-place metrics");
+            !kernel_kind_.back_on()
+                ? "re-enabling kernel records after a failed kind switch (kernels are not traced "
+                  "until the next capture window)"
+            : in_place ? "cuptiActivityEnable(KERNEL) for in-place metrics (kernels stay traced "
+                         "with CONCURRENT_KERNEL; in-place counters include its instrumentation)"
+                       : "cuptiActivityEnable(CONCURRENT_KERNEL) after in-place metrics");
       break;
     case KernelKindSwitch::Outcome::kSwitched:
       if (config_.metric_debug) {
@@ -661,6 +665,7 @@ void CollectorImpl::SetKernelKindInPlace(bool in_place) {
       break;
     case KernelKindSwitch::Outcome::kUnchanged:
     case KernelKindSwitch::Outcome::kDeferred:
+    case KernelKindSwitch::Outcome::kGivenUp:
       break;
   }
 }

@@ -120,7 +120,7 @@ class CollectorImpl final : public Collector {
   // The hook's on_in_place (kernel_launch_hook.h): kernels traced with the
   // serialized, uninstrumented CUPTI_ACTIVITY_KIND_KERNEL while launches are
   // measured in place, with CONCURRENT_KERNEL otherwise.
-  void SetKernelKindInPlace(bool in_place);
+  void SetKernelKindInPlace(bool in_place) SL_EXCLUDES(kernel_kind_mu_);
   // Runtime API records on/off API by API (or the skip list switched off
   // under the whole kind); the driver kind's skip list.
   void SelectApiRecords(bool enable);
@@ -256,8 +256,9 @@ class CollectorImpl final : public Collector {
   int64_t clock_offset_ns_ = 0;          // CUPTI timestamp - CLOCK_MONOTONIC_RAW
 
   // The kernel activity kind SetActivities enables (SetKernelKindInPlace
-  // switches it); taken after control_mu_ and the hook's lock, never before.
-  Mutex kernel_kind_mu_;  // leaf
+  // switches it); taken after control_mu_ and the hook's lock, never before;
+  // under it only error_mu_ (Check → SetError).
+  Mutex kernel_kind_mu_;
   KernelKindSwitch kernel_kind_ SL_GUARDED_BY(kernel_kind_mu_){
       [](CUpti_ActivityKind kind, bool enable) {
         return enable ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);

@@ -29,6 +29,8 @@ class KernelKindSwitch {
     kDeferred,   // recording is off: the kind SetActivities enables next changed
     kSwitched,   // the old kind disabled, the new one enabled
     kFailed,     // the new kind could not be enabled: the old one is back on
+                 // (or, should that fail too, none: last_error() says which)
+    kGivenUp,    // an earlier switch failed: no more switching this run
   };
 
   explicit KernelKindSwitch(Toggle toggle) : toggle_(std::move(toggle)) {}
@@ -37,8 +39,12 @@ class KernelKindSwitch {
   CUpti_ActivityKind kind() const { return kind_; }
   uint32_t switches() const { return switches_; }
   CUptiResult last_error() const { return last_error_; }
+  // After kFailed: whether the old kind is on again (false: no kernel kind is
+  // enabled until recording is next switched on).
+  bool back_on() const { return back_on_; }
 
   Outcome SetInPlace(bool in_place, bool recording) {
+    if (given_up_) return Outcome::kGivenUp;
     const CUpti_ActivityKind want =
         in_place ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     if (want == kind_) return Outcome::kUnchanged;
@@ -49,10 +55,18 @@ class KernelKindSwitch {
     const CUptiResult on = toggle_(want, true);
     if (on != CUPTI_SUCCESS) {
       // Kernels stay traced with the kind that was on (in-place counters
-      // then include the instrumentation, as before the switch existed).
+      // then include the instrumentation, as before the switch existed), and
+      // no later pass tries again (one warning, not one a pass).
       kind_ = was;
-      if (off == CUPTI_SUCCESS) toggle_(was, true);
+      given_up_ = true;
       last_error_ = on;
+      if (off == CUPTI_SUCCESS) {
+        const CUptiResult back = toggle_(was, true);
+        if (back != CUPTI_SUCCESS) {
+          last_error_ = back;
+          back_on_ = false;
+        }
+      }
       return Outcome::kFailed;
     }
     ++switches_;
@@ -64,6 +78,8 @@ class KernelKindSwitch {
   CUpti_ActivityKind kind_ = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   uint32_t switches_ = 0;
   CUptiResult last_error_ = CUPTI_SUCCESS;
+  bool given_up_ = false;
+  bool back_on_ = true;
 };
 
 }  // namespace sightline::collect

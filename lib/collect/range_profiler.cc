@@ -34,6 +34,7 @@ void RangeProfiler::TurnOff(const std::string& why) {
     last_error_ = why;
   }
   pending_.error = why;
+  NoteInPlace();  // kernels traced concurrently again
   std::fprintf(stderr,
                "sightline: warning: hardware counters unavailable (%s); per-kernel metrics are "
                "off, tracing continues\n",
@@ -331,7 +332,6 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
     const SpreadRoute route = sequence_ != nullptr ? EnterSequence(state, launch, name)
                               : spread_on_         ? EnterSpread(state, launch, name)
                                                    : SpreadRoute::kNotSpread;
-    if (spread_on_ || spread_ != nullptr) NoteInPlace();  // a spread pass runs this launch
     if (route == SpreadRoute::kProfiled) {
       keep_lock = true;
     } else if (route == SpreadRoute::kNotSpread) {
@@ -400,8 +400,7 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     return;
   }
   if (active_spread_) {
-    ExitSpread();  // its Stop waited for the kernel
-    NoteInPlace();
+    ExitSpread();
     active_ = nullptr;
     t_holding_launch = false;
     mu_.Unlock();

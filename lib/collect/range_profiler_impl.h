@@ -229,9 +229,10 @@ class RangeProfiler final : public KernelLaunchHook,
   // What on_in_place was last told (NoteInPlace).
   bool in_place_ SL_GUARDED_BY(mu_) = false;
   // Tells config_.on_in_place when launches start or stop being measured in
-  // place: a sequence-replay pass, a spread pass (one launch), or an open
-  // instance of the measured NVTX range (--metrics-range; its pass runs from
-  // the push to the pop).
+  // place: a sequence-replay pass, or an open instance of the measured NVTX
+  // range (--metrics-range; its pass runs from the push to the pop). Not
+  // spread passes (one launch each): switching the kind inside a started
+  // application-replay pass was never run on a GPU.
   void NoteInPlace() SL_REQUIRES(mu_);
   std::vector<std::unique_ptr<ContextState>> contexts_ SL_GUARDED_BY(mu_);
   ContextState* active_ SL_GUARDED_BY(mu_) = nullptr;  // context of the launch holding mu_

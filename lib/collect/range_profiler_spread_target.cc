@@ -342,8 +342,10 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
 }
 
 void RangeProfiler::NoteInPlace() {
-  const bool now = (sequence_ != nullptr && sequence_->collecting()) ||
-                   (user_ != nullptr && user_open_thread_.load() != 0) || active_spread_;
+  // Off (TurnOff): no launch is measured any more, whatever a pass's
+  // bookkeeping still says (no later launch would end it).
+  const bool now = !off_.load() && ((sequence_ != nullptr && sequence_->collecting()) ||
+                                    (user_ != nullptr && user_open_thread_.load() != 0));
   if (now == in_place_) return;
   in_place_ = now;
   if (config_.on_in_place) config_.on_in_place(now);

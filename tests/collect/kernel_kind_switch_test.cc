@@ -87,8 +87,29 @@ TEST(KernelKindSwitch, AKindThatCannotBeEnabledLeavesKernelsTraced) {
   EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   EXPECT_EQ(f.enabled, std::set<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL});
   EXPECT_EQ(s.switches(), 0u);
-  // The pass ends: the kind never changed, nothing to switch back.
-  EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kUnchanged);
+  EXPECT_TRUE(s.back_on());
+  // Later passes do not try again (one warning, not one a pass).
+  f.calls.clear();
+  EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kGivenUp);
+  EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kGivenUp);
+  EXPECT_TRUE(f.calls.empty());
+  EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+}
+
+TEST(KernelKindSwitch, AFailedReenableIsReported) {
+  // Neither kind can be enabled after the disable: no kernel kind is on, and
+  // the error that says so is the re-enable's.
+  struct Refusing {
+    int enables = 0;
+    CUptiResult Toggle(CUpti_ActivityKind, bool enable) {
+      if (!enable) return CUPTI_SUCCESS;
+      return ++enables == 1 ? CUPTI_ERROR_NOT_SUPPORTED : CUPTI_ERROR_UNKNOWN;
+    }
+  } r;
+  KernelKindSwitch s([&r](CUpti_ActivityKind k, bool e) { return r.Toggle(k, e); });
+  EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kFailed);
+  EXPECT_FALSE(s.back_on());
+  EXPECT_EQ(s.last_error(), CUPTI_ERROR_UNKNOWN);
 }
 
 }  // namespace
