@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/analysis/child_rss.h"
 #include "benchmark/benchmark.h"
 #include "lib/analysis/analyze.h"
 #include "lib/analysis/cross_rank.h"
@@ -256,26 +257,13 @@ void BM_MultiRankRss(benchmark::State& state) {
   const RankSet& set = Set(int(state.range(0)));
   long peak_kb = 0, baseline_kb = 0;
   for (auto _ : state) {
-    // A child that only exits gives the baseline: what the forked child
-    // holds of this process's resident pages before analysing.
-    for (int analyze = 0; analyze < 2; ++analyze) {
-      pid_t pid = fork();
-      if (pid == 0) {
-        if (analyze) {
-          absl::StatusOr<Report> r = Analyze(set.paths, {});
-          _exit(r.ok() ? 0 : 1);
-        }
-        _exit(0);
-      }
-      int status = 0;
-      struct rusage usage;
-      wait4(pid, &status, 0, &usage);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        state.SkipWithError("analysis failed in the child");
-        return;
-      }
-      (analyze ? peak_kb : baseline_kb) = usage.ru_maxrss;
+    const bench::ChildRss rss = bench::MeasureChildRss([&] { return Analyze(set.paths, {}).ok(); });
+    if (!rss.ok) {
+      state.SkipWithError("analysis failed in the child");
+      return;
     }
+    baseline_kb = rss.baseline_kb;
+    peak_kb = rss.peak_kb;
   }
   state.counters["peak_rss_bytes"] = double(peak_kb) * 1024;
   state.counters["baseline_rss_bytes"] = double(baseline_kb) * 1024;

@@ -734,6 +734,10 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
   for (size_t i = 0; i < in.api_calls.size(); ++i) {
     if (inside(in.api_calls[i].start_ns)) keep_api[i] = 1;
   }
+  // Exactly sized (a window is usually most of the trace: doubling vectors
+  // held up to twice the model's tables at the analyzer's peak).
+  m.api_calls.reserve(static_cast<size_t>(std::count(keep_api.begin(), keep_api.end(), 1)));
+  m.activities.reserve(static_cast<size_t>(std::count(keep_act.begin(), keep_act.end(), 1)));
   std::vector<uint32_t> api_map(in.api_calls.size(), kNone);
   for (size_t t = 0; t < m.threads.size(); ++t) {
     ThreadInfo& th = m.threads[t];
@@ -766,7 +770,10 @@ TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t en
     dev.activity_end = static_cast<uint32_t>(m.activities.size());
   }
   for (StreamInfo& s : m.streams) {
+    size_t n = 0;
+    for (uint32_t i : s.activities) n += act_map[i] != kNone;
     std::vector<uint32_t> kept;
+    kept.reserve(n);
     for (uint32_t i : s.activities) {
       if (act_map[i] != kNone) kept.push_back(act_map[i]);
     }

@@ -85,38 +85,77 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   // recorded (cuBLAS, cuDNN and Triton launch through the driver API, which
   // is not traced by default) joins the runtime call issued just before it:
   // CUPTI's correlation ids count runtime and driver calls alike.
-  absl::flat_hash_map<uint32_t, std::vector<uint32_t>> ops_of;
+  // (launching call, activity) pairs, sorted by call then activity start: one
+  // flat table (a hash map of small vectors cost ~4 allocations a call and
+  // was the analyzer's largest table on a 5 M-event trace).
+  std::vector<std::pair<uint32_t, uint32_t>> ops_of;
   std::vector<uint8_t> fp32(model.strings.size(), 2);  // 2 = unknown
-  std::vector<std::pair<uint32_t, uint32_t>> by_correlation;  // (correlation id, api)
-  for (uint32_t i = 0; i < model.api_calls.size(); ++i) {
-    const ApiCall& c = model.api_calls[i];
-    if (c.trace == trace && c.correlation_id != 0) by_correlation.push_back({c.correlation_id, i});
-  }
-  std::sort(by_correlation.begin(), by_correlation.end());
+  // (correlation id, api), built only when some work has no launching call.
+  std::vector<std::pair<uint32_t, uint32_t>> by_correlation;
+  bool by_correlation_built = false;
+  struct Link {
+    uint32_t api;
+    uint64_t start_ns;
+    uint32_t activity;
+    bool operator<(const Link& o) const {
+      if (api != o.api) return api < o.api;
+      if (start_ns != o.start_ns) return start_ns < o.start_ns;
+      return activity < o.activity;
+    }
+  };
+  std::vector<Link> links;
   for (uint32_t i = 0; i < model.activities.size(); ++i) {
     const GpuActivity& a = model.activities[i];
     if (a.trace != trace) continue;
     if (a.launch_api != kNone) {
-      ops_of[a.launch_api].push_back(i);
+      links.push_back({a.launch_api, a.start_ns, i});
       continue;
     }
     if (a.correlation_id == 0) continue;
+    if (!by_correlation_built) {
+      by_correlation_built = true;
+      for (uint32_t k = 0; k < model.api_calls.size(); ++k) {
+        const ApiCall& c = model.api_calls[k];
+        if (c.trace == trace && c.correlation_id != 0) by_correlation.push_back({c.correlation_id, k});
+      }
+      std::sort(by_correlation.begin(), by_correlation.end());
+    }
     auto it = std::lower_bound(by_correlation.begin(), by_correlation.end(),
                                std::pair<uint32_t, uint32_t>{a.correlation_id, 0});
     if (it == by_correlation.begin()) continue;
     --it;
-    ops_of[it->second].push_back(i);
+    links.push_back({it->second, a.start_ns, i});
   }
+  std::stable_sort(links.begin(), links.end());  // runs already in order: merge, not introsort
+  ops_of.reserve(links.size());
+  for (const Link& l : links) ops_of.push_back({l.api, l.activity});
+  std::vector<Link>().swap(links);
+  // ops_of[ops_begin[api] .. ops_begin[api + 1]) are that call's ops.
+  std::vector<uint32_t> ops_begin(model.api_calls.size() + 1, 0);
+  for (const auto& link : ops_of) ++ops_begin[link.first + 1];
+  for (size_t i = 1; i < ops_begin.size(); ++i) ops_begin[i] += ops_begin[i - 1];
+  // The trace's calls by start, the longer first at equal starts (then by
+  // index): sorted on the keys themselves, not through the call table.
   std::vector<uint32_t> order;
-  for (uint32_t i = 0; i < model.api_calls.size(); ++i) {
-    if (model.api_calls[i].trace == trace) order.push_back(i);
+  {
+    struct Key {
+      uint64_t start_ns, end_ns;
+      uint32_t api;
+      bool operator<(const Key& o) const {
+        if (start_ns != o.start_ns) return start_ns < o.start_ns;
+        if (end_ns != o.end_ns) return end_ns > o.end_ns;
+        return api < o.api;
+      }
+    };
+    std::vector<Key> keys;
+    for (uint32_t i = 0; i < model.api_calls.size(); ++i) {
+      const ApiCall& c = model.api_calls[i];
+      if (c.trace == trace) keys.push_back({c.start_ns, c.end_ns, i});
+    }
+    std::stable_sort(keys.begin(), keys.end());  // one sorted run per thread
+    order.reserve(keys.size());
+    for (const Key& k : keys) order.push_back(k.api);
   }
-  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    const ApiCall& a = model.api_calls[x];
-    const ApiCall& b = model.api_calls[y];
-    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-    return a.end_ns > b.end_ns;
-  });
   // Pinned bandwidth per direction, from the trace's own pinned copies of
   // at least 64 KiB (smaller ones are latency).
   double pinned_bytes[2] = {0, 0}, pinned_ns[2] = {0, 0};
@@ -146,6 +185,8 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   absl::flat_hash_map<uint32_t, uint32_t> sync_before_comm;
   uint64_t busy_end = 0;
   std::vector<uint64_t> small_gaps;
+  calls_.reserve(order.size());
+  ops_.reserve(ops_of.size());
   for (uint32_t idx : order) {
     const ApiCall& c = model.api_calls[idx];
     Call call{};
@@ -159,13 +200,9 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     call.flags = c.flags;
     call.op_begin = static_cast<uint32_t>(ops_.size());
     bool uploads = false, downloads = false, has_comm = false, has_other = false;
-    auto it = ops_of.find(idx);
-    if (it != ops_of.end()) {
-      std::vector<uint32_t>& list = it->second;
-      std::sort(list.begin(), list.end(), [&](uint32_t x, uint32_t y) {
-        return model.activities[x].start_ns < model.activities[y].start_ns;
-      });
-      for (uint32_t ai : list) {
+    {
+      for (uint32_t k = ops_begin[idx]; k < ops_begin[idx + 1]; ++k) {
+        const uint32_t ai = ops_of[k].second;
         const GpuActivity& a = model.activities[ai];
         auto [s, fresh] = stream_index.try_emplace(a.stream, static_cast<uint32_t>(streams_));
         if (fresh) ++streams_;
