@@ -85,10 +85,11 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   // recorded (cuBLAS, cuDNN and Triton launch through the driver API, which
   // is not traced by default) joins the runtime call issued just before it:
   // CUPTI's correlation ids count runtime and driver calls alike.
-  // (launching call, activity) pairs, sorted by call then activity start: one
-  // flat table (a hash map of small vectors cost ~4 allocations a call and
-  // was the analyzer's largest table on a 5 M-event trace).
-  std::vector<std::pair<uint32_t, uint32_t>> ops_of;
+  // One flat table (a hash map of small vectors cost ~4 allocations a call
+  // and was the analyzer's largest table on a 5 M-event trace): a call's
+  // activities are ops_of[ops_begin[api] .. ops_begin[api + 1]), by start.
+  std::vector<uint32_t> ops_of;
+  std::vector<uint32_t> ops_begin(model.api_calls.size() + 1, 0);
   std::vector<uint8_t> fp32(model.strings.size(), 2);  // 2 = unknown
   // (correlation id, api), built only when some work has no launching call.
   std::vector<std::pair<uint32_t, uint32_t>> by_correlation;
@@ -128,11 +129,11 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
   }
   std::stable_sort(links.begin(), links.end());  // runs already in order: merge, not introsort
   ops_of.reserve(links.size());
-  for (const Link& l : links) ops_of.push_back({l.api, l.activity});
+  for (const Link& l : links) {
+    ops_of.push_back(l.activity);
+    ++ops_begin[l.api + 1];
+  }
   std::vector<Link>().swap(links);
-  // ops_of[ops_begin[api] .. ops_begin[api + 1]) are that call's ops.
-  std::vector<uint32_t> ops_begin(model.api_calls.size() + 1, 0);
-  for (const auto& link : ops_of) ++ops_begin[link.first + 1];
   for (size_t i = 1; i < ops_begin.size(); ++i) ops_begin[i] += ops_begin[i - 1];
   // The trace's calls by start, the longer first at equal starts (then by
   // index): sorted on the keys themselves, not through the call table.
@@ -200,40 +201,38 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     call.flags = c.flags;
     call.op_begin = static_cast<uint32_t>(ops_.size());
     bool uploads = false, downloads = false, has_comm = false, has_other = false;
-    {
-      for (uint32_t k = ops_begin[idx]; k < ops_begin[idx + 1]; ++k) {
-        const uint32_t ai = ops_of[k].second;
-        const GpuActivity& a = model.activities[ai];
-        auto [s, fresh] = stream_index.try_emplace(a.stream, static_cast<uint32_t>(streams_));
-        if (fresh) ++streams_;
-        Op op{s->second, a.duration(), false, a.duration()};
-        op.comm = a.klass == ActivityClass::kCommunication;
-        has_comm |= op.comm;
-        has_other |= !op.comm;
-        if (a.kind == ActivityKind::kKernel) {
-          uint8_t& known = fp32[a.name];
-          if (known == 2) known = IsFp32MathKernelName(model.String(a.name)) ? 1 : 0;
-          op.fp32_math = known == 1;
-          if (op.fp32_math) fp32_math_ns_ += a.duration();
-        }
-        if ((a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) &&
-            a.detail != kNone && a.detail < model.copies.size()) {
-          const CopyDetail& d = model.copies[a.detail];
-          if (a.kind == ActivityKind::kMemcpy) {
-            uploads |= d.copy_kind == CopyKind::kHtoD;
-            downloads |= d.copy_kind != CopyKind::kHtoD;
-          }
-          if (a.kind == ActivityKind::kMemcpy &&
-              (d.src_kind == MemoryKind::kPageable || d.dst_kind == MemoryKind::kPageable)) {
-            call.pageable = true;
-            int dir = d.copy_kind == CopyKind::kDtoH ? 1 : 0;
-            double gbps = std::max(pinned_gbps[dir], 1.0);  // bytes per ns == GB/s
-            uint64_t at_pinned = static_cast<uint64_t>(double(d.bytes) / gbps) + 2'000;
-            op.pinned_duration = std::min(op.duration, at_pinned);
-          }
-        }
-        ops_.push_back(op);
+    for (uint32_t k = ops_begin[idx]; k < ops_begin[idx + 1]; ++k) {
+      const uint32_t ai = ops_of[k];
+      const GpuActivity& a = model.activities[ai];
+      auto [s, fresh] = stream_index.try_emplace(a.stream, static_cast<uint32_t>(streams_));
+      if (fresh) ++streams_;
+      Op op{s->second, a.duration(), false, a.duration()};
+      op.comm = a.klass == ActivityClass::kCommunication;
+      has_comm |= op.comm;
+      has_other |= !op.comm;
+      if (a.kind == ActivityKind::kKernel) {
+        uint8_t& known = fp32[a.name];
+        if (known == 2) known = IsFp32MathKernelName(model.String(a.name)) ? 1 : 0;
+        op.fp32_math = known == 1;
+        if (op.fp32_math) fp32_math_ns_ += a.duration();
       }
+      if ((a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) &&
+          a.detail != kNone && a.detail < model.copies.size()) {
+        const CopyDetail& d = model.copies[a.detail];
+        if (a.kind == ActivityKind::kMemcpy) {
+          uploads |= d.copy_kind == CopyKind::kHtoD;
+          downloads |= d.copy_kind != CopyKind::kHtoD;
+        }
+        if (a.kind == ActivityKind::kMemcpy &&
+            (d.src_kind == MemoryKind::kPageable || d.dst_kind == MemoryKind::kPageable)) {
+          call.pageable = true;
+          int dir = d.copy_kind == CopyKind::kDtoH ? 1 : 0;
+          double gbps = std::max(pinned_gbps[dir], 1.0);  // bytes per ns == GB/s
+          uint64_t at_pinned = static_cast<uint64_t>(double(d.bytes) / gbps) + 2'000;
+          op.pinned_duration = std::min(op.duration, at_pinned);
+        }
+      }
+      ops_.push_back(op);
     }
     call.op_end = static_cast<uint32_t>(ops_.size());
     if (call.gap < params_.host_gap_ns && (c.flags & kApiLaunch)) small_gaps.push_back(call.gap);
