@@ -141,9 +141,9 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
     // pass was started and stopped inside a launch call (~20 ms each on the
     // H200), which the timeline rules would blame on the application.
     report->notes.push_back(absl::StrCat(
-        spread_sets, " metric sets were collected across launches without replay: kernel "
-        "durations are unaffected, but the profiler's pass starts and stops sit inside launch "
-        "calls, so timeline rules (idle, CPU-bound, launch latency, synchronization, overlap) "
+        spread_sets, " metric sets were collected across launches without replay: kernels ran "
+        "as launched, but the profiler's pass starts and stops sit inside launch calls and the "
+        "measured kernels ran one at a time, so timeline rules (idle, CPU-bound, launch latency, synchronization, overlap) "
         "are skipped. Profile without --metrics for the timeline view."));
   }
   for (const RuleInfo& rule : Rules()) {

@@ -416,7 +416,7 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
   KernelPageSection run{"In this run", {}};
   run.rows.push_back({"Launches", std::to_string(k.count),
                       k.replayed_count > 0 ? std::to_string(k.replayed_count) +
-                                                 " more replayed for metrics (not timed)"
+                                                 " more measured for metrics and not timed (replayed, or run untraced in a pass)"
                                            : ""});
   run.rows.push_back({"Total time", FormatNs(double(k.total_ns)), FormatPct(k.share_pct) + " of kernel time"});
   run.rows.push_back({"Mean (traced)", FormatNs(k.mean_ns),

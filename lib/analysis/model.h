@@ -18,7 +18,9 @@
 // not put on the timeline; it is counted in TraceSource::invalid_by_kind.
 // Kernels with `replayed=true` (durations distorted by kernel replay) are kept
 // in the per-name aggregate (launch configuration, metrics) but excluded from
-// all timeline timing and counted in TraceSource::replayed_kernels.
+// all timeline timing and counted in TraceSource::replayed_kernels; so are
+// kernels with `untraced=true` (measured in place while kernels were not
+// traced), counted in TraceSource::untraced_kernels.
 //
 // Ids: `name` fields are indices into TimelineModel::strings (0 = ""),
 // `stream` into streams, `device` into devices, `thread` into threads,
@@ -67,6 +69,9 @@ struct TraceSource {
   std::array<uint64_t, kNumEventKinds> events_by_kind{};  // events seen
   std::array<uint64_t, kNumEventKinds> invalid_by_kind{};  // zero / inverted times
   uint64_t replayed_kernels = 0;
+  // Kernels measured in place for metrics while kernels were not traced
+  // (KernelEvent::untraced): timed like replayed ones, never by the timeline.
+  uint64_t untraced_kernels = 0;
   // Metric sets collected over several launches without replay (spread or
   // sequence replay): kernel durations are true, but the launch calls that
   // started/stopped a pass hold the profiler's time.

@@ -215,9 +215,11 @@ void ModelBuilder::Impl::BeginTrace(std::string name, const TraceHeaderData& hea
 
 void ModelBuilder::Impl::OnKernel(const KernelEvent& e) {
   Count(EventKind::kKernel);
-  // Replayed kernels carry zero timestamps (CUPTI kernel replay): they never
-  // reach the timeline, only the launch configuration and metrics tables.
-  if (!e.replayed && !ValidSpan(e.start_ns, e.end_ns)) {
+  // Replayed kernels carry zero timestamps (CUPTI kernel replay), and so do
+  // kernels measured in place while kernels were not traced: they reach the
+  // launch configuration and metrics tables, and the timeline only where
+  // PlaceReplayedKernels places them.
+  if (!e.untimed() && !ValidSpan(e.start_ns, e.end_ns)) {
     Invalid(EventKind::kKernel);
     return;
   }
@@ -232,9 +234,10 @@ void ModelBuilder::Impl::OnKernel(const KernelEvent& e) {
   a.trace = trace_index;
   a.klass = (NameFlags(a.name) & kFlagComm) ? ActivityClass::kCommunication
                                              : ActivityClass::kCompute;
-  if (e.replayed) {
-    source->replayed_kernels++;
-    replayed.push_back({a.trace, a.correlation_id, a.name, a.detail, Stream(device, e.stream_id)});
+  if (e.untimed()) {
+    (e.replayed ? source->replayed_kernels : source->untraced_kernels)++;
+    replayed.push_back({a.trace, a.correlation_id, a.name, a.detail, Stream(device, e.stream_id),
+                        !e.replayed});
     return;
   }
   // CUPTI's own one-thread kernel after each range of an application-replay

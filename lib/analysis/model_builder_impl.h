@@ -43,6 +43,7 @@ struct ModelBuilder::Impl : public trace::EventVisitor {
     uint32_t name;
     uint32_t config;
     uint32_t stream = 0;  // index into model.streams
+    bool untraced = false;  // measured in place, not traced (KernelEvent::untraced)
   };
 
   TimelineModel model;

@@ -487,7 +487,11 @@ void ModelBuilder::Impl::AggregateKernels() {
       auto it = wanted.find(key);
       if (it == wanted.end()) continue;
       it->second = Joined{r.name, r.config};
-      first_start.erase(key);  // replayed: not a timed kernel
+      if (r.untraced) {
+        first_start[key] = 0;  // ran once, as launched (a sequence pass)
+      } else {
+        first_start.erase(key);  // replayed: not a timed kernel
+      }
     }
     for (MetricSample& m : model.metric_samples) {
       const uint64_t key = CorrelationKey(m.trace, m.correlation_id);
@@ -587,14 +591,37 @@ void ModelBuilder::Impl::PlaceReplayedKernels() {
       }
     }
   }
+  // Kernels measured in place without tracing: a sequence's values (and so
+  // its gpu__time_duration.sum) belong to one launch per position of the
+  // step, the last pass's; the other passes' launches of that kernel and
+  // configuration are placed for the mean of its measured launches.
+  struct Mean {
+    double sum = 0;
+    uint32_t n = 0;
+  };
+  absl::flat_hash_map<std::tuple<uint16_t, uint32_t, uint32_t>, Mean> untraced_mean;
+  for (const ReplayedKernel& r : replayed) {
+    if (!r.untraced) continue;
+    auto d = measured.find(CorrelationKey(r.trace, r.correlation_id));
+    if (d == measured.end()) continue;
+    Mean& m = untraced_mean[{r.trace, r.name, r.config}];
+    m.sum += d->second;
+    m.n++;
+  }
   for (const ReplayedKernel& r : replayed) {
     const uint64_t key = CorrelationKey(r.trace, r.correlation_id);
     const auto& api = launch.at(key);
-    auto d = measured.find(key);
-    if (api.second == 0 || d == measured.end()) continue;  // listed, not placed
+    double duration = 0;
+    if (auto d = measured.find(key); d != measured.end()) {
+      duration = d->second;
+    } else if (r.untraced) {
+      auto m = untraced_mean.find({r.trace, r.name, r.config});
+      if (m != untraced_mean.end()) duration = m->second.sum / m->second.n;
+    }
+    if (api.second == 0 || !(duration > 0)) continue;  // listed, not placed
     GpuActivity a;
     a.start_ns = api.first;
-    a.end_ns = api.first + static_cast<uint64_t>(d->second);
+    a.end_ns = api.first + static_cast<uint64_t>(duration);
     a.stream = r.stream;
     a.correlation_id = r.correlation_id;
     a.name = r.name;

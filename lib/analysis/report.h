@@ -77,6 +77,7 @@ struct TraceSummary {
   uint64_t events = 0;
   uint64_t invalid_timestamps = 0;  // zero / inverted, not on the timeline
   uint64_t replayed_kernels = 0;    // excluded from timing
+  uint64_t untraced_kernels = 0;    // measured in place, not traced: excluded from timing
   int64_t clock_offset_ns = 0;
   bool has_clock_mapping = false;
 };

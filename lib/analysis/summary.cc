@@ -188,6 +188,7 @@ void FillTraces(const TimelineModel& model, Report* report) {
     for (uint64_t n : t.events_by_kind) s.events += n;
     s.invalid_timestamps = t.invalid_total();
     s.replayed_kernels = t.replayed_kernels;
+    s.untraced_kernels = t.untraced_kernels;
     s.clock_offset_ns = t.clock_offset_ns;
     s.has_clock_mapping = t.has_clock_mapping;
     report->traces.push_back(s);
@@ -213,6 +214,14 @@ void FillTraces(const TimelineModel& model, Report* report) {
       report->notes.push_back(absl::StrCat(t.name, ": ", s.replayed_kernels,
                                            " kernels profiled with replay were excluded from "
                                            "timeline timing"));
+    }
+    if (s.untraced_kernels > 0) {
+      report->notes.push_back(absl::StrCat(
+          t.name, ": ", s.untraced_kernels,
+          " kernels were measured in place for hardware metrics without being traced (so that "
+          "tracing adds nothing to their counters and time): they have no GPU timestamps, are "
+          "drawn at their launch for their measured duration and are excluded from timeline "
+          "timing"));
     }
   }
   if (model.traces.size() > 1) {

@@ -46,6 +46,7 @@ LossReport MakeLossReport(const LossInputs& in, uint64_t timestamp_ns) {
   r.unsupported_records = in.unsupported_records;
   r.stacks_dropped = in.stacks_dropped;
   r.gpu_metric_samples_dropped = in.gpu_metric_samples_dropped;
+  r.untraced_kernels_lost = in.untraced_kernels_lost;
   return r;
 }
 

@@ -56,6 +56,7 @@ struct LossInputs {
   uint64_t stacks_dropped = 0;
   uint64_t gpu_metric_samples_dropped = 0;
   uint64_t host_events_dropped = 0;     // link-in API ranges/steps over the bound
+  uint64_t untraced_kernels_lost = 0;   // run in untraced metric passes, no launch seen
 };
 
 // Cumulative LossReport for the trace. Buffers refused or never returned are

@@ -593,6 +593,11 @@ bool CollectorImpl::SetUpCupti() {
   if (!config_.metric_set.empty()) {
     KernelLaunchHookConfig hc = HookConfigFromCollectorConfig(config_);
     hc.on_in_place = [this](bool in_place) { SetKernelKindInPlace(in_place); };
+    hc.on_unseen_kernels = [this](uint64_t n) { OnUnseenPassKernels(n); };
+    if (config_.metric_inplace_untraced()) {
+      MutexLock lock(kernel_kind_mu_);
+      kernel_kind_.set_in_place_kind(CUPTI_ACTIVITY_KIND_INVALID);
+    }
     std::string error;
     hook_ = CreateKernelLaunchHook(hc, &error);
     if (hook_ == nullptr) {
@@ -644,7 +649,9 @@ void CollectorImpl::SetKernelKindInPlace(bool in_place) {
   MutexLock lock(kernel_kind_mu_);
   const bool recording = config_.trace_cuda && activities_on_.load();
   const uint64_t t0 = Now();
-  switch (kernel_kind_.SetInPlace(in_place, recording)) {
+  const KernelKindSwitch::Outcome outcome = kernel_kind_.SetInPlace(in_place, recording);
+  kernels_untraced_.store(kernel_kind_.untraced(), std::memory_order_relaxed);
+  switch (outcome) {
     case KernelKindSwitch::Outcome::kFailed:
       Check(kernel_kind_.last_error(),
             !kernel_kind_.back_on()
@@ -657,9 +664,11 @@ void CollectorImpl::SetKernelKindInPlace(bool in_place) {
     case KernelKindSwitch::Outcome::kSwitched:
       if (config_.metric_debug) {
         std::fprintf(stderr, "sightline: kernels traced with %s (switch %u took %.3f ms)\n",
-                     in_place ? "KERNEL (serialized, not instrumented) while launches are measured "
-                                "in place"
-                              : "CONCURRENT_KERNEL again",
+                     !in_place                 ? "CONCURRENT_KERNEL again"
+                     : kernel_kind_.untraced() ? "no kind (not traced) while launches are measured "
+                                                 "in place"
+                                               : "KERNEL (serialized, not instrumented) while "
+                                                 "launches are measured in place",
                      kernel_kind_.switches(), (Now() - t0) / 1e6);
       }
       break;
@@ -670,6 +679,28 @@ void CollectorImpl::SetKernelKindInPlace(bool in_place) {
   }
 }
 
+void CollectorImpl::OnUnseenPassKernels(uint64_t kernels) {
+  // Traced with the KERNEL kind, they are in the trace; with no kind, lost.
+  if (!kernels_untraced_.load(std::memory_order_relaxed)) return;
+  untraced_kernels_lost_.fetch_add(kernels, std::memory_order_relaxed);
+  if (config_.metric_inplace_trace != CollectorConfig::InPlaceTrace::kAuto) {
+    if (!unseen_warned_.exchange(true)) {
+      Warn(std::to_string(kernels) + " kernels ran in a metric pass without a launch call "
+           "sightline hooks (e.g. inside a CUDA graph launch) while kernels were not traced "
+           "(SIGHTLINE_METRICS_INPLACE_TRACE=none): they have no record (counted lost)");
+    }
+    return;
+  }
+  {
+    MutexLock lock(kernel_kind_mu_);
+    // The next passes (this one is over) traced with the KERNEL kind.
+    kernel_kind_.set_in_place_kind(CUPTI_ACTIVITY_KIND_KERNEL);
+  }
+  Warn(std::to_string(kernels) + " kernels ran in a metric pass without a launch call sightline "
+       "hooks (e.g. inside a CUDA graph launch) while kernels were not traced: they have no "
+       "record (counted lost); later passes trace kernels with the KERNEL kind");
+}
+
 void CollectorImpl::SetActivities(bool enable) {
   // Held throughout: a switch of the kernel kind (a launching thread, the
   // hook) sees activities_on_ and the enabled kind agree.
@@ -677,8 +708,9 @@ void CollectorImpl::SetActivities(bool enable) {
   const CUpti_ActivityKind kernel_kind = kernel_kind_.kind();
   std::vector<CUpti_ActivityKind> kinds;
   if (config_.trace_cuda) {
+    if (kernel_kind != CUPTI_ACTIVITY_KIND_INVALID) kinds.push_back(kernel_kind);
     kinds.insert(kinds.end(),
-                 {kernel_kind, CUPTI_ACTIVITY_KIND_MEMCPY,
+                 {CUPTI_ACTIVITY_KIND_MEMCPY,
                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET,
                   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD});
     if (!config_.runtime_records_per_api) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
@@ -803,6 +835,12 @@ bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
 }
 
 void CollectorImpl::AfterWindowClosed() {
+  if (const uint64_t n = untraced_launches_.exchange(0); n > 0 && config_.metric_debug) {
+    std::fprintf(stderr,
+                 "sightline: %llu kernel launches measured in place without being traced, "
+                 "written from their launch calls\n",
+                 static_cast<unsigned long long>(n));
+  }
   if (hook_ != nullptr) {
     auto result = std::make_shared<MetricCaptureResult>(hook_->OnCaptureEnd());
     HostEvent m;

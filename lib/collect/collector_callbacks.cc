@@ -175,7 +175,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         if (t_in_runtime_launch == 1 && t_hook_entered) {
           t_hook_entered = false;
           hook_->OnLaunchExit(t_launch_info);
-          AfterHookedLaunch(t_launch_info.correlation_id);
+          AfterHookedLaunch(t_launch_info);
         }
         if (t_in_runtime_launch > 0) --t_in_runtime_launch;
       }
@@ -197,7 +197,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     } else if (t_hook_entered && t_in_runtime_launch == 0) {
       t_hook_entered = false;
       hook_->OnLaunchExit(t_launch_info);
-      AfterHookedLaunch(t_launch_info.correlation_id);
+      AfterHookedLaunch(t_launch_info);
     }
   }
   if (config_.trace_backtrace && activities_on_) {
@@ -231,7 +231,40 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (detach_ && teardown_pending_ && runtime && !enter && t_runtime_depth == 0) MaybeTearDown();
 }
 
-void CollectorImpl::AfterHookedLaunch(uint32_t correlation_id) {
+void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch) {
+  const uint32_t correlation_id = launch.correlation_id;
+  if (kernels_untraced_.load(std::memory_order_relaxed)) {
+    // Measured in place with no kernel kind enabled: CUPTI writes no record
+    // of this kernel, so the launch call's own fields make one (the writer
+    // adds the rest from a traced launch of the configuration). Only during
+    // metric passes, which cost ~1-20 ms each: three CUPTI look-ups here are
+    // not on the common path.
+    HostEvent h;
+    h.kind = HostEvent::kUntracedKernel;
+    KernelEvent& k = h.kernel;
+    k.correlation_id = correlation_id;
+    k.grid_x = launch.grid_x;
+    k.grid_y = launch.grid_y;
+    k.grid_z = launch.grid_z;
+    k.block_x = launch.block_x;
+    k.block_y = launch.block_y;
+    k.block_z = launch.block_z;
+    k.dynamic_shared_bytes = launch.dynamic_shared_bytes;
+    k.device_id = launch.device_id;
+    if (CuptiCall cupti(this); cupti.ok() && launch.context != nullptr) {
+      uint32_t v = 0;
+      if (cuptiGetContextId(launch.context, &v) == CUPTI_SUCCESS) k.context_id = v;
+      if (cuptiGetDeviceId(launch.context, &v) == CUPTI_SUCCESS) k.device_id = v;
+      const uint8_t per_thread = launch.cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+                                 launch.cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+      if (cuptiGetStreamIdEx(launch.context, launch.stream, per_thread, &v) == CUPTI_SUCCESS) {
+        k.stream_id = v;
+      }
+    }
+    h.name = launch.kernel_name != nullptr ? launch.kernel_name : "";
+    untraced_launches_.fetch_add(1, std::memory_order_relaxed);
+    PushHostEvent(std::move(h));
+  }
   // CUPTI closes the activity buffer at every kernel-replay pass: the writer
   // collects the closed ones now, not at its next period, so replays never
   // run the pool dry (config.cc sizes it for this).

@@ -47,7 +47,8 @@ struct HostEvent {
     kNcclPayload,
     kRecorderOpen,
     kRecorderClose,
-    kGpuMetrics
+    kGpuMetrics,
+    kUntracedKernel
   } kind = kRange;
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -65,6 +66,9 @@ struct HostEvent {
   NcclPayload nccl;
   // kGpuMetrics: a batch of PM samples (lib/collect/pm_sampler.h).
   std::shared_ptr<PmSampleBatch> samples;
+  // kUntracedKernel: a launch measured in place while kernels were not
+  // traced (RecordConverter::AddUntracedKernel; `name` its kernel's name).
+  KernelEvent kernel;
 };
 
 
@@ -121,6 +125,9 @@ class CollectorImpl final : public Collector {
   // serialized, uninstrumented CUPTI_ACTIVITY_KIND_KERNEL while launches are
   // measured in place, with CONCURRENT_KERNEL otherwise.
   void SetKernelKindInPlace(bool in_place) SL_EXCLUDES(kernel_kind_mu_);
+  // The hook's on_unseen_kernels: kernels a pass ran that no hooked launch
+  // announced; lost when not traced (and auto falls back to KERNEL).
+  void OnUnseenPassKernels(uint64_t kernels) SL_EXCLUDES(kernel_kind_mu_);
   // Runtime API records on/off API by API (or the skip list switched off
   // under the whole kind); the driver kind's skip list.
   void SelectApiRecords(bool enable);
@@ -140,8 +147,9 @@ class CollectorImpl final : public Collector {
   void OnNcclNvtx(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   // Monitor mode (SIGHTLINE_MODE=monitor, lib/monitor): step ranges and
   // markers opened by the app go to the agent (collector_callbacks.cc).
-  // After the metrics hook's exit of a launch: a replayed one asks the writer to flush.
-  void AfterHookedLaunch(uint32_t correlation_id);
+  // After the metrics hook's exit of a launch: a replayed one asks the writer
+  // to flush; one made while kernels are not traced is written from `launch`.
+  void AfterHookedLaunch(const KernelLaunchInfo& launch);
   void ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   // Per-range metrics (--metrics-range nvtx:NAME): pushes and pops to the hook.
   void ForwardNvtxToHook(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
@@ -263,6 +271,16 @@ class CollectorImpl final : public Collector {
       [](CUpti_ActivityKind kind, bool enable) {
         return enable ? cuptiActivityEnable(kind) : cuptiActivityDisable(kind);
       }};
+
+  // SIGHTLINE_METRICS_INPLACE_TRACE=none: no kernel kind is enabled now
+  // (set by SetKernelKindInPlace); the hooked launches made meanwhile are
+  // written from their launch calls (AfterHookedLaunch).
+  std::atomic<bool> kernels_untraced_{false};
+  std::atomic<uint64_t> untraced_launches_{0};
+  // Kernels CUPTI counted in an untraced pass beyond the launches the hook
+  // saw (on_unseen_kernels): no record of them (LossReport).
+  std::atomic<uint64_t> untraced_kernels_lost_{0};
+  std::atomic<bool> unseen_warned_{false};
 
   Mutex contexts_mu_;  // leaf
   std::vector<CUcontext> contexts_ SL_GUARDED_BY(contexts_mu_);

@@ -110,6 +110,7 @@ void CollectorImpl::WriterMain() {
   ConverterOptions options;
   options.api_skip = config_.api_skip;
   options.nccl = config_.trace_nccl;
+  options.untraced_kernels = config_.metric_inplace_untraced() && hook_ != nullptr;
   RecordConverter converter(&sink, options, [this](ApiDomain d, uint32_t cbid) -> const char* {
     CuptiCall cupti(this);
     return cupti.ok() ? ApiName(d, cbid) : nullptr;
@@ -309,8 +310,12 @@ void CollectorImpl::WriterMain() {
         }
         case HostEvent::kNcclPayload:
           break;  // given to the converter before the drain
+        case HostEvent::kUntracedKernel:
+          converter.AddUntracedKernel(e.kernel, e.name);
+          break;
       }
     }
+    converter.FlushUntracedKernels(/*final=*/false);
   };
 
   auto loss_report = [&]() {
@@ -322,6 +327,7 @@ void CollectorImpl::WriterMain() {
     in.invalid_timestamps = converter.stats().invalid_timestamps;
     in.unsupported_records = converter.stats().unsupported_records;
     in.metric_ranges_dropped = metric_ranges_dropped_;
+    in.untraced_kernels_lost = untraced_kernels_lost_.load(std::memory_order_relaxed);
     if (pm_sampler_ != nullptr) {
       in.gpu_metric_samples_dropped = pm_sampler_->stats().samples_dropped;
     }
@@ -397,6 +403,7 @@ void CollectorImpl::WriterMain() {
     }
     if (signalled) {
       if (signal_finish_) {
+        converter.FlushUntracedKernels(/*final=*/true);
         converter.CloseOpenRanges(Now());
         nccl_join_stats_ = converter.stats().nccl;
         loss_report();
@@ -408,9 +415,14 @@ void CollectorImpl::WriterMain() {
     }
     if (finishing) {
       process();
+      converter.FlushUntracedKernels(/*final=*/true);
       converter.CloseOpenRanges(Now());
       nccl_join_stats_ = converter.stats().nccl;
       BufferPoolStats ps = loss_report();
+      if (const uint64_t n = converter.stats().untraced_without_template; n > 0) {
+        Warn(std::to_string(n) + " kernels measured in place without being traced had no traced "
+             "launch of their configuration: their registers and shared memory read 0");
+      }
       if (config_.metric_debug) {
         std::fprintf(stderr,
                      "sightline: writer: %llu periodic flushes, %llu ms in them (max %llu ms); "

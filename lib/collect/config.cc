@@ -282,6 +282,13 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     }
   }
   boolean("SIGHTLINE_METRICS_DEBUG", &c.metric_debug);
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_INPLACE_TRACE"); v != nullptr && *v != '\0') {
+    using T = CollectorConfig::InPlaceTrace;
+    if (!trace::ParseEnumValue<T>(v, {{"auto", T::kAuto}, {"kernel", T::kKernel}, {"none", T::kNone}},
+                                  &c.metric_inplace_trace)) {
+      problem("SIGHTLINE_METRICS_INPLACE_TRACE", v, "is unknown (expected auto, kernel or none)");
+    }
+  }
   if (const char* v = getenv_fn("SIGHTLINE_BUFFER_KB"); v != nullptr && *v != '\0') {
     if (trace::ParseCountValue(v, 64, 256 * 1024, &n)) {
       c.buffer_bytes = static_cast<uint32_t>(n * 1024);

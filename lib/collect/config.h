@@ -185,6 +185,20 @@ struct CollectorConfig {
   bool metric_batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
   bool metric_spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
   bool metric_debug = false;               // SIGHTLINE_METRICS_DEBUG
+  // SIGHTLINE_METRICS_INPLACE_TRACE=auto|kernel|none: how kernels measured
+  // in place are traced (kernel_kind_switch.h) — with the serialized KERNEL
+  // kind (~1 us longer each), or not at all (written from their launch
+  // calls, placed for their measured duration). auto: none during sequence
+  // passes (every kernel gets its own duration measured), KERNEL inside
+  // --metrics-range instances (no per-kernel duration to place them with).
+  enum class InPlaceTrace : uint8_t { kAuto, kKernel, kNone };
+  InPlaceTrace metric_inplace_trace = InPlaceTrace::kAuto;
+  // Whether kernels measured in place go untraced, `auto` resolved.
+  bool metric_inplace_untraced() const {
+    return metric_inplace_trace == InPlaceTrace::kNone ||
+           (metric_inplace_trace == InPlaceTrace::kAuto &&
+            metric_replay == MetricsReplay::kSequence && metric_range_nvtx.empty());
+  }
 
   bool gpu_metrics = false;                   // SIGHTLINE_GPU_METRICS set (not none)
   std::vector<uint32_t> gpu_metrics_devices;  // empty = every device used

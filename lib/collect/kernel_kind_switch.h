@@ -6,6 +6,13 @@
 // count that code; the KERNEL kind does not instrument (spread_probe
 // --trace, bench/metrics/README.md). CUPTI allows one of the two at a time.
 //
+// The in-place kind may also be none (CUPTI_ACTIVITY_KIND_INVALID; sequence
+// passes by default, SIGHTLINE_METRICS_INPLACE_TRACE): kernels launched
+// while measured in place are then not traced at all — the KERNEL kind
+// lengthens each in-place kernel's measured duration by ~1 us
+// (bench/metrics/README.md) — and the collector writes them from their
+// launch calls (KernelEvent::untraced).
+//
 // Pure bookkeeping around a toggle function (cuptiActivityEnable/Disable in
 // the collector, a fake in tests/collect/kernel_kind_switch_test.cc); the
 // caller serialises calls and passes whether activity recording is on now
@@ -33,9 +40,18 @@ class KernelKindSwitch {
     kGivenUp,    // an earlier switch failed: no more switching this run
   };
 
-  explicit KernelKindSwitch(Toggle toggle) : toggle_(std::move(toggle)) {}
+  explicit KernelKindSwitch(Toggle toggle,
+                            CUpti_ActivityKind in_place_kind = CUPTI_ACTIVITY_KIND_KERNEL)
+      : toggle_(std::move(toggle)), in_place_kind_(in_place_kind) {}
 
-  // The kernel kind recording uses now (or will, when next enabled).
+  // The kind in-place passes use from now on (KERNEL, or INVALID: none);
+  // set before the first pass.
+  void set_in_place_kind(CUpti_ActivityKind kind) { in_place_kind_ = kind; }
+  // No kernel kind is (or will be, when recording is next on) enabled.
+  bool untraced() const { return kind_ == CUPTI_ACTIVITY_KIND_INVALID; }
+
+  // The kernel kind recording uses now (or will, when next enabled);
+  // INVALID: none.
   CUpti_ActivityKind kind() const { return kind_; }
   uint32_t switches() const { return switches_; }
   CUptiResult last_error() const { return last_error_; }
@@ -46,13 +62,13 @@ class KernelKindSwitch {
   Outcome SetInPlace(bool in_place, bool recording) {
     if (given_up_) return Outcome::kGivenUp;
     const CUpti_ActivityKind want =
-        in_place ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+        in_place ? in_place_kind_ : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     if (want == kind_) return Outcome::kUnchanged;
     const CUpti_ActivityKind was = kind_;
     kind_ = want;
     if (!recording) return Outcome::kDeferred;
-    const CUptiResult off = toggle_(was, false);
-    const CUptiResult on = toggle_(want, true);
+    const CUptiResult off = Apply(was, false);
+    const CUptiResult on = Apply(want, true);
     if (on != CUPTI_SUCCESS) {
       // Kernels stay traced with the kind that was on (in-place counters
       // then include the instrumentation, as before the switch existed), and
@@ -61,7 +77,7 @@ class KernelKindSwitch {
       given_up_ = true;
       last_error_ = on;
       if (off == CUPTI_SUCCESS) {
-        const CUptiResult back = toggle_(was, true);
+        const CUptiResult back = Apply(was, true);
         if (back != CUPTI_SUCCESS) {
           last_error_ = back;
           back_on_ = false;
@@ -74,7 +90,13 @@ class KernelKindSwitch {
   }
 
  private:
+  // No call for "none".
+  CUptiResult Apply(CUpti_ActivityKind kind, bool enable) {
+    return kind == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_SUCCESS : toggle_(kind, enable);
+  }
+
   Toggle toggle_;
+  CUpti_ActivityKind in_place_kind_;
   CUpti_ActivityKind kind_ = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   uint32_t switches_ = 0;
   CUptiResult last_error_ = CUPTI_SUCCESS;

@@ -93,13 +93,24 @@ struct KernelLaunchHookConfig {
   // measured NVTX range is pushed) and with false when it stops (the last
   // pass, a restart, a failure or TurnOff, the range's pop, a capture or
   // context end), under the hook's lock, on a launching thread or the
-  // collector's writer. The collector traces kernels with
-  // CUPTI_ACTIVITY_KIND_KERNEL meanwhile: concurrent-kernel tracing
-  // instruments kernel code, and counters measured in place count that code
-  // (GH100: +8 instructions a warp; bench/metrics/spread_probe.cu --trace),
-  // where ncu, which does not trace, does not. Spread replay's one-launch
-  // passes are not switched (not run on a GPU). Unset: nothing is switched.
+  // collector's writer. Concurrent-kernel tracing instruments kernel code,
+  // and counters measured in place count that code (GH100: +8 instructions
+  // a warp; bench/metrics/spread_probe.cu --trace), where ncu, which does
+  // not trace, does not; the serialized KERNEL kind does not instrument but
+  // lengthens each kernel's measured duration by ~1 us. So meanwhile the
+  // collector traces no kernel kind during sequence passes (each launch is
+  // written from its launch call, KernelEvent::untraced) and the KERNEL kind
+  // inside --metrics-range instances (SIGHTLINE_METRICS_INPLACE_TRACE).
+  // Spread replay's one-launch passes are not switched (not run on a GPU).
+  // Unset: nothing is switched.
   std::function<void(bool in_place)> on_in_place;
+  // Called (under the hook's lock, on a launching thread) when a sequence
+  // pass ended with `kernels` more ranges than launches the hook saw:
+  // kernels launched without a hooked call (inside a CUDA graph launch, a
+  // cooperative launch). Traced with no kernel kind, they have no record:
+  // the collector counts them lost and traces later passes with the KERNEL
+  // kind (auto).
+  std::function<void(uint64_t kernels)> on_unseen_kernels;
 };
 
 // The hook's settings from the collector's (lib/collect/collector.cc).

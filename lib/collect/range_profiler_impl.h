@@ -279,6 +279,7 @@ class RangeProfiler final : public KernelLaunchHook,
   size_t sequence_ranges_ SL_GUARDED_BY(mu_) = 0;
   std::string sequence_failed_ SL_GUARDED_BY(mu_);                // why it stopped ("" while fine)
   SequenceStats sequence_final_ SL_GUARDED_BY(mu_);               // its stats when it stopped
+  uint64_t unseen_reported_ SL_GUARDED_BY(mu_) = 0;  // stats().unseen_kernels told on_unseen_kernels
   bool sequence_failure_reported_ SL_GUARDED_BY(mu_) = false;
   SequenceStats sequence_reported_ SL_GUARDED_BY(mu_);
 

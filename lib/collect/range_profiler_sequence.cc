@@ -207,6 +207,9 @@ bool SequenceSpread::EndPass(bool begin_next) {
   const uint32_t pass = passes_done_;
   bool same = r.ranges_dropped == 0 && r.ranges == pattern_.size();
   if (r.ranges_dropped == 0 && r.ranges != pattern_.size()) ++stats_.range_mismatch;
+  if (r.ranges + r.ranges_dropped > current_.size()) {
+    stats_.unseen_kernels += r.ranges + r.ranges_dropped - current_.size();
+  }
   if (same && !r.all_submitted && r.stop_pass_index != pass + 1u && r.stop_pass_index != pass) {
     Fail("sequence: CUPTI reported pass " + std::to_string(r.stop_pass_index) + " after pass " +
          std::to_string(pass));

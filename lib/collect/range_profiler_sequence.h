@@ -119,6 +119,10 @@ struct SequenceStats {
   uint64_t discarded = 0;   // sequences restarted: a pass differed from the learned step
   uint64_t incomplete = 0;  // sets left short of passes at capture end
   uint64_t range_mismatch = 0;  // of the discarded: CUPTI counted other ranges than launches
+  // Over all passes: CUPTI's ranges (dropped ones included) beyond the
+  // launches seen — kernels that ran in a pass without a hooked launch
+  // call (a CUDA graph launch, a cooperative launch).
+  uint64_t unseen_kernels = 0;
   uint64_t period = 0;      // launches per step of the last sequence started
 };
 

@@ -308,6 +308,12 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
                                  launch.dynamic_shared_bytes) == SelectDecision::kProfile;
   }
   sequence_->OnLaunch(sl, start_ok);
+  // A pass that ended here ran kernels the hook never saw: reported before
+  // NoteInPlace below, while the collector still knows how they were traced.
+  if (const uint64_t unseen = sequence_->stats().unseen_kernels; unseen > unseen_reported_) {
+    if (config_.on_unseen_kernels) config_.on_unseen_kernels(unseen - unseen_reported_);
+    unseen_reported_ = unseen;
+  }
   CollectSpread(sequence_->TakeCompleted());
   if (sequence_->failed()) {
     sequence_final_ = sequence_->stats();

@@ -133,6 +133,7 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
   e.replayed = replayed;
   sink_->Add(e);
   Count(EventKind::kKernel);
+  if (options_.untraced_kernels && !replayed) traced_configs_[KeyOf(e)] = e;
 
   NcclKernelInfo info;
   if (options_.nccl && ParseNcclKernelName(name, &info)) {
@@ -149,6 +150,55 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
     sink_->Add(n);
     Count(EventKind::kNccl);
   }
+}
+
+void RecordConverter::AddUntracedKernel(KernelEvent e, std::string_view name) {
+  e.name_id = sink_->Intern(name);
+  e.start_ns = e.end_ns = 0;
+  e.untraced = true;
+  e.replayed = false;
+  auto it = traced_configs_.find(KeyOf(e));
+  if (it != traced_configs_.end()) {
+    WriteUntraced(e, &it->second);
+  } else {
+    untraced_waiting_.push_back(e);
+  }
+}
+
+void RecordConverter::FlushUntracedKernels(bool final) {
+  size_t kept = 0;
+  for (KernelEvent& e : untraced_waiting_) {
+    auto it = traced_configs_.find(KeyOf(e));
+    if (it != traced_configs_.end()) {
+      WriteUntraced(e, &it->second);
+    } else if (final) {
+      ++stats_.untraced_without_template;
+      WriteUntraced(e, nullptr);
+    } else {
+      untraced_waiting_[kept++] = e;
+    }
+  }
+  untraced_waiting_.resize(kept);
+}
+
+void RecordConverter::WriteUntraced(KernelEvent e, const KernelEvent* traced) {
+  if (traced != nullptr) {
+    // What a launch call does not carry: the function's and the launch's
+    // resources as CUPTI recorded them for a traced launch.
+    e.registers_per_thread = traced->registers_per_thread;
+    e.static_shared_bytes = traced->static_shared_bytes;
+    e.local_bytes_per_thread = traced->local_bytes_per_thread;
+    e.shared_memory_config_bytes = traced->shared_memory_config_bytes;
+    e.launch_type = traced->launch_type;
+    e.cluster_x = traced->cluster_x;
+    e.cluster_y = traced->cluster_y;
+    e.cluster_z = traced->cluster_z;
+    e.cache_config_requested = traced->cache_config_requested;
+    e.cache_config_executed = traced->cache_config_executed;
+    if (e.context_id == 0) e.context_id = traced->context_id;
+  }
+  sink_->Add(e);
+  Count(EventKind::kKernel);
 }
 
 namespace {

@@ -51,6 +51,7 @@
 #include <deque>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -82,6 +83,10 @@ struct ConversionStats {
   uint64_t open_ranges_at_end = 0;
   // Python stacks whose API record never came (bounded table cleared): lost.
   uint64_t python_stacks_unmatched = 0;
+  // Kernels measured in place while not traced (AddUntracedKernel) that
+  // were written without a traced launch of their configuration to copy
+  // registers, shared memory and carveout from (those fields read 0).
+  uint64_t untraced_without_template = 0;
   uint64_t counts[kNumEventKinds] = {};
   NcclJoinStats nccl;
 };
@@ -95,6 +100,10 @@ struct ConverterOptions {
   // record and leaves freeing it to the client (free(), both the
   // nvtxPayloadData_t and its payload). Off only for records not from CUPTI.
   bool free_ext_payloads = true;
+  // Kernels may be measured in place without being traced
+  // (SIGHTLINE_METRICS_INPLACE_TRACE=none): remember each traced kernel
+  // configuration's fields for AddUntracedKernel.
+  bool untraced_kernels = false;
 };
 
 class RecordConverter {
@@ -129,6 +138,17 @@ class RecordConverter {
   // that the waiting ones are dropped and counted.
   void AttachPythonStack(uint32_t correlation_id, uint32_t stack_id);
   static constexpr size_t kMaxPendingPythonStacks = 1 << 20;
+  // A kernel launched while no kernel activity kind was enabled (measured in
+  // place for metrics): `e` holds what the launch call gave (device,
+  // context, stream, correlation id, grid, block, dynamic shared memory),
+  // `name` its kernel's name. Written as KernelEvent::untraced (no
+  // timestamps) once a traced launch of the same configuration (device,
+  // name, grid, block, dynamic shared memory) gives the fields a launch call
+  // does not carry; FlushUntracedKernels writes the ones waiting.
+  void AddUntracedKernel(KernelEvent e, std::string_view name);
+  // Writes the waiting untraced kernels whose configuration is now known;
+  // `final`: all of them (the rest counted in untraced_without_template).
+  void FlushUntracedKernels(bool final);
   // End of the trace: ranges still open are emitted ending at `end_ns` (they
   // were open when the capture ended) and counted in open_ranges_at_end.
   void CloseOpenRanges(uint64_t end_ns);
@@ -195,6 +215,33 @@ class RecordConverter {
   std::unordered_map<uint32_t, uint32_t> stacks_;            // correlation → stack id
   std::unordered_map<uint32_t, uint32_t> python_stacks_;     // correlation → Python stack id
   std::unordered_map<uint32_t, uint32_t> context_device_;    // context → device
+  // Untraced kernels: per configuration, a traced launch's record; the
+  // untraced ones still waiting for theirs.
+  struct ConfigKey {
+    uint32_t device, name_id, gx, gy, gz, bx, by, bz, dynamic_shared;
+    bool operator==(const ConfigKey& o) const {
+      return device == o.device && name_id == o.name_id && gx == o.gx && gy == o.gy &&
+             gz == o.gz && bx == o.bx && by == o.by && bz == o.bz &&
+             dynamic_shared == o.dynamic_shared;
+    }
+  };
+  struct ConfigKeyHash {
+    size_t operator()(const ConfigKey& k) const {
+      uint64_t h = 1469598103934665603ull;
+      for (uint32_t v : {k.device, k.name_id, k.gx, k.gy, k.gz, k.bx, k.by, k.bz,
+                         k.dynamic_shared}) {
+        h = (h ^ v) * 1099511628211ull;
+      }
+      return static_cast<size_t>(h);
+    }
+  };
+  static ConfigKey KeyOf(const KernelEvent& e) {
+    return {e.device_id, e.name_id, e.grid_x, e.grid_y, e.grid_z,
+            e.block_x,   e.block_y, e.block_z, e.dynamic_shared_bytes};
+  }
+  void WriteUntraced(KernelEvent e, const KernelEvent* traced);
+  std::unordered_map<ConfigKey, KernelEvent, ConfigKeyHash> traced_configs_;
+  std::vector<KernelEvent> untraced_waiting_;
   // NVTX-callback NCCL payloads waiting for their range, per thread, in push order.
   std::unordered_map<uint32_t, std::deque<CallbackPayload>> nccl_callback_payloads_;
   size_t nccl_callback_pending_ = 0;

@@ -115,6 +115,8 @@ class ChromeEmitter : public trace::EventVisitor {
   void EmitReplayedKernels(bool final) {
     for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
     if (final) {
+      replay_.ResolveByConfigMean();
+      for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
       replay_.Finish();
       stats_.events_skipped += replay_.unplaced();
     }
@@ -163,9 +165,10 @@ class ChromeEmitter : public trace::EventVisitor {
       AppendUint(out_, e.graph_id);
     }
     if (replayed) {
-      // Replayed for hardware metrics: at its launch call's start, for the
-      // duration the replay measured (gpu__time_duration.sum).
-      out_.Append(",\"replayed\":true");
+      // Replayed for hardware metrics, or measured in place without being
+      // traced: at its launch call's start, for the duration measured
+      // (gpu__time_duration.sum).
+      out_.Append(e.untraced ? ",\"untraced\":true" : ",\"replayed\":true");
     }
     out_.Append("}}");
     GpuFlow(e.correlation_id, tid, e.start_ns);

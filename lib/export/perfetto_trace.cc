@@ -91,13 +91,14 @@ enum ArgName : uint32_t {
   kArgCorrelation = 1, kArgDevice, kArgStream, kArgGrid, kArgBlock, kArgRegisters,
   kArgStaticShared, kArgDynamicShared, kArgBytes, kArgGbps, kArgAsync, kArgValue, kArgDomain,
   kArgPayload, kArgCount, kArgRank, kArgNranks, kArgComm, kArgIndex, kArgKind, kArgStep,
-  kArgReturn, kArgGraph, kArgReplayed, kArgPythonStack, kArgStack, kArgPeer, kArgNameCount
+  kArgReturn, kArgGraph, kArgReplayed, kArgPythonStack, kArgStack, kArgPeer, kArgUntraced,
+  kArgNameCount
 };
 const char* const kArgNames[] = {
     "", "correlation", "device", "stream", "grid", "block", "registers per thread",
     "shared memory (static)", "shared memory (dynamic)", "bytes", "GB/s", "async", "value",
     "domain", "payload", "count", "rank", "nranks", "comm", "index", "kind", "step",
-    "return", "graph", "replayed", "python_stack", "stack", "peer"};
+    "return", "graph", "replayed", "python_stack", "stack", "peer", "untraced"};
 
 class PerfettoEmitter : public trace::EventVisitor {
  public:
@@ -129,6 +130,8 @@ class PerfettoEmitter : public trace::EventVisitor {
   void EmitReplayedKernels(bool final) {
     for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
     if (final) {
+      replay_.ResolveByConfigMean();
+      for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
       replay_.Finish();
       stats_.events_skipped += replay_.unplaced();
     }
@@ -152,7 +155,7 @@ class PerfettoEmitter : public trace::EventVisitor {
     Ann(kArgStaticShared, uint64_t{e.static_shared_bytes});
     Ann(kArgDynamicShared, uint64_t{e.dynamic_shared_bytes});
     if (e.graph_id) Ann(kArgGraph, e.graph_id);
-    if (replayed) AnnBool(kArgReplayed, true);
+    if (replayed) AnnBool(e.untraced ? kArgUntraced : kArgReplayed, true);
     TerminatingFlow(e.correlation_id);
     FinishSliceBegin();
     SliceEnd(track, e.end_ns);

@@ -14,6 +14,13 @@
 // once their kernel waits. TakeReady() hands out the kernels complete so far
 // (the caller emits them per chunk); Finish() counts the ones still waiting
 // (unplaced()), which are not drawn at time zero.
+//
+// Kernels measured in place without being traced (KernelEvent::untraced,
+// sequence passes) are placed the same way; a sequence's values belong to
+// one launch per position of the step, so before the end the untraced
+// kernels still without a duration take the mean measured duration of the
+// untraced kernels placed with the same name and launch configuration
+// (ResolveByConfigMean), as the analyzer does.
 #ifndef SIGHTLINE_LIB_EXPORT_REPLAY_PLACEMENT_H_
 #define SIGHTLINE_LIB_EXPORT_REPLAY_PLACEMENT_H_
 
@@ -21,6 +28,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -33,9 +42,9 @@ class ReplayPlacement {
  public:
   explicit ReplayPlacement(size_t capacity) : capacity_(capacity ? capacity : 1) {}
 
-  // True (and kept until placed) when `e` is a replayed kernel.
+  // True (and kept until placed) when `e` is a replayed or untraced kernel.
   bool OnKernel(const KernelEvent& e) {
-    if (!e.replayed) return false;
+    if (!e.untimed()) return false;
     if (waiting_.size() >= capacity_ && waiting_.count(e.correlation_id) == 0) {
       ++unplaced_;
       return true;
@@ -86,6 +95,11 @@ class ReplayPlacement {
         KernelEvent k = w.kernel;
         k.start_ns = w.launch_ns;
         k.end_ns = w.launch_ns + w.duration_ns;
+        if (k.untraced && !w.by_mean) {
+          Mean& m = untraced_mean_[ConfigKey(k)];
+          m.sum += static_cast<double>(w.duration_ns);
+          m.n++;
+        }
         out.push_back(k);
         it = waiting_.erase(it);
       } else {
@@ -96,6 +110,17 @@ class ReplayPlacement {
       return a.start_ns < b.start_ns;
     });
     return out;
+  }
+  // Before the end: untraced kernels with a launch but no duration of their
+  // own take their configuration's mean (TakeReady hands them out next).
+  void ResolveByConfigMean() {
+    for (auto& [id, w] : waiting_) {
+      if (!w.have_kernel || !w.have_launch || w.duration_ns > 0 || !w.kernel.untraced) continue;
+      auto m = untraced_mean_.find(ConfigKey(w.kernel));
+      if (m == untraced_mean_.end() || m->second.n == 0) continue;
+      w.duration_ns = static_cast<uint64_t>(m->second.sum / m->second.n);
+      w.by_mean = true;
+    }
   }
   // At the end: the kernels still waiting are counted, not drawn.
   void Finish() {
@@ -111,6 +136,17 @@ class ReplayPlacement {
     bool have_launch = false;
     uint64_t launch_ns = 0;
     uint64_t duration_ns = 0;
+    bool by_mean = false;  // duration from its configuration's mean
+  };
+  using Key = std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t,
+                         uint32_t, uint32_t>;
+  static Key ConfigKey(const KernelEvent& k) {
+    return {k.device_id, k.name_id, k.grid_x, k.grid_y, k.grid_z,
+            k.block_x, k.block_y, k.block_z, k.dynamic_shared_bytes};
+  }
+  struct Mean {
+    double sum = 0;
+    uint64_t n = 0;
   };
   static void Launch(Waiting* w, uint64_t start_ns) {
     w->launch_ns = w->have_launch ? std::min(w->launch_ns, start_ns) : start_ns;
@@ -137,6 +173,7 @@ class ReplayPlacement {
   std::unordered_map<uint32_t, uint64_t> early_duration_;      // measured ns, kernel not seen yet
   std::deque<uint32_t> duration_order_;
   uint64_t unplaced_ = 0;
+  std::map<Key, Mean> untraced_mean_;  // one entry per configuration placed untraced
 };
 
 }  // namespace sightline::exporter

@@ -85,6 +85,7 @@ bool DecodeLoss(std::string_view bytes, LossReport* e) {
       case 7: e->write_errors = v; break;
       case 8: e->stacks_dropped = v; break;
       case 9: e->gpu_metric_samples_dropped = v; break;
+      case 10: e->untraced_kernels_lost = v; break;
     }
   });
 }
@@ -265,6 +266,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
           case 23: e.replayed = v != 0; break;
           case 24: e.cache_config_requested = U32(v); break;
           case 25: e.cache_config_executed = U32(v); break;
+          case 26: e.untraced = v != 0; break;
         }
       });
     }

@@ -17,8 +17,8 @@
 
 namespace sightline::trace::internal {
 
-// Bound for the fixed-size payloads: 25 fields of at most 12 bytes each.
-inline constexpr size_t kMaxFixedPayloadBytes = 25 * wire::kMaxScalarFieldBytes;
+// Bound for the fixed-size payloads: 26 fields (KernelEvent) of at most 12 bytes each.
+inline constexpr size_t kMaxFixedPayloadBytes = 26 * wire::kMaxScalarFieldBytes;
 // One MetricValue entry: tag + length + name_id field + double field.
 inline constexpr size_t kMaxMetricValueBytes = 2 + 12 + 9;
 
@@ -58,6 +58,7 @@ inline uint8_t* EncodeKernel(const KernelEvent& e, uint8_t* p) {
   p = PutBool(23, e.replayed, p);
   p = PutUint(24, e.cache_config_requested, p);
   p = PutUint(25, e.cache_config_executed, p);
+  p = PutBool(26, e.untraced, p);
   return p;
 }
 
@@ -277,6 +278,7 @@ inline uint8_t* EncodeLoss(const LossReport& e, uint8_t* p) {
   p = PutUint(7, e.write_errors, p);
   p = PutUint(8, e.stacks_dropped, p);
   p = PutUint(9, e.gpu_metric_samples_dropped, p);
+  p = PutUint(10, e.untraced_kernels_lost, p);
   return p;
 }
 

@@ -113,6 +113,11 @@ struct KernelEvent {
   bool replayed = false;     // duration distorted by kernel replay
   uint32_t cache_config_requested = 0;
   uint32_t cache_config_executed = 0;
+  // Measured in place for hardware metrics while kernels were not traced
+  // (sequence passes): no GPU timestamps, start = end = 0 (trace.proto).
+  bool untraced = false;
+  // No GPU timestamps: placed at its launch for its measured duration.
+  bool untimed() const { return replayed || untraced; }
 
   uint64_t threads_per_block() const {
     return uint64_t{block_x} * block_y * block_z;
@@ -348,10 +353,14 @@ struct LossReport {
   // PM sampling: samples missing from the stream (hardware-buffer overflow or
   // gaps longer than the interval), or not written (host queue full).
   uint64_t gpu_metric_samples_dropped = 0;
+  // Kernels run in a metric pass while kernels were not traced that no
+  // hooked launch call announced (no record of them; trace.proto).
+  uint64_t untraced_kernels_lost = 0;
 
   uint64_t total() const {
     return cupti_dropped_records + queue_dropped_records + invalid_timestamps +
-           metric_ranges_dropped + write_errors + stacks_dropped + gpu_metric_samples_dropped;
+           metric_ranges_dropped + write_errors + stacks_dropped + gpu_metric_samples_dropped +
+           untraced_kernels_lost;
   }
 };
 

@@ -133,6 +133,43 @@ TEST_P(ModelTest, ReplayedKernelsExcludedFromTimingButKeepMetrics) {
   EXPECT_EQ(r.summary.devices.at(0).busy_ns, ms(1));
 }
 
+// Kernels measured in place while kernels were not traced (sequence passes,
+// SIGHTLINE_METRICS_INPLACE_TRACE=none): no timestamps; placed at their
+// launch for their own measured duration, or their configuration's mean
+// when their values went to another launch of the step's position.
+TEST_P(ModelTest, UntracedKernelsArePlacedAtTheirLaunchForTheMeasuredDuration) {
+  TraceBuilder b;
+  b.Kernel("gemm", ms(1), ms(2), 7, us(900), us(10));
+  const uint32_t earlier_pass = b.Kernel("gemm", 0, 0, 7, ms(3), us(10));
+  b.trace().kernels.back().untraced = true;
+  const uint32_t last_pass = b.Kernel("gemm", 0, 0, 7, ms(5), us(10));
+  b.trace().kernels.back().untraced = true;
+  b.Metric(last_pass, "gpu__time_duration.sum", 4000);
+  b.Metric(last_pass, "smsp__inst_executed.sum", 640);
+  TimelineModel m = BuildOrDie({b.trace()});
+  EXPECT_EQ(m.traces[0].untraced_kernels, 2u);
+  EXPECT_EQ(m.traces[0].replayed_kernels, 0u);
+  EXPECT_EQ(m.traces[0].metric_sets_without_replay, 2u);  // two ranges, one per metric
+  ASSERT_EQ(m.activities.size(), 3u);
+  std::map<uint32_t, std::pair<uint64_t, uint64_t>> placed;
+  for (const GpuActivity& a : m.activities) {
+    if (m.IsReplayed(a)) placed[a.correlation_id] = {a.start_ns, a.end_ns};
+  }
+  ASSERT_EQ(placed.size(), 2u);
+  EXPECT_EQ(placed.at(last_pass), std::make_pair(ms(5), ms(5) + 4000));
+  EXPECT_EQ(placed.at(earlier_pass), std::make_pair(ms(3), ms(3) + 4000));  // the mean
+  const KernelAggregate* k = m.FindKernel("gemm");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->count, 1u);  // only the traced launch is timed
+  EXPECT_EQ(k->replayed_count, 2u);
+  EXPECT_DOUBLE_EQ(k->Metric("smsp__inst_executed.sum"), 640);
+  Report r = AnalyzeModel(m, {});
+  EXPECT_EQ(r.traces[0].untraced_kernels, 2u);
+  bool noted = false;
+  for (const std::string& n : r.notes) noted |= n.find("without being traced") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST_P(ModelTest, KernelAggregateStatsAndLaunchConfigs) {
   TraceBuilder b;
   KernelEvent small;

@@ -517,6 +517,29 @@ TEST_F(ConfigTest, RangeProfilerVariablesReachTheHook) {
   EXPECT_FALSE(h.image_per_launch || h.batch_sessions || h.spread_user_replay || h.debug);
 }
 
+// How kernels measured in place are traced: auto = untraced during sequence
+// passes, the KERNEL kind inside --metrics-range instances; kernel / none
+// force one; anything else is a problem and auto stays.
+TEST_F(ConfigTest, InPlaceTraceResolvesPerMode) {
+  using T = CollectorConfig::InPlaceTrace;
+  env_ = {{"SIGHTLINE_METRICS", "full"}, {"SIGHTLINE_METRICS_REPLAY", "sequence"}};
+  CollectorConfig c = Parse();
+  EXPECT_EQ(c.metric_inplace_trace, T::kAuto);
+  EXPECT_TRUE(c.metric_inplace_untraced());
+  env_["SIGHTLINE_METRICS_RANGE"] = "nvtx:step";
+  EXPECT_FALSE(Parse().metric_inplace_untraced());
+  env_["SIGHTLINE_METRICS_INPLACE_TRACE"] = "none";
+  EXPECT_TRUE(Parse().metric_inplace_untraced());
+  env_ = {{"SIGHTLINE_METRICS", "full"}, {"SIGHTLINE_METRICS_REPLAY", "sequence"},
+          {"SIGHTLINE_METRICS_INPLACE_TRACE", "kernel"}};
+  EXPECT_FALSE(Parse().metric_inplace_untraced());
+  EXPECT_TRUE(problems_.empty());
+  env_["SIGHTLINE_METRICS_INPLACE_TRACE"] = "sometimes";
+  c = Parse();
+  EXPECT_EQ(problems_.size(), 1u);
+  EXPECT_EQ(c.metric_inplace_trace, T::kAuto);
+}
+
 TEST_F(ConfigTest, CaptureSetIsKnownToTheCollector) {
   EXPECT_FALSE(Parse().capture_set);
   env_ = {{"SIGHTLINE_CAPTURE", ""}};

@@ -20,6 +20,7 @@ struct FakeCupti {
     return k == CUPTI_ACTIVITY_KIND_KERNEL || k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   }
   CUptiResult Toggle(CUpti_ActivityKind kind, bool enable) {
+    EXPECT_NE(kind, CUPTI_ACTIVITY_KIND_INVALID);  // "none" is never passed on
     const char* name = kind == CUPTI_ACTIVITY_KIND_KERNEL ? "KERNEL" : "CONCURRENT";
     calls.push_back(std::string(enable ? "enable " : "disable ") + name);
     if (!enable) {
@@ -110,6 +111,28 @@ TEST(KernelKindSwitch, AFailedReenableIsReported) {
   EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kFailed);
   EXPECT_FALSE(s.back_on());
   EXPECT_EQ(s.last_error(), CUPTI_ERROR_UNKNOWN);
+}
+
+TEST(KernelKindSwitch, InPlaceKindNoneTracesNoKernelDuringPasses) {
+  FakeCupti f;
+  KernelKindSwitch s = Make(&f);
+  s.set_in_place_kind(CUPTI_ACTIVITY_KIND_INVALID);
+  f.Toggle(s.kind(), true);
+  f.calls.clear();
+  EXPECT_FALSE(s.untraced());
+  EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kSwitched);
+  EXPECT_TRUE(s.untraced());
+  EXPECT_TRUE(f.enabled.empty());
+  EXPECT_EQ(f.calls, (std::vector<std::string>{"disable CONCURRENT"}));
+  EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kUnchanged);
+  EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kSwitched);
+  EXPECT_FALSE(s.untraced());
+  EXPECT_EQ(f.enabled, std::set<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL});
+  EXPECT_EQ(f.calls, (std::vector<std::string>{"disable CONCURRENT", "enable CONCURRENT"}));
+  // Recording off: only the kind enabled next changes (none: nothing).
+  EXPECT_EQ(s.SetInPlace(true, false), KernelKindSwitch::Outcome::kDeferred);
+  EXPECT_TRUE(s.untraced());
+  EXPECT_EQ(f.calls.size(), 2u);
 }
 
 }  // namespace

@@ -82,6 +82,60 @@ TEST_F(ConverterTest, ReplayedKernelsAreMarked) {
   EXPECT_FALSE(sink_.kernels[1].replayed);
 }
 
+// A kernel measured in place while not traced: written from its launch
+// call, with what the call does not carry copied from a traced launch of the
+// same configuration — at once when one was seen, else once one comes, else
+// at the end with those fields 0 (counted).
+TEST(ConverterUntracedTest, UntracedKernelsTakeTheirConfigurationFromATracedLaunch) {
+  FakeEventSink sink;
+  ConverterOptions o;
+  o.untraced_kernels = true;
+  RecordConverter c(&sink, o, &FakeApiName);
+  auto launch = [](uint32_t corr, uint32_t grid) {
+    KernelEvent e;
+    e.correlation_id = corr;
+    e.device_id = 0;
+    e.stream_id = 7;
+    e.grid_x = grid;
+    e.grid_y = 2;
+    e.block_x = 256;
+    e.dynamic_shared_bytes = 1024;
+    return e;
+  };
+  // Before any traced launch of its configuration: waits.
+  c.AddUntracedKernel(launch(50, 132), "_Z6matmulPKfS0_Pfi");
+  c.FlushUntracedKernels(false);
+  EXPECT_TRUE(sink.kernels.empty());
+  auto traced = Kernel(1000, 3500, "_Z6matmulPKfS0_Pfi", 42);  // grid 132x2, block 256
+  c.Convert(reinterpret_cast<const CUpti_Activity*>(&traced));
+  c.FlushUntracedKernels(false);
+  ASSERT_EQ(sink.kernels.size(), 2u);
+  const KernelEvent& u = sink.kernels[1];
+  EXPECT_TRUE(u.untraced);
+  EXPECT_FALSE(u.replayed);
+  EXPECT_EQ(u.start_ns, 0u);
+  EXPECT_EQ(u.correlation_id, 50u);
+  EXPECT_EQ(u.name_id, sink.kernels[0].name_id);
+  EXPECT_EQ(u.registers_per_thread, 40u);
+  EXPECT_EQ(u.static_shared_bytes, 4096u);
+  EXPECT_EQ(u.shared_memory_config_bytes, 102400u);
+  EXPECT_EQ(u.context_id, sink.kernels[0].context_id);
+  // Known configuration: written at once.
+  c.AddUntracedKernel(launch(51, 132), "_Z6matmulPKfS0_Pfi");
+  ASSERT_EQ(sink.kernels.size(), 3u);
+  EXPECT_EQ(sink.kernels[2].registers_per_thread, 40u);
+  // Another grid: never traced; written at the end, counted.
+  c.AddUntracedKernel(launch(52, 64), "_Z6matmulPKfS0_Pfi");
+  c.FlushUntracedKernels(false);
+  EXPECT_EQ(sink.kernels.size(), 3u);
+  c.FlushUntracedKernels(true);
+  ASSERT_EQ(sink.kernels.size(), 4u);
+  EXPECT_EQ(sink.kernels[3].registers_per_thread, 0u);
+  EXPECT_TRUE(sink.kernels[3].untraced);
+  EXPECT_EQ(c.stats().untraced_without_template, 1u);
+  EXPECT_EQ(c.stats().counts[static_cast<int>(EventKind::kKernel)], 4u);
+}
+
 TEST_F(ConverterTest, NcclKernelAlsoBecomesCommunicationEvent) {
   auto k = Kernel(100, 900, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 8);
   Convert(&k);

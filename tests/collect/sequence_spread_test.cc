@@ -336,7 +336,10 @@ TEST(SequenceSpread, RangesCuptiCountsButWeDidNotSeeDiscardThePasses) {
   Steps(&s, &t, 1, &corr);
   EXPECT_EQ(s.stats().discarded, 1u);
   EXPECT_EQ(s.stats().range_mismatch, 1u);
+  // Counted: run untraced, that kernel has no record (on_unseen_kernels).
+  EXPECT_EQ(s.stats().unseen_kernels, 1u);
   Steps(&s, &t, 8, &corr);
+  EXPECT_EQ(s.stats().unseen_kernels, 1u);
   ASSERT_FALSE(s.failed()) << s.error();
   EXPECT_EQ(s.TakeCompleted().size(), 3u);
 }

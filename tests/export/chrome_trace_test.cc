@@ -258,6 +258,43 @@ TEST(ChromeTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   unlink(out_path.c_str());
 }
 
+// Untraced kernels (measured in place, not traced) are placed like replayed
+// ones; those whose values went to another launch of their configuration
+// take that configuration's mean measured duration at the end.
+TEST(ReplayPlacementTest, UntracedKernelsWithoutTheirOwnDurationTakeTheirConfigurationsMean) {
+  ReplayPlacement rp(16);
+  auto kernel = [](uint32_t corr, uint32_t grid) {
+    KernelEvent k;
+    k.correlation_id = corr;
+    k.grid_x = grid;
+    k.untraced = true;
+    return k;
+  };
+  auto api = [](uint32_t corr, uint64_t start) {
+    ApiEvent a;
+    a.correlation_id = corr;
+    a.start_ns = start;
+    a.end_ns = start + 10;
+    return a;
+  };
+  for (uint32_t c = 1; c <= 4; ++c) {
+    EXPECT_TRUE(rp.OnKernel(kernel(c, c <= 3 ? 8 : 16)));
+    rp.OnApi(api(c, 1000 * c));
+  }
+  rp.OnMeasuredDuration(2, 300);
+  rp.OnMeasuredDuration(3, 500);
+  std::vector<KernelEvent> ready = rp.TakeReady();
+  ASSERT_EQ(ready.size(), 2u);
+  rp.ResolveByConfigMean();
+  ready = rp.TakeReady();
+  ASSERT_EQ(ready.size(), 1u);  // kernel 1 (grid 8): the mean of 300 and 500
+  EXPECT_EQ(ready[0].correlation_id, 1u);
+  EXPECT_EQ(ready[0].start_ns, 1000u);
+  EXPECT_EQ(ready[0].end_ns, 1400u);
+  rp.Finish();
+  EXPECT_EQ(rp.unplaced(), 1u);  // kernel 4 (grid 16): no measured launch of its configuration
+}
+
 // Matching as the pieces arrive, in bounded memory: a waiting kernel keeps
 // its place however many API calls pass before its launch; a launch seen
 // long before its kernel may be evicted (then the kernel is not drawn).

@@ -92,5 +92,43 @@ TEST(PytorchMetricsTrace, TheLanguageModelsSmallKernelsAreLatencyBound) {
   for (const KernelPage& p : r.kernel_pages) EXPECT_EQ(p.bound, "latency") << p.name;
 }
 
+// Sequence passes measured with no kernel kind enabled (the default since
+// run AO, SIGHTLINE_METRICS_INPLACE_TRACE=auto; H100, metrics workload, 16
+// repetitions): the passes' launches are in the trace as untraced kernels,
+// listed with their configuration (registers from a traced launch), not
+// timed, and carry every kernel's metric set.
+TEST(UntracedSequenceTrace, PassKernelsAreListedWithTheirMetricsNotTimed) {
+  AnalysisOptions options;
+  options.window = "all";
+  absl::StatusOr<Report> loaded =
+      Analyze({DataPath("workload_sequence_untraced_h100.sltrace")}, options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const Report& r = *loaded;
+  EXPECT_EQ(r.summary.scope, "whole");
+  ASSERT_EQ(r.traces.size(), 1u);
+  EXPECT_EQ(r.traces[0].untraced_kernels, 99u);
+  EXPECT_EQ(r.traces[0].replayed_kernels, 0u);
+  EXPECT_EQ(r.traces[0].lost_records, 0u);
+  ASSERT_TRUE(r.metrics_coverage.present);
+  EXPECT_DOUBLE_EQ(r.metrics_coverage.kernel_time_pct, 100.0);
+  uint64_t timed = 0, untimed = 0;
+  for (const KernelRow& k : r.kernels) {
+    timed += k.count;
+    untimed += k.replayed_count;
+    EXPECT_EQ(k.metrics.size(), 22u) << k.name;
+    // One configuration a kernel: the untraced launches took the traced
+    // launches' registers and shared memory, so they do not split it.
+    // (saxpy_loop runs with two grids.)
+    EXPECT_EQ(k.launch_configs, k.name.find("saxpy_loop") != std::string::npos ? 2u : 1u)
+        << k.name;
+    EXPECT_GT(k.registers_per_thread, 0u) << k.name;
+  }
+  EXPECT_EQ(timed, 45u);
+  EXPECT_EQ(untimed, 99u);
+  bool noted = false;
+  for (const std::string& n : r.notes) noted |= n.find("without being traced") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 }  // namespace
 }  // namespace sightline::analysis

@@ -117,6 +117,7 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   k.replayed = true;
   k.cache_config_requested = 1;
   k.cache_config_executed = 2;
+  k.untraced = true;
   out.push_back(a);
 
   a = AnyEvent();
@@ -292,6 +293,7 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   l.write_errors = 7;
   l.stacks_dropped = 8;
   l.gpu_metric_samples_dropped = 9;
+  l.untraced_kernels_lost = 10;
   out.push_back(a);
 
   a = AnyEvent();

@@ -31,7 +31,7 @@ inline auto Tie(const KernelEvent& e) {
                   e.registers_per_thread, e.static_shared_bytes, e.dynamic_shared_bytes,
                   e.local_bytes_per_thread, e.shared_memory_config_bytes, e.graph_id,
                   e.graph_node_id, e.launch_type, e.cluster_x, e.cluster_y, e.cluster_z,
-                  e.replayed, e.cache_config_requested, e.cache_config_executed);
+                  e.replayed, e.cache_config_requested, e.cache_config_executed, e.untraced);
 }
 inline auto Tie(const MemcpyEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.device_id, e.context_id, e.stream_id, e.correlation_id,
@@ -92,7 +92,7 @@ inline auto Tie(const LossReport& e) {
   return std::tie(e.timestamp_ns, e.cupti_dropped_records, e.queue_dropped_buffers,
                   e.queue_dropped_records, e.invalid_timestamps, e.metric_ranges_dropped,
                   e.unsupported_records, e.write_errors, e.stacks_dropped,
-                  e.gpu_metric_samples_dropped);
+                  e.gpu_metric_samples_dropped, e.untraced_kernels_lost);
 }
 
 // One decoded event of any kind, in file order.

@@ -86,6 +86,7 @@ TEST(WireCompatTest, OurPayloadsParseWithGeneratedClasses) {
   EXPECT_EQ(k.graph_node_id(), UINT64_MAX);
   EXPECT_TRUE(k.replayed());
   EXPECT_EQ(k.cache_config_executed(), 2u);
+  EXPECT_TRUE(k.untraced());
   // Negative delta (memcpy starts before the kernel).
   EXPECT_EQ(chunk.events(1).start_delta_ns(), -500);
   EXPECT_EQ(chunk.events(1).memcpy().src_kind(), v1::MEMORY_KIND_PAGEABLE);
@@ -112,6 +113,7 @@ TEST(WireCompatTest, OurPayloadsParseWithGeneratedClasses) {
   EXPECT_EQ(memory.pool_release_threshold(), UINT64_MAX);
   EXPECT_EQ(chunk.events(13).duration_ns(), 0u);
   EXPECT_EQ(chunk.events(12).loss().gpu_metric_samples_dropped(), 9u);
+  EXPECT_EQ(chunk.events(12).loss().untraced_kernels_lost(), 10u);
   // PM samples: packed arrays the generated parser reads as written.
   ASSERT_TRUE(chunk.events(14).has_gpu_metrics());
   const v1::GpuMetricSamplesEvent& g = chunk.events(14).gpu_metrics();

@@ -80,6 +80,7 @@ std::string LossSummary(const LossReport& l) {
   add(l.write_errors, "events lost to write errors");
   add(l.stacks_dropped, "call stacks dropped");
   add(l.gpu_metric_samples_dropped, "GPU metric samples missing");
+  add(l.untraced_kernels_lost, "kernels run untraced in metric passes without a launch seen");
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
@@ -241,6 +242,7 @@ void PrintJson(const trace::TraceReader& reader) {
   w.Key("write_errors").Uint(in.losses.write_errors);
   w.Key("stacks_dropped").Uint(in.losses.stacks_dropped);
   w.Key("gpu_metric_samples_dropped").Uint(in.losses.gpu_metric_samples_dropped);
+  w.Key("untraced_kernels_lost").Uint(in.losses.untraced_kernels_lost);
   w.EndObject();
   w.Key("integrity").BeginObject();
   w.Key("footer").Bool(in.footer.has_value());

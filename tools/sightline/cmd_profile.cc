@@ -275,6 +275,10 @@ void PrintSummary(const std::string& path) {
                static_cast<unsigned long long>(in.losses.cupti_dropped_records),
                static_cast<unsigned long long>(in.losses.queue_dropped_buffers),
                static_cast<unsigned long long>(in.losses.invalid_timestamps));
+  if (in.losses.untraced_kernels_lost > 0) {
+    std::fprintf(stderr, ", kernels run untraced in metric passes without a launch seen %llu",
+                 static_cast<unsigned long long>(in.losses.untraced_kernels_lost));
+  }
   if (in.losses.gpu_metric_samples_dropped > 0) {
     std::fprintf(stderr, ", GPU metric samples missing %llu",
                  static_cast<unsigned long long>(in.losses.gpu_metric_samples_dropped));
