@@ -552,6 +552,7 @@ void RangeProfiler::OnContextDestroy(CUcontext context) {
     if (sequence_ != nullptr) {
       CollectSpread(sequence_->FinishIncomplete(it->get()));
       CollectSpread(sequence_->TakeCompleted());  // a last pass that ended with the context
+      ReportUnseen();
       NoteInPlace();
     }
     if (user_ != nullptr) {
@@ -622,6 +623,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
       CollectSpread(sequence_->FinishIncomplete());
       CollectSpread(sequence_->TakeCompleted());  // a last pass that ended with the window
       sequence_->NewWindow();
+      ReportUnseen();
       NoteInPlace();
     } else {
       sequence_failure_reported_ = true;  // said once, in the window it stopped

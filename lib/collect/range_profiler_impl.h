@@ -234,6 +234,9 @@ class RangeProfiler final : public KernelLaunchHook,
   // spread passes (one launch each): switching the kind inside a started
   // application-replay pass was never run on a GPU.
   void NoteInPlace() SL_REQUIRES(mu_);
+  // Tells config_.on_unseen_kernels what the sequence's passes ran beyond
+  // the launches seen since the last call.
+  void ReportUnseen() SL_REQUIRES(mu_);
   std::vector<std::unique_ptr<ContextState>> contexts_ SL_GUARDED_BY(mu_);
   ContextState* active_ SL_GUARDED_BY(mu_) = nullptr;  // context of the launch holding mu_
   // Keep one session open across consecutive profiled launches of a context

@@ -198,6 +198,17 @@ void SequenceSpread::Debug(uint32_t pass, const SpreadPassResult& r, const char*
   std::fprintf(stderr, "\n");
 }
 
+void SequenceSpread::CountUnseen(const SpreadPassResult& r) {
+  // The image holds the step's ranges: pass 0 decodes as many as its
+  // kernels (up to the capacity, the rest dropped); a later pass reports
+  // the image's ranges whatever it ran, so only what overflowed tells.
+  const uint64_t capacity = pattern_.size();
+  const uint64_t ran = passes_done_ == 0 || current_.size() == capacity
+                           ? r.ranges + r.ranges_dropped
+                           : (r.ranges_dropped > 0 ? capacity + r.ranges_dropped : 0);
+  if (ran > current_.size()) stats_.unseen_kernels += ran - current_.size();
+}
+
 bool SequenceSpread::EndPass(bool begin_next) {
   SpreadPassResult r;
   if (!target_->EndSequencePass(context_, &r)) {
@@ -207,9 +218,7 @@ bool SequenceSpread::EndPass(bool begin_next) {
   const uint32_t pass = passes_done_;
   bool same = r.ranges_dropped == 0 && r.ranges == pattern_.size();
   if (r.ranges_dropped == 0 && r.ranges != pattern_.size()) ++stats_.range_mismatch;
-  if (r.ranges + r.ranges_dropped > current_.size()) {
-    stats_.unseen_kernels += r.ranges + r.ranges_dropped - current_.size();
-  }
+  CountUnseen(r);
   if (same && !r.all_submitted && r.stop_pass_index != pass + 1u && r.stop_pass_index != pass) {
     Fail("sequence: CUPTI reported pass " + std::to_string(r.stop_pass_index) + " after pass " +
          std::to_string(pass));
@@ -314,7 +323,9 @@ void SequenceSpread::OnLaunch(const SpreadLaunch& launch, bool start_ok) {
   }
   if (launch.key != pattern_[current_.size()]) {
     SpreadPassResult ignored;
-    target_->EndSequencePass(context_, &ignored);  // best effort: the pass is not used
+    if (target_->EndSequencePass(context_, &ignored)) {  // best effort: the pass is not used
+      CountUnseen(ignored);
+    }
     Debug(passes_done_, ignored, ", DISCARDED (the step changed)", &launch);
     Discard();
     return;
@@ -350,7 +361,9 @@ std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
     }
   } else {
     SpreadPassResult ignored;
-    target_->EndSequencePass(context_, &ignored);  // best effort: the pass is not used
+    if (target_->EndSequencePass(context_, &ignored)) {  // best effort: the pass is not used
+      CountUnseen(ignored);
+    }
   }
   collecting_ = false;
   current_.clear();

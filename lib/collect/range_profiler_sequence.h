@@ -121,7 +121,9 @@ struct SequenceStats {
   uint64_t range_mismatch = 0;  // of the discarded: CUPTI counted other ranges than launches
   // Over all passes: CUPTI's ranges (dropped ones included) beyond the
   // launches seen — kernels that ran in a pass without a hooked launch
-  // call (a CUDA graph launch, a cooperative launch).
+  // call (a CUDA graph launch, a cooperative launch). Exact for pass 0 and
+  // for whole passes; a later pass cut short (the step changed) only shows
+  // the ones beyond the image's capacity (CountUnseen).
   uint64_t unseen_kernels = 0;
   uint64_t period = 0;      // launches per step of the last sequence started
 };
@@ -192,6 +194,8 @@ class SequenceSpread {
   // At the launch after a pass's last: Stop, check, evaluate or (when
   // `begin_next`) start the next pass. False when the mode failed.
   bool EndPass(bool begin_next = true);
+  // Kernels the pass ran beyond the launches seen (stats_.unseen_kernels).
+  void CountUnseen(const SpreadPassResult& r);
   void Debug(uint32_t pass, const SpreadPassResult& r, const char* verdict,
              const SpreadLaunch* differing) const;
   SpreadCollection MakeSet(size_t i) const;

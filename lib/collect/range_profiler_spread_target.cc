@@ -308,12 +308,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
                                  launch.dynamic_shared_bytes) == SelectDecision::kProfile;
   }
   sequence_->OnLaunch(sl, start_ok);
-  // A pass that ended here ran kernels the hook never saw: reported before
-  // NoteInPlace below, while the collector still knows how they were traced.
-  if (const uint64_t unseen = sequence_->stats().unseen_kernels; unseen > unseen_reported_) {
-    if (config_.on_unseen_kernels) config_.on_unseen_kernels(unseen - unseen_reported_);
-    unseen_reported_ = unseen;
-  }
+  ReportUnseen();
   CollectSpread(sequence_->TakeCompleted());
   if (sequence_->failed()) {
     sequence_final_ = sequence_->stats();
@@ -345,6 +340,16 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
     return SpreadRoute::kProfiled;
   }
   return SpreadRoute::kSkip;  // unprofiled (idle, or another context)
+}
+
+void RangeProfiler::ReportUnseen() {
+  // A pass that just ended ran kernels the hook never saw: told before
+  // NoteInPlace, while the collector still traces as during the pass.
+  if (sequence_ == nullptr) return;
+  const uint64_t unseen = sequence_->stats().unseen_kernels;
+  if (unseen <= unseen_reported_) return;
+  if (config_.on_unseen_kernels) config_.on_unseen_kernels(unseen - unseen_reported_);
+  unseen_reported_ = unseen;
 }
 
 void RangeProfiler::NoteInPlace() {
