@@ -246,7 +246,12 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   if (options.Global("root_causes", 1) != 0) CapSavingsAndChooseFirst(report);
 }
 
-Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) {
+namespace {
+
+// `owned`, when set, is `whole`: the scope is cut from it in place once what
+// reads the whole run (steps, scope, start-up, memory) has read it.
+Report AnalyzeWhole(const TimelineModel& whole, TimelineModel* owned,
+                    const AnalysisOptions& options) {
   Report report;
   StepDetection steps = DetectSteps(whole, options.step_range_name, &report.notes);
   absl::StatusOr<WindowSpec> spec = ParseWindowSpec(options.window);
@@ -255,9 +260,17 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
     spec = WindowSpec{WindowSpec::kAll};
   }
   ScopeChoice scope = ChooseScope(whole, steps, *spec, &report.notes);
+  // Whole-run views (they read outside the scope), before the scope replaces
+  // the whole model; they go into the report after the summary tables.
+  Report whole_views;
+  FillStartup(whole, steps, scope, &whole_views);
+  FillMemory(whole, steps, scope, &whole_views);
   TimelineModel scoped;
   const TimelineModel* model = &whole;
-  if (scope.kind != "whole") {
+  if (scope.kind != "whole" && owned != nullptr) {
+    ScopeModelInPlace(owned, scope.start_ns, scope.end_ns);
+    model = owned;
+  } else if (scope.kind != "whole") {
     scoped = ScopeModel(whole, scope.start_ns, scope.end_ns);
     model = &scoped;
   }
@@ -268,9 +281,10 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
   s.scope_start_ns = scope.start_ns;
   s.scope_end_ns = scope.end_ns;
   s.steady_first_step = scope.first_step;
-  FillStartup(whole, steps, scope, &report);
+  s.startup = whole_views.summary.startup;
   s.startup_ns = s.startup.duration_ns;
-  FillMemory(whole, steps, scope, &report);
+  report.memory = std::move(whole_views.memory);
+  SetDeviceMemoryPeaks(&report);
   RunRules(*model, timeline, options, &report);
   AddPythonSites(*model, &report);
   absl::StatusOr<std::vector<KernelPage>> pages = BuildKernelPages(
@@ -283,6 +297,16 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
   return report;
 }
 
+}  // namespace
+
+Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) {
+  return AnalyzeWhole(whole, nullptr, options);
+}
+
+Report AnalyzeModel(TimelineModel&& whole, const AnalysisOptions& options) {
+  return AnalyzeWhole(whole, &whole, options);
+}
+
 absl::StatusOr<Report> Analyze(const std::vector<std::string>& trace_paths,
                                const AnalysisOptions& options) {
   if (trace_paths.empty()) return absl::InvalidArgumentError("no trace given");
@@ -290,7 +314,7 @@ absl::StatusOr<Report> Analyze(const std::vector<std::string>& trace_paths,
   if (!s.ok()) return s;
   absl::StatusOr<TimelineModel> model = BuildModel(trace_paths, options.progress);
   if (!model.ok()) return model.status();
-  return AnalyzeModel(*model, options);
+  return AnalyzeModel(*std::move(model), options);
 }
 
 absl::StatusOr<Report> Analyze(const std::vector<trace::TraceReader*>& readers,
@@ -312,8 +336,7 @@ absl::StatusOr<Report> Analyze(const std::vector<trace::TraceReader*>& readers,
     s = builder.AddTrace(*readers[i], wrapped);
     if (!s.ok()) return s;
   }
-  TimelineModel model = builder.Finish();
-  return AnalyzeModel(model, options);
+  return AnalyzeModel(builder.Finish(), options);
 }
 
 }  // namespace sightline::analysis

@@ -36,8 +36,12 @@ absl::StatusOr<Report> Analyze(const std::vector<std::string>& trace_paths,
 absl::StatusOr<Report> Analyze(const std::vector<trace::TraceReader*>& readers,
                                const AnalysisOptions& options);
 
-// Over a finished model (synthetic tests, embedding).
+// Over a finished model (synthetic tests, embedding). The analysed scope is
+// a copy of the model's part in it.
 Report AnalyzeModel(const TimelineModel& model, const AnalysisOptions& options);
+// The same report; the scope is cut from `model` in place (no copy of its
+// tables), which leaves `model` holding the analysed part only.
+Report AnalyzeModel(TimelineModel&& model, const AnalysisOptions& options);
 
 // Summary and tables only, no rules (used by AnalyzeModel; exposed for tests).
 Report BuildSummaryReport(const TimelineModel& model, const DerivedTimeline& timeline,
