@@ -85,10 +85,13 @@ struct WhatIfParams {
   double pinned_gbps = 0;  // pinned copy bandwidth when the trace has none; 0: PinnedGbpsFor
 };
 
+// The replay reads the model's own tables (the model must outlive the
+// WhatIf); what it keeps besides is about 4 bytes per replayed GPU operation
+// and 1 per API call: the operations in launch order and a few bits per call.
 class WhatIf {
  public:
   WhatIf(const TimelineModel& model, const WhatIfParams& params);
-  bool empty() const { return calls_.empty(); }
+  bool empty() const { return runs_.empty(); }
   // Replayed time of the analysed window with `fixes` (WhatIfFix bits) applied.
   uint64_t Replay(uint32_t fixes) const;
   uint64_t baseline() const { return baseline_; }
@@ -101,25 +104,32 @@ class WhatIf {
   uint64_t comm_waits() const { return comm_waits_; }
 
  private:
-  struct Op {
-    uint32_t stream;
-    uint64_t duration;
-    bool fp32_math;
-    uint64_t pinned_duration;  // pageable copy at pinned bandwidth (else = duration)
-    bool comm = false;         // a communication kernel (NCCL)
+  // One thread's calls of the replayed trace: api_calls[api_begin, api_end)
+  // (in start order, the longer first: the model's order), their GPU work
+  // from ops_[op_begin].
+  struct Run {
+    uint32_t api_begin, api_end, op_begin;
   };
-  struct Call {
-    uint64_t gap;       // host time since the previous call (union of host busy time)
-    uint64_t duration;  // host time inside the call not overlapped by earlier calls
-    uint8_t flags;      // ApiFlag
-    bool pageable;      // moves pageable host memory (cannot be captured)
-    bool upload_wait = false;  // a synchronize that only waits for the upload before it
-    bool comm_wait = false;    // a synchronize whose thread next launches a collective
-    uint32_t op_begin = 0, op_end = 0;
+  class CallWalk;  // the calls of every run merged by start, with their work
+  // Per API call (call_bits_, indexed like api_calls).
+  enum CallBit : uint8_t {
+    kHasOps = 1,      // launched GPU work (ops_)
+    kPageable = 2,    // moves pageable host memory (cannot be captured)
+    kUploadWait = 4,  // a synchronize that only waits for the upload before it
+    kCommWait = 8,    // a synchronize whose thread next launches a collective
   };
-  std::vector<Call> calls_;
-  std::vector<Op> ops_;
-  size_t streams_ = 0;
+  // A pageable copy's duration at the pinned bandwidth (else its own).
+  uint64_t PinnedDuration(const GpuActivity& a) const;
+
+  const TimelineModel& model_;
+  std::vector<Run> runs_;
+  // Activities launched by the replayed trace's calls, by (call, start);
+  // last_op_[i]: ops_[i] is its call's last.
+  std::vector<uint32_t> ops_;
+  std::vector<bool> last_op_;
+  std::vector<uint8_t> call_bits_;
+  std::vector<uint8_t> fp32_math_;  // per string id: 1 = an FP32 GEMM/convolution kernel
+  double pinned_gbps_[2] = {0, 0};   // host-to-device, device-to-host
   uint64_t median_small_gap_ = 0;
   uint64_t baseline_ = 0;
   uint64_t fp32_math_ns_ = 0;
