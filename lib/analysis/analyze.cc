@@ -146,12 +146,13 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
         "calls, so timeline rules (idle, CPU-bound, launch latency, synchronization, overlap) "
         "are skipped. Profile without --metrics for the timeline view."));
   }
+  WhatIfCache what_ifs(model);  // replays of this model, shared by the rules and the root causes
   for (const RuleInfo& rule : Rules()) {
     if (!options.only_rules.empty() && !Contains(options.only_rules, rule.id)) continue;
     if (Contains(options.disabled_rules, rule.id)) continue;
     if (rule.run == nullptr) continue;
     if (skip_timeline && IsTimelineRule(rule.id)) continue;
-    RuleContext ctx(model, timeline, *report, options, rule);
+    RuleContext ctx(model, timeline, *report, options, rule, &what_ifs);
     std::vector<Finding> out;
     rule.run(ctx, &out);
     for (Finding& f : out) {
@@ -177,7 +178,7 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   }
   // Not on traces whose timing replay distorted: the what-if replays timing.
   if (options.Global("root_causes", 1) != 0 && !skip_timeline) {
-    ApplyRootCauses(model, options, report->summary.window_ns, &findings);
+    ApplyRootCauses(what_ifs, options, report->summary.window_ns, &findings);
     if (min_pct > 0) {  // the blocked-only syncs, now that the replay judged them
       findings.erase(std::remove_if(findings.begin(), findings.end(),
                                     [&](const Finding& f) {

@@ -59,8 +59,9 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
 // One finding per root cause (root_cause.cc): what-if savings for the cause
 // findings, symptoms folded into their cause, marginal savings whose sum
 // never exceeds the window, and summary.first_action.
-// Runs on the rules' findings before ranking.
-void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options, uint64_t window_ns,
+// Runs on the rules' findings before ranking, with the replays the rules
+// already built (what_ifs).
+void ApplyRootCauses(WhatIfCache& what_ifs, const AnalysisOptions& options, uint64_t window_ns,
                      std::vector<Finding>* findings);
 // A sync_api finding that fired only on the host time its calls block
 // (evidence fired_on = host_blocked): its saving comes from the what-if

@@ -58,7 +58,9 @@
 #define SIGHTLINE_LIB_ANALYSIS_WHATIF_H_
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lib/analysis/model.h"
@@ -83,11 +85,14 @@ struct WhatIfParams {
   uint64_t launch_to_start_ns = 1'000;
   double tensor_speedup = 0;         // 0: from the device (TensorSpeedupFor)
   double pinned_gbps = 0;  // pinned copy bandwidth when the trace has none; 0: PinnedGbpsFor
+  bool operator==(const WhatIfParams& o) const;
 };
 
 // The replay reads the model's own tables (the model must outlive the
 // WhatIf); what it keeps besides is about 4 bytes per replayed GPU operation
 // and 1 per API call: the operations in launch order and a few bits per call.
+// Replays are remembered by their fixes (Replay is const but fills that
+// memo: one analysis thread).
 class WhatIf {
  public:
   WhatIf(const TimelineModel& model, const WhatIfParams& params);
@@ -118,6 +123,7 @@ class WhatIf {
     kUploadWait = 4,  // a synchronize that only waits for the upload before it
     kCommWait = 8,    // a synchronize whose thread next launches a collective
   };
+  uint64_t ReplayOnce(uint32_t fixes) const;
   // A pageable copy's duration at the pinned bandwidth (else its own).
   uint64_t PinnedDuration(const GpuActivity& a) const;
 
@@ -132,10 +138,26 @@ class WhatIf {
   double pinned_gbps_[2] = {0, 0};   // host-to-device, device-to-host
   uint64_t median_small_gap_ = 0;
   uint64_t baseline_ = 0;
+  mutable std::vector<std::pair<uint32_t, uint64_t>> replayed_;  // (fixes, Replay(fixes))
   uint64_t fp32_math_ns_ = 0;
   uint64_t comm_waits_ = 0;
   double tensor_speedup_ = 1;
   WhatIfParams params_;
+};
+
+// The what-if replays of one model, each built once per set of parameters:
+// launch_bound, fp32_math and ApplyRootCauses replay the same window (with
+// the default parameters, one replay table serves all three). Owned by the
+// analysis of one model (RunRules), which must outlive it; one thread.
+class WhatIfCache {
+ public:
+  explicit WhatIfCache(const TimelineModel& model) : model_(model) {}
+  const WhatIf& Get(const WhatIfParams& params);
+
+ private:
+  const TimelineModel& model_;
+  std::vector<std::unique_ptr<WhatIf>> built_;
+  std::vector<WhatIfParams> params_;  // built_[i]'s
 };
 
 // FP32 matrix math on the FMA pipes, from the kernel name's library
