@@ -68,20 +68,30 @@ double PinnedGbpsFor(uint32_t cc_major, uint32_t /*cc_minor*/) {
 // work. Nothing is materialized: each replay walks the model again.
 class WhatIf::CallWalk {
  public:
-  explicit CallWalk(const WhatIf& w) : w_(w) {
+  explicit CallWalk(const WhatIf& w) : w_(w), heap_(w.runs_.size() > kLinearRuns) {
     heads_.reserve(w.runs_.size());
     for (const Run& r : w.runs_) {
       const ApiCall& c = w.model_.api_calls[r.api_begin];
       heads_.push_back({c.start_ns, c.end_ns, r.api_begin, r.api_end, r.op_begin});
     }
-    std::make_heap(heads_.begin(), heads_.end(), Later);
+    if (heap_) std::make_heap(heads_.begin(), heads_.end(), Later);
   }
   // The next call (index into api_calls) and its work ops_[*op_begin,
   // *op_end); false after the last.
   bool Next(uint32_t* api, uint32_t* op_begin, uint32_t* op_end) {
     if (heads_.empty()) return false;
-    std::pop_heap(heads_.begin(), heads_.end(), Later);
-    Head& h = heads_.back();
+    // The run whose next call comes first: a scan of a few threads' heads,
+    // else a heap.
+    size_t first = 0;
+    if (heap_) {
+      std::pop_heap(heads_.begin(), heads_.end(), Later);
+      first = heads_.size() - 1;
+    } else {
+      for (size_t i = 1; i < heads_.size(); ++i) {
+        if (Later(heads_[first], heads_[i])) first = i;
+      }
+    }
+    Head& h = heads_[first];
     *api = h.api;
     *op_begin = h.op;
     if (w_.call_bits_[h.api] & kHasOps) {
@@ -90,28 +100,31 @@ class WhatIf::CallWalk {
     }
     *op_end = h.op;
     if (++h.api == h.api_end) {
+      std::swap(h, heads_.back());  // a heap's is already the back; a scan's order is free
       heads_.pop_back();
-    } else {
-      const ApiCall& c = w_.model_.api_calls[h.api];
-      h.start = c.start_ns;
-      h.end = c.end_ns;
-      std::push_heap(heads_.begin(), heads_.end(), Later);
+      return true;
     }
+    const ApiCall& c = w_.model_.api_calls[h.api];
+    h.start = c.start_ns;
+    h.end = c.end_ns;
+    if (heap_) std::push_heap(heads_.begin(), heads_.end(), Later);
     return true;
   }
 
  private:
+  static constexpr size_t kLinearRuns = 8;
   struct Head {
-    uint64_t start, end;  // of the run's next call (cached for the heap)
+    uint64_t start, end;  // of the run's next call (cached)
     uint32_t api, api_end, op;
   };
-  // The heap's top is the call that comes first.
+  // Whether a's next call comes after b's (the heap's top is the first).
   static bool Later(const Head& a, const Head& b) {
     if (a.start != b.start) return a.start > b.start;
     if (a.end != b.end) return a.end < b.end;
     return a.api > b.api;
   }
   const WhatIf& w_;
+  const bool heap_;
   std::vector<Head> heads_;
 };
 
@@ -254,6 +267,7 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params)
     busy_end = std::max(busy_end, c.end_ns);
     bool uploads = false, downloads = false, has_comm = false, has_other = false, pageable = false;
     for (uint32_t k = op_begin; k < op_end; ++k) {
+      PrefetchOp(k);
       const GpuActivity& a = model.activities[ops_[k]];
       const bool comm = a.klass == ActivityClass::kCommunication;
       has_comm |= comm;
@@ -302,6 +316,14 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params)
   if (!small_gaps.empty()) median_small_gap_ = median(small_gaps);
   if (!wide_small_gaps.empty()) median_small_gap_ = median(wide_small_gaps);
   baseline_ = Replay(kFixNone);
+}
+
+void WhatIf::PrefetchOp(uint32_t i) const {
+  // A call's work is read through ops_, in launch order: activities of
+  // several streams, far apart in the table (sorted by start), which the
+  // hardware does not prefetch; the same thread's work a few calls ahead.
+  constexpr uint32_t kAhead = 16;
+  if (i + kAhead < ops_.size()) __builtin_prefetch(&model_.activities[ops_[i + kAhead]]);
 }
 
 uint64_t WhatIf::PinnedDuration(const GpuActivity& a) const {
@@ -397,6 +419,7 @@ uint64_t WhatIf::ReplayOnce(uint32_t fixes) const {
     }
     // GPU work of the call.
     for (uint32_t i = op_begin; i < op_end; ++i) {
+      PrefetchOp(i);
       const GpuActivity& a = model_.activities[ops_[i]];
       uint64_t d = (fixes & kFixSyncMemcpy) && pageable ? PinnedDuration(a) : a.duration();
       if ((fixes & kFixTensorCores) && a.kind == ActivityKind::kKernel &&

@@ -124,6 +124,7 @@ class WhatIf {
     kCommWait = 8,    // a synchronize whose thread next launches a collective
   };
   uint64_t ReplayOnce(uint32_t fixes) const;
+  void PrefetchOp(uint32_t i) const;  // the activity of ops_[i] a few ops ahead
   // A pageable copy's duration at the pinned bandwidth (else its own).
   uint64_t PinnedDuration(const GpuActivity& a) const;
 
