@@ -70,22 +70,18 @@ void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns)
   TimelineModel& m = *model;
   auto overlaps = [&](uint64_t s, uint64_t e) { return s < end_ns && e > start_ns; };
   auto inside = [&](uint64_t t) { return t >= start_ns && t < end_ns; };
-  // GPU work by its launch time.
+  // GPU work by its launch time; API calls that start inside (below) or
+  // launched kept work.
   std::vector<uint8_t> keep_api(m.api_calls.size(), 0);
   std::vector<uint8_t> keep_act(m.activities.size(), 0);
+  uint64_t gpu_end = end_ns;
   for (size_t i = 0; i < m.activities.size(); ++i) {
     const GpuActivity& a = m.activities[i];
     uint64_t t = a.launch_api != kNone ? m.api_calls[a.launch_api].start_ns : a.start_ns;
     if (!inside(t)) continue;
     keep_act[i] = 1;
+    gpu_end = std::max(gpu_end, a.end_ns);
     if (a.launch_api != kNone) keep_api[a.launch_api] = 1;
-  }
-  uint64_t gpu_end = end_ns;
-  for (size_t i = 0; i < m.activities.size(); ++i) {
-    if (keep_act[i]) gpu_end = std::max(gpu_end, m.activities[i].end_ns);
-  }
-  for (size_t i = 0; i < m.api_calls.size(); ++i) {
-    if (inside(m.api_calls[i].start_ns)) keep_api[i] = 1;
   }
   // Placed replayed instances of the whole model, per kernel and per
   // configuration (read before the activities are cut): the rest of its
@@ -112,7 +108,8 @@ void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns)
       const uint32_t api_begin = th.api_begin, api_end = th.api_end;
       th.api_begin = calls.size();
       for (uint32_t i = api_begin; i < api_end; ++i) {
-        if (keep_api[i]) api_map[i] = calls.Keep(calls.Row(i));
+        const ApiCall& c = calls.Row(i);
+        if (keep_api[i] || inside(c.start_ns)) api_map[i] = calls.Keep(c);
       }
       th.api_end = calls.size();
       const uint32_t nvtx_begin = th.nvtx_begin, nvtx_end = th.nvtx_end;
@@ -191,7 +188,16 @@ void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns)
   absl::flat_hash_map<uint32_t, Acc> acc;
   absl::flat_hash_map<std::pair<uint32_t, uint32_t>, ConfigAcc> config_acc;  // (name, config)
   uint64_t all = 0;
+  // The scope's extent: earliest start, latest end of its GPU work (here)
+  // and API calls (below).
+  m.first_ns = 0;
+  m.last_ns = 0;
+  auto extend = [&](uint64_t s, uint64_t e) {
+    m.first_ns = m.first_ns == 0 ? s : std::min(m.first_ns, s);
+    m.last_ns = std::max(m.last_ns, e);
+  };
   for (const GpuActivity& a : m.activities) {
+    extend(a.start_ns, a.end_ns);
     if (a.kind != ActivityKind::kKernel) continue;
     Acc& x = acc[a.name];
     ConfigAcc& c = config_acc[{a.name, a.detail}];
@@ -262,13 +268,6 @@ void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns)
                      return a.name_text < b.name_text;
                    });
   m.kernels = std::move(kernels);
-  m.first_ns = 0;
-  m.last_ns = 0;
-  auto extend = [&](uint64_t s, uint64_t e) {
-    m.first_ns = m.first_ns == 0 ? s : std::min(m.first_ns, s);
-    m.last_ns = std::max(m.last_ns, e);
-  };
-  for (const GpuActivity& a : m.activities) extend(a.start_ns, a.end_ns);
   for (const ApiCall& a : m.api_calls) extend(a.start_ns, a.end_ns);
 }
 
