@@ -146,12 +146,13 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
         "measured kernels ran one at a time, so timeline rules (idle, CPU-bound, launch latency, synchronization, overlap) "
         "are skipped. Profile without --metrics for the timeline view."));
   }
+  WhatIfCache what_ifs(model);  // replays of this model, shared by the rules and the root causes
   for (const RuleInfo& rule : Rules()) {
     if (!options.only_rules.empty() && !Contains(options.only_rules, rule.id)) continue;
     if (Contains(options.disabled_rules, rule.id)) continue;
     if (rule.run == nullptr) continue;
     if (skip_timeline && IsTimelineRule(rule.id)) continue;
-    RuleContext ctx(model, timeline, *report, options, rule);
+    RuleContext ctx(model, timeline, *report, options, rule, &what_ifs);
     std::vector<Finding> out;
     rule.run(ctx, &out);
     for (Finding& f : out) {
@@ -177,7 +178,7 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   }
   // Not on traces whose timing replay distorted: the what-if replays timing.
   if (options.Global("root_causes", 1) != 0 && !skip_timeline) {
-    ApplyRootCauses(model, options, report->summary.window_ns, &findings);
+    ApplyRootCauses(what_ifs, options, report->summary.window_ns, &findings);
     if (min_pct > 0) {  // the blocked-only syncs, now that the replay judged them
       findings.erase(std::remove_if(findings.begin(), findings.end(),
                                     [&](const Finding& f) {
@@ -246,7 +247,12 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   if (options.Global("root_causes", 1) != 0) CapSavingsAndChooseFirst(report);
 }
 
-Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) {
+namespace {
+
+// `owned`, when set, is `whole`: the scope is cut from it in place once what
+// reads the whole run (steps, scope, start-up, memory) has read it.
+Report AnalyzeWhole(const TimelineModel& whole, TimelineModel* owned,
+                    const AnalysisOptions& options) {
   Report report;
   StepDetection steps = DetectSteps(whole, options.step_range_name, &report.notes);
   absl::StatusOr<WindowSpec> spec = ParseWindowSpec(options.window);
@@ -255,9 +261,17 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
     spec = WindowSpec{WindowSpec::kAll};
   }
   ScopeChoice scope = ChooseScope(whole, steps, *spec, &report.notes);
+  // Whole-run views (they read outside the scope), before the scope replaces
+  // the whole model; they go into the report after the summary tables.
+  Report whole_views;
+  FillStartup(whole, steps, scope, &whole_views);
+  FillMemory(whole, steps, scope, &whole_views);
   TimelineModel scoped;
   const TimelineModel* model = &whole;
-  if (scope.kind != "whole") {
+  if (scope.kind != "whole" && owned != nullptr) {
+    ScopeModelInPlace(owned, scope.start_ns, scope.end_ns);
+    model = owned;
+  } else if (scope.kind != "whole") {
     scoped = ScopeModel(whole, scope.start_ns, scope.end_ns);
     model = &scoped;
   }
@@ -268,9 +282,10 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
   s.scope_start_ns = scope.start_ns;
   s.scope_end_ns = scope.end_ns;
   s.steady_first_step = scope.first_step;
-  FillStartup(whole, steps, scope, &report);
+  s.startup = whole_views.summary.startup;
   s.startup_ns = s.startup.duration_ns;
-  FillMemory(whole, steps, scope, &report);
+  report.memory = std::move(whole_views.memory);
+  SetDeviceMemoryPeaks(&report);
   RunRules(*model, timeline, options, &report);
   AddPythonSites(*model, &report);
   absl::StatusOr<std::vector<KernelPage>> pages = BuildKernelPages(
@@ -283,6 +298,16 @@ Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) 
   return report;
 }
 
+}  // namespace
+
+Report AnalyzeModel(const TimelineModel& whole, const AnalysisOptions& options) {
+  return AnalyzeWhole(whole, nullptr, options);
+}
+
+Report AnalyzeModel(TimelineModel&& whole, const AnalysisOptions& options) {
+  return AnalyzeWhole(whole, &whole, options);
+}
+
 absl::StatusOr<Report> Analyze(const std::vector<std::string>& trace_paths,
                                const AnalysisOptions& options) {
   if (trace_paths.empty()) return absl::InvalidArgumentError("no trace given");
@@ -290,7 +315,7 @@ absl::StatusOr<Report> Analyze(const std::vector<std::string>& trace_paths,
   if (!s.ok()) return s;
   absl::StatusOr<TimelineModel> model = BuildModel(trace_paths, options.progress);
   if (!model.ok()) return model.status();
-  return AnalyzeModel(*model, options);
+  return AnalyzeModel(*std::move(model), options);
 }
 
 absl::StatusOr<Report> Analyze(const std::vector<trace::TraceReader*>& readers,
@@ -312,8 +337,7 @@ absl::StatusOr<Report> Analyze(const std::vector<trace::TraceReader*>& readers,
     s = builder.AddTrace(*readers[i], wrapped);
     if (!s.ok()) return s;
   }
-  TimelineModel model = builder.Finish();
-  return AnalyzeModel(model, options);
+  return AnalyzeModel(builder.Finish(), options);
 }
 
 }  // namespace sightline::analysis

@@ -36,8 +36,12 @@ absl::StatusOr<Report> Analyze(const std::vector<std::string>& trace_paths,
 absl::StatusOr<Report> Analyze(const std::vector<trace::TraceReader*>& readers,
                                const AnalysisOptions& options);
 
-// Over a finished model (synthetic tests, embedding).
+// Over a finished model (synthetic tests, embedding). The analysed scope is
+// a copy of the model's part in it.
 Report AnalyzeModel(const TimelineModel& model, const AnalysisOptions& options);
+// The same report; the scope is cut from `model` in place (no copy of its
+// tables), which leaves `model` holding the analysed part only.
+Report AnalyzeModel(TimelineModel&& model, const AnalysisOptions& options);
 
 // Summary and tables only, no rules (used by AnalyzeModel; exposed for tests).
 Report BuildSummaryReport(const TimelineModel& model, const DerivedTimeline& timeline,
@@ -55,8 +59,9 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
 // One finding per root cause (root_cause.cc): what-if savings for the cause
 // findings, symptoms folded into their cause, marginal savings whose sum
 // never exceeds the window, and summary.first_action.
-// Runs on the rules' findings before ranking.
-void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options, uint64_t window_ns,
+// Runs on the rules' findings before ranking, with the replays the rules
+// already built (what_ifs).
+void ApplyRootCauses(WhatIfCache& what_ifs, const AnalysisOptions& options, uint64_t window_ns,
                      std::vector<Finding>* findings);
 // A sync_api finding that fired only on the host time its calls block
 // (evidence fired_on = host_blocked): its saving comes from the what-if

@@ -399,8 +399,12 @@ void FillMemory(const TimelineModel& whole, const StepDetection& steps, const Sc
       md.torch_reserved_end_bytes = s.reserved;
     }
   }
+  SetDeviceMemoryPeaks(report);
+}
+
+void SetDeviceMemoryPeaks(Report* report) {
   for (DeviceSummary& ds : report->summary.devices) {
-    for (const MemoryDevice& md : out.devices) {
+    for (const MemoryDevice& md : report->memory.devices) {
       if (md.device_index == ds.index) ds.memory_peak_bytes = md.peak_bytes;
     }
   }

@@ -37,6 +37,9 @@ namespace sightline::analysis {
 // model (the peak and the leaks are whole-run facts) and the analysed scope.
 void FillMemory(const TimelineModel& whole, const StepDetection& steps,
                 const ScopeChoice& scope, Report* report);
+// The summary.devices[].memory_peak_bytes part of FillMemory, from
+// report->memory (for a summary filled after the memory).
+void SetDeviceMemoryPeaks(Report* report);
 
 // Median of the pairwise slopes (y[j] - y[i]) / (j - i) (Theil–Sen); at most
 // ~500 evenly spaced points are used. 0 for fewer than 2 values.

@@ -368,7 +368,8 @@ struct TimelineModel {
   // NCCL's ncclCommInitRank/Destroy NVTX payloads); not collectives. The
   // builder copies rank/nranks onto collectives of the same trace and comm.
   std::vector<Collective> communicators;
-  // Sorted by (thread, start); threads[t] covers a contiguous range.
+  // Sorted by (thread, start), the longer first at equal starts; threads[t]
+  // covers a contiguous range (the what-if replay merges threads in this order).
   std::vector<ApiCall> api_calls;
   std::vector<NvtxRange> nvtx_ranges;        // sorted by (thread, start, -end)
   std::vector<HostSync> host_syncs;          // sorted by start

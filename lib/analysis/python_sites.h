@@ -43,7 +43,8 @@ namespace sightline::analysis {
 // Whether a Python source path is library code (not the user's).
 bool IsLibraryPythonFile(std::string_view path);
 
-// Per API call (index into model.api_calls): its site and op.
+// Per API call (index into model.api_calls): its site and op. The per-call
+// tables are empty when the model has neither Python stacks nor op ranges.
 struct PythonAttribution {
   std::vector<std::string> sites;  // unique site texts
   std::vector<std::string> ops;    // unique op labels

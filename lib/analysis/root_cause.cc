@@ -84,13 +84,13 @@ bool IsBlockedOnlySync(const Finding& f) {
   return false;
 }
 
-void ApplyRootCauses(const TimelineModel& model, const AnalysisOptions& options,
+void ApplyRootCauses(WhatIfCache& what_ifs, const AnalysisOptions& options,
                      uint64_t window_ns, std::vector<Finding>* findings) {
   std::vector<Finding>& fs = *findings;
   const uint64_t window = std::max<uint64_t>(window_ns, 1);
   WhatIfParams params;
   params.host_gap_ns = static_cast<uint64_t>(options.Global("host_gap_ns", 200000));
-  WhatIf w(model, params);
+  const WhatIf& w = what_ifs.Get(params);
   // 1. Owners per fix.
   std::map<uint32_t, size_t> owner_of_fix;  // fix → index in fs
   for (size_t i = 0; i < fs.size(); ++i) {

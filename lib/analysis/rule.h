@@ -39,6 +39,7 @@
 #include "lib/analysis/model.h"
 #include "lib/analysis/report.h"
 #include "lib/analysis/timeline.h"
+#include "lib/analysis/whatif.h"
 
 namespace sightline::analysis {
 
@@ -131,8 +132,13 @@ struct AnalysisOptions {
 class RuleContext {
  public:
   RuleContext(const TimelineModel& model, const DerivedTimeline& timeline, const Report& report,
-              const AnalysisOptions& options, const RuleInfo& rule)
-      : model_(model), timeline_(timeline), report_(report), options_(options), rule_(rule) {}
+              const AnalysisOptions& options, const RuleInfo& rule, WhatIfCache* what_ifs)
+      : model_(model),
+        timeline_(timeline),
+        report_(report),
+        options_(options),
+        rule_(rule),
+        what_ifs_(what_ifs) {}
 
   const TimelineModel& model() const { return model_; }
   const DerivedTimeline& timeline() const { return timeline_; }
@@ -149,6 +155,9 @@ class RuleContext {
   // A Finding pre-filled with this rule's id, the saving (ns and % of the
   // window) and the default severity for that saving.
   Finding NewFinding(uint64_t est_saving_ns) const;
+  // The what-if replay of the model with `params`, shared by every rule of
+  // this analysis and ApplyRootCauses (built on first use).
+  const WhatIf& what_if(const WhatIfParams& params) const { return what_ifs_->Get(params); }
 
  private:
   const TimelineModel& model_;
@@ -156,6 +165,7 @@ class RuleContext {
   const Report& report_;
   const AnalysisOptions& options_;
   const RuleInfo& rule_;
+  WhatIfCache* what_ifs_;
 };
 
 // Registry. RegisterRule keeps the first registration of an id.

@@ -93,8 +93,13 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
 // start inside plus the launches of kept work, and NVTX ranges, syncs,
 // markers, windows and overhead spans that overlap. Devices, streams,
 // threads and strings keep their indices; kernel aggregates are recomputed
-// (launch configurations and metrics are kept).
+// (launch configurations and metrics are kept). PyTorch's memory samples
+// are left out (whole-run facts: memory.h reads the whole model).
+// scope_model.cc.
 TimelineModel ScopeModel(const TimelineModel& model, uint64_t start_ns, uint64_t end_ns);
+// The same, cut from `model` itself: its tables keep the rows in scope (the
+// analyzer's peak holds one model, not a whole one beside its scoped copy).
+void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns);
 
 }  // namespace sightline::analysis
 

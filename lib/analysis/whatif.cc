@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "lib/trace/demangle.h"
 
 namespace sightline::analysis {
@@ -60,7 +62,74 @@ double PinnedGbpsFor(uint32_t cc_major, uint32_t /*cc_minor*/) {
   return cc_major >= 9 ? 50.0 : 25.0;
 }
 
-WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_(params) {
+// The replayed trace's calls in start order, the longer first at equal
+// starts, then by index: a k-way merge of its threads' calls, which the model
+// keeps in that order (model_finish.cc MergeApiCalls), with each call's GPU
+// work. Nothing is materialized: each replay walks the model again.
+class WhatIf::CallWalk {
+ public:
+  explicit CallWalk(const WhatIf& w) : w_(w), heap_(w.runs_.size() > kLinearRuns) {
+    heads_.reserve(w.runs_.size());
+    for (const Run& r : w.runs_) {
+      const ApiCall& c = w.model_.api_calls[r.api_begin];
+      heads_.push_back({c.start_ns, c.end_ns, r.api_begin, r.api_end, r.op_begin});
+    }
+    if (heap_) std::make_heap(heads_.begin(), heads_.end(), Later);
+  }
+  // The next call (index into api_calls) and its work ops_[*op_begin,
+  // *op_end); false after the last.
+  bool Next(uint32_t* api, uint32_t* op_begin, uint32_t* op_end) {
+    if (heads_.empty()) return false;
+    // The run whose next call comes first: a scan of a few threads' heads,
+    // else a heap.
+    size_t first = 0;
+    if (heap_) {
+      std::pop_heap(heads_.begin(), heads_.end(), Later);
+      first = heads_.size() - 1;
+    } else {
+      for (size_t i = 1; i < heads_.size(); ++i) {
+        if (Later(heads_[first], heads_[i])) first = i;
+      }
+    }
+    Head& h = heads_[first];
+    *api = h.api;
+    *op_begin = h.op;
+    if (w_.call_bits_[h.api] & kHasOps) {
+      while (!w_.last_op_[h.op]) ++h.op;
+      ++h.op;
+    }
+    *op_end = h.op;
+    if (++h.api == h.api_end) {
+      std::swap(h, heads_.back());  // a heap's is already the back; a scan's order is free
+      heads_.pop_back();
+      return true;
+    }
+    const ApiCall& c = w_.model_.api_calls[h.api];
+    h.start = c.start_ns;
+    h.end = c.end_ns;
+    if (heap_) std::push_heap(heads_.begin(), heads_.end(), Later);
+    return true;
+  }
+
+ private:
+  static constexpr size_t kLinearRuns = 8;
+  struct Head {
+    uint64_t start, end;  // of the run's next call (cached)
+    uint32_t api, api_end, op;
+  };
+  // Whether a's next call comes after b's (the heap's top is the first).
+  static bool Later(const Head& a, const Head& b) {
+    if (a.start != b.start) return a.start > b.start;
+    if (a.end != b.end) return a.end < b.end;
+    return a.api > b.api;
+  }
+  const WhatIf& w_;
+  const bool heap_;
+  std::vector<Head> heads_;
+};
+
+WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params)
+    : model_(model), params_(params) {
   // The trace with the most GPU work (one rank's loop).
   std::vector<uint64_t> per_trace(model.traces.size(), 0);
   for (const GpuActivity& a : model.activities) per_trace[a.trace]++;
@@ -81,38 +150,17 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
                                               : TensorSpeedupFor(cc_major, cc_minor);
   const double default_pinned_gbps =
       params.pinned_gbps > 0 ? params.pinned_gbps : PinnedGbpsFor(cc_major, cc_minor);
-  // Ops per launching call. Work launched through an API that was not
-  // recorded (cuBLAS, cuDNN and Triton launch through the driver API, which
-  // is not traced by default) joins the runtime call issued just before it:
-  // CUPTI's correlation ids count runtime and driver calls alike.
-  // One flat table (a hash map of small vectors cost ~4 allocations a call
-  // and was the analyzer's largest table on a 5 M-event trace): a call's
-  // activities are ops_of[ops_begin[api] .. ops_begin[api + 1]), by start.
-  std::vector<uint32_t> ops_of;
-  std::vector<uint32_t> ops_begin(model.api_calls.size() + 1, 0);
-  std::vector<uint8_t> fp32(model.strings.size(), 2);  // 2 = unknown
+  // The launching call of each of the trace's activities. Work launched
+  // through an API that was not recorded (cuBLAS, cuDNN and Triton launch
+  // through the driver API, which is not traced by default) joins the
+  // runtime call issued just before it: CUPTI's correlation ids count
+  // runtime and driver calls alike.
   // (correlation id, api), built only when some work has no launching call.
   std::vector<std::pair<uint32_t, uint32_t>> by_correlation;
   bool by_correlation_built = false;
-  struct Link {
-    uint32_t api;
-    uint64_t start_ns;
-    uint32_t activity;
-    bool operator<(const Link& o) const {
-      if (api != o.api) return api < o.api;
-      if (start_ns != o.start_ns) return start_ns < o.start_ns;
-      return activity < o.activity;
-    }
-  };
-  std::vector<Link> links;
-  for (uint32_t i = 0; i < model.activities.size(); ++i) {
-    const GpuActivity& a = model.activities[i];
-    if (a.trace != trace) continue;
-    if (a.launch_api != kNone) {
-      links.push_back({a.launch_api, a.start_ns, i});
-      continue;
-    }
-    if (a.correlation_id == 0) continue;
+  auto launcher = [&](const GpuActivity& a) -> uint32_t {
+    if (a.launch_api != kNone) return a.launch_api;
+    if (a.correlation_id == 0) return kNone;
     if (!by_correlation_built) {
       by_correlation_built = true;
       for (uint32_t k = 0; k < model.api_calls.size(); ++k) {
@@ -123,46 +171,21 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     }
     auto it = std::lower_bound(by_correlation.begin(), by_correlation.end(),
                                std::pair<uint32_t, uint32_t>{a.correlation_id, 0});
-    if (it == by_correlation.begin()) continue;
-    --it;
-    links.push_back({it->second, a.start_ns, i});
-  }
-  std::stable_sort(links.begin(), links.end());  // runs already in order: merge, not introsort
-  ops_of.reserve(links.size());
-  for (const Link& l : links) {
-    ops_of.push_back(l.activity);
-    ++ops_begin[l.api + 1];
-  }
-  std::vector<Link>().swap(links);
-  for (size_t i = 1; i < ops_begin.size(); ++i) ops_begin[i] += ops_begin[i - 1];
-  // The trace's calls by start, the longer first at equal starts (then by
-  // index): sorted on the keys themselves, not through the call table.
-  std::vector<uint32_t> order;
-  {
-    struct Key {
-      uint64_t start_ns, end_ns;
-      uint32_t api;
-      bool operator<(const Key& o) const {
-        if (start_ns != o.start_ns) return start_ns < o.start_ns;
-        if (end_ns != o.end_ns) return end_ns > o.end_ns;
-        return api < o.api;
-      }
-    };
-    std::vector<Key> keys;
-    for (uint32_t i = 0; i < model.api_calls.size(); ++i) {
-      const ApiCall& c = model.api_calls[i];
-      if (c.trace == trace) keys.push_back({c.start_ns, c.end_ns, i});
-    }
-    std::stable_sort(keys.begin(), keys.end());  // one sorted run per thread
-    order.reserve(keys.size());
-    for (const Key& k : keys) order.push_back(k.api);
-  }
-  // Pinned bandwidth per direction, from the trace's own pinned copies of
-  // at least 64 KiB (smaller ones are latency).
+    if (it == by_correlation.begin()) return kNone;
+    return std::prev(it)->second;
+  };
+  // Ops per call, grouped by call with a counting sort (no comparison sort
+  // over the trace): ends[api] counts a call's ops, then is the next free
+  // slot of its group, then the group's end. In the same pass: pinned
+  // bandwidth per direction, from the trace's own pinned copies of at least
+  // 64 KiB (smaller ones are latency).
+  std::vector<uint32_t> ends(model.api_calls.size(), 0);
   double pinned_bytes[2] = {0, 0}, pinned_ns[2] = {0, 0};
   for (const GpuActivity& a : model.activities) {
-    if (a.trace != trace || a.kind != ActivityKind::kMemcpy || a.detail == kNone ||
-        a.detail >= model.copies.size()) {
+    if (a.trace != trace) continue;
+    const uint32_t api = launcher(a);
+    if (api != kNone) ++ends[api];
+    if (a.kind != ActivityKind::kMemcpy || a.detail == kNone || a.detail >= model.copies.size()) {
       continue;
     }
     const CopyDetail& d = model.copies[a.detail];
@@ -172,131 +195,221 @@ WhatIf::WhatIf(const TimelineModel& model, const WhatIfParams& params) : params_
     pinned_bytes[dir] += double(d.bytes);
     pinned_ns[dir] += double(a.duration());
   }
-  double pinned_gbps[2];
   for (int dir = 0; dir < 2; ++dir) {
-    pinned_gbps[dir] =
+    pinned_gbps_[dir] =
         pinned_ns[dir] > 0 ? pinned_bytes[dir] / pinned_ns[dir] : default_pinned_gbps;
   }
-  absl::flat_hash_map<uint32_t, uint32_t> stream_index;
-  // Per thread: the index in calls_ of its last call, if that call was an
-  // upload the memcpy fix makes asynchronous (else kNone).
-  absl::flat_hash_map<uint32_t, uint32_t> upload_before;
-  // Per thread: the index in calls_ of a synchronize not yet followed by GPU
-  // work (else kNone).
-  absl::flat_hash_map<uint32_t, uint32_t> sync_before_comm;
+  uint32_t total = 0;
+  for (uint32_t& e : ends) {
+    const uint32_t n = e;
+    e = total;
+    total += n;
+  }
+  ops_.resize(total);
+  for (uint32_t i = 0; i < model.activities.size(); ++i) {
+    const GpuActivity& a = model.activities[i];
+    if (a.trace != trace) continue;
+    const uint32_t api = launcher(a);
+    if (api != kNone) ops_[ends[api]++] = i;
+  }
+  std::vector<std::pair<uint32_t, uint32_t>>().swap(by_correlation);
+  // Within a call, by start (then by index): activities are in start order
+  // per device only.
+  call_bits_.assign(model.api_calls.size(), 0);
+  last_op_.assign(total, false);
+  for (uint32_t api = 0, begin = 0; api < ends.size(); begin = ends[api++]) {
+    const uint32_t end = ends[api];
+    if (end == begin) continue;
+    call_bits_[api] |= kHasOps;
+    last_op_[end - 1] = true;
+    auto by_start = [&](uint32_t x, uint32_t y) {
+      const uint64_t sx = model.activities[x].start_ns, sy = model.activities[y].start_ns;
+      return sx != sy ? sx < sy : x < y;
+    };
+    if (end - begin > 1 && !std::is_sorted(ops_.begin() + begin, ops_.begin() + end, by_start)) {
+      std::sort(ops_.begin() + begin, ops_.begin() + end, by_start);
+    }
+  }
+  size_t calls = 0;
+  for (const ThreadInfo& t : model.threads) {
+    if (t.trace != trace || t.api_end <= t.api_begin) continue;
+    runs_.push_back({t.api_begin, t.api_end, t.api_begin == 0 ? 0 : ends[t.api_begin - 1]});
+    calls += t.api_end - t.api_begin;
+  }
+  std::vector<uint32_t>().swap(ends);
+  // One pass in replay order: what each call's work and its neighbours say
+  // (pageable copies, uploads waited for, synchronizes before collectives),
+  // the median of the launch path's short host pauses.
+  fp32_math_.assign(model.strings.size(), 2);  // 2 = not yet known
+  // Per thread (index into threads): its last call, if that call was an
+  // upload the memcpy fix makes asynchronous (else kNone); a synchronize not
+  // yet followed by GPU work (else kNone).
+  std::vector<uint32_t> upload_before(model.threads.size(), kNone);
+  std::vector<uint32_t> sync_before_comm(model.threads.size(), kNone);
+  // Pauses shorter than host_gap_ns, 4 bytes each when they fit.
+  const bool narrow_gaps = params_.host_gap_ns <= (uint64_t{1} << 32);
+  std::vector<uint32_t> small_gaps;
+  std::vector<uint64_t> wide_small_gaps;
+  if (narrow_gaps) {
+    small_gaps.reserve(calls);  // pages never written cost nothing
+  } else {
+    wide_small_gaps.reserve(calls);
+  }
   uint64_t busy_end = 0;
-  std::vector<uint64_t> small_gaps;
-  calls_.reserve(order.size());
-  ops_.reserve(ops_of.size());
-  for (uint32_t idx : order) {
-    const ApiCall& c = model.api_calls[idx];
-    Call call{};
-    if (calls_.empty()) {
-      busy_end = c.start_ns;
-    }
-    call.gap = c.start_ns > busy_end ? c.start_ns - busy_end : 0;
-    uint64_t from = std::max(c.start_ns, busy_end);
-    call.duration = c.end_ns > from ? c.end_ns - from : 0;
+  bool first = true;
+  CallWalk walk(*this);
+  uint32_t api = 0, op_begin = 0, op_end = 0;
+  while (walk.Next(&api, &op_begin, &op_end)) {
+    const ApiCall& c = model.api_calls[api];
+    if (first) busy_end = c.start_ns;
+    first = false;
+    const uint64_t gap = c.start_ns > busy_end ? c.start_ns - busy_end : 0;
     busy_end = std::max(busy_end, c.end_ns);
-    call.flags = c.flags;
-    call.op_begin = static_cast<uint32_t>(ops_.size());
-    bool uploads = false, downloads = false, has_comm = false, has_other = false;
-    for (uint32_t k = ops_begin[idx]; k < ops_begin[idx + 1]; ++k) {
-      const uint32_t ai = ops_of[k];
-      const GpuActivity& a = model.activities[ai];
-      auto [s, fresh] = stream_index.try_emplace(a.stream, static_cast<uint32_t>(streams_));
-      if (fresh) ++streams_;
-      Op op{s->second, a.duration(), false, a.duration()};
-      op.comm = a.klass == ActivityClass::kCommunication;
-      has_comm |= op.comm;
-      has_other |= !op.comm;
+    bool uploads = false, downloads = false, has_comm = false, has_other = false, pageable = false;
+    for (uint32_t k = op_begin; k < op_end; ++k) {
+      PrefetchOp(k);
+      const GpuActivity& a = model.activities[ops_[k]];
+      const bool comm = a.klass == ActivityClass::kCommunication;
+      has_comm |= comm;
+      has_other |= !comm;
       if (a.kind == ActivityKind::kKernel) {
-        uint8_t& known = fp32[a.name];
+        uint8_t& known = fp32_math_[a.name];
         if (known == 2) known = IsFp32MathKernelName(model.String(a.name)) ? 1 : 0;
-        op.fp32_math = known == 1;
-        if (op.fp32_math) fp32_math_ns_ += a.duration();
+        if (known == 1) fp32_math_ns_ += a.duration();
       }
-      if ((a.kind == ActivityKind::kMemcpy || a.kind == ActivityKind::kMemset) &&
-          a.detail != kNone && a.detail < model.copies.size()) {
+      if (a.kind == ActivityKind::kMemcpy && a.detail != kNone && a.detail < model.copies.size()) {
         const CopyDetail& d = model.copies[a.detail];
-        if (a.kind == ActivityKind::kMemcpy) {
-          uploads |= d.copy_kind == CopyKind::kHtoD;
-          downloads |= d.copy_kind != CopyKind::kHtoD;
-        }
-        if (a.kind == ActivityKind::kMemcpy &&
-            (d.src_kind == MemoryKind::kPageable || d.dst_kind == MemoryKind::kPageable)) {
-          call.pageable = true;
-          int dir = d.copy_kind == CopyKind::kDtoH ? 1 : 0;
-          double gbps = std::max(pinned_gbps[dir], 1.0);  // bytes per ns == GB/s
-          uint64_t at_pinned = static_cast<uint64_t>(double(d.bytes) / gbps) + 2'000;
-          op.pinned_duration = std::min(op.duration, at_pinned);
-        }
+        uploads |= d.copy_kind == CopyKind::kHtoD;
+        downloads |= d.copy_kind != CopyKind::kHtoD;
+        pageable |= d.src_kind == MemoryKind::kPageable || d.dst_kind == MemoryKind::kPageable;
       }
-      ops_.push_back(op);
     }
-    call.op_end = static_cast<uint32_t>(ops_.size());
-    if (call.gap < params_.host_gap_ns && (c.flags & kApiLaunch)) small_gaps.push_back(call.gap);
-    const bool sync_copy = (c.flags & kApiMemcpySync) != 0 || (call.pageable && (c.flags & kApiMemcpy));
-    auto before = upload_before.find(c.thread);
-    if ((c.flags & kApiSync) && !(c.flags & kApiMemcpy) && before != upload_before.end() &&
-        before->second != kNone && call.gap < params_.host_gap_ns) {
-      call.upload_wait = true;
+    if (pageable) call_bits_[api] |= kPageable;
+    if (gap < params_.host_gap_ns && (c.flags & kApiLaunch) && narrow_gaps) {
+      small_gaps.push_back(static_cast<uint32_t>(gap));
+    } else if (gap < params_.host_gap_ns && (c.flags & kApiLaunch)) {
+      wide_small_gaps.push_back(gap);
     }
-    upload_before[c.thread] = sync_copy && uploads && !downloads
-                                  ? static_cast<uint32_t>(calls_.size())
-                                  : kNone;
+    const bool sync_copy = (c.flags & kApiMemcpySync) != 0 || (pageable && (c.flags & kApiMemcpy));
+    if ((c.flags & kApiSync) && !(c.flags & kApiMemcpy) && upload_before[c.thread] != kNone &&
+        gap < params_.host_gap_ns) {
+      call_bits_[api] |= kUploadWait;
+    }
+    upload_before[c.thread] = sync_copy && uploads && !downloads ? api : kNone;
     // A synchronize whose thread's next GPU work is a collective (calls
     // without GPU work between, e.g. NCCL's own event calls, are passed).
-    uint32_t& pending = sync_before_comm.try_emplace(c.thread, kNone).first->second;
+    uint32_t& pending = sync_before_comm[c.thread];
     if (has_comm && !has_other && pending != kNone) {
-      calls_[pending].comm_wait = true;
+      call_bits_[pending] |= kCommWait;
       ++comm_waits_;
     }
     if (has_comm || has_other || (c.flags & (kApiSync | kApiMemcpySync))) {
       const bool pure_sync =
-          (c.flags & kApiSync) && !(c.flags & kApiMemcpy) && call.op_end == call.op_begin;
-      pending = pure_sync ? static_cast<uint32_t>(calls_.size()) : kNone;
+          (c.flags & kApiSync) && !(c.flags & kApiMemcpy) && op_end == op_begin;
+      pending = pure_sync ? api : kNone;
     }
-    calls_.push_back(call);
   }
-  if (!small_gaps.empty()) {
-    std::nth_element(small_gaps.begin(), small_gaps.begin() + small_gaps.size() / 2,
-                     small_gaps.end());
-    median_small_gap_ = small_gaps[small_gaps.size() / 2];
-  }
+  auto median = [](auto& v) -> uint64_t {
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  if (!small_gaps.empty()) median_small_gap_ = median(small_gaps);
+  if (!wide_small_gaps.empty()) median_small_gap_ = median(wide_small_gaps);
   baseline_ = Replay(kFixNone);
 }
 
+void WhatIf::PrefetchOp(uint32_t i) const {
+  // A call's work is read through ops_, in launch order: activities of
+  // several streams, far apart in the table (sorted by start), which the
+  // hardware does not prefetch; the same thread's work a few calls ahead.
+  constexpr uint32_t kAhead = 16;
+  if (i + kAhead < ops_.size()) __builtin_prefetch(&model_.activities[ops_[i + kAhead]]);
+}
+
+uint64_t WhatIf::PinnedDuration(const GpuActivity& a) const {
+  if (a.kind != ActivityKind::kMemcpy || a.detail == kNone || a.detail >= model_.copies.size()) {
+    return a.duration();
+  }
+  const CopyDetail& d = model_.copies[a.detail];
+  if (d.src_kind != MemoryKind::kPageable && d.dst_kind != MemoryKind::kPageable) {
+    return a.duration();
+  }
+  int dir = d.copy_kind == CopyKind::kDtoH ? 1 : 0;
+  double gbps = std::max(pinned_gbps_[dir], 1.0);  // bytes per ns == GB/s
+  uint64_t at_pinned = static_cast<uint64_t>(double(d.bytes) / gbps) + 2'000;
+  return std::min(a.duration(), at_pinned);
+}
+
+bool WhatIfParams::operator==(const WhatIfParams& o) const {
+  return host_gap_ns == o.host_gap_ns && graph_launch_ns == o.graph_launch_ns &&
+         launch_overhead_ns == o.launch_overhead_ns && launch_to_start_ns == o.launch_to_start_ns &&
+         tensor_speedup == o.tensor_speedup && pinned_gbps == o.pinned_gbps;
+}
+
+const WhatIf& WhatIfCache::Get(const WhatIfParams& params) {
+  for (size_t i = 0; i < built_.size(); ++i) {
+    if (params_[i] == params) return *built_[i];
+  }
+  built_.push_back(std::make_unique<WhatIf>(model_, params));
+  params_.push_back(params);
+  return *built_.back();
+}
+
 uint64_t WhatIf::Replay(uint32_t fixes) const {
-  if (calls_.empty()) return 0;
-  // One more stream: the communication stream of kFixCommOverlap.
-  std::vector<uint64_t> free(streams_ + 1, 0);
+  if (empty()) return 0;
+  for (const auto& [done, result] : replayed_) {
+    if (done == fixes) return result;
+  }
+  const uint64_t result = ReplayOnce(fixes);
+  replayed_.push_back({fixes, result});
+  return result;
+}
+
+uint64_t WhatIf::ReplayOnce(uint32_t fixes) const {
+  // Per model stream, and one more: the communication stream of kFixCommOverlap.
+  const uint32_t comm_stream = static_cast<uint32_t>(model_.streams.size());
+  std::vector<uint64_t> free(model_.streams.size() + 1, 0);
   const bool comm_fix = (fixes & kFixCommOverlap) != 0;
   uint64_t t = 0, gpu_done = 0;
   bool in_run = false;  // inside a run of graphed launches
   const bool graph = fixes & kFixGraph;
-  for (const Call& c : calls_) {
+  // The recorded host time: the union of every thread's calls, cut into the
+  // pause before each call and the part of it not overlapped by earlier calls.
+  uint64_t busy_end = 0;
+  bool first = true;
+  CallWalk walk(*this);
+  uint32_t api = 0, op_begin = 0, op_end = 0;
+  while (walk.Next(&api, &op_begin, &op_end)) {
+    const ApiCall& c = model_.api_calls[api];
+    if (first) busy_end = c.start_ns;
+    first = false;
+    const uint64_t recorded_gap = c.start_ns > busy_end ? c.start_ns - busy_end : 0;
+    const uint64_t from = std::max(c.start_ns, busy_end);
+    const uint64_t recorded_duration = c.end_ns > from ? c.end_ns - from : 0;
+    busy_end = std::max(busy_end, c.end_ns);
+    const uint8_t bits = call_bits_[api];
+    const bool pageable = (bits & kPageable) != 0;
     const bool launch = (c.flags & kApiLaunch) && !(c.flags & kApiSync);
     const bool sync_api = (c.flags & kApiSync) != 0;
-    const bool sync_copy = (c.flags & kApiMemcpySync) != 0 || (c.pageable && (c.flags & kApiMemcpy));
+    const bool sync_copy = (c.flags & kApiMemcpySync) != 0 || (pageable && (c.flags & kApiMemcpy));
     const bool alloc = (c.flags & kApiAlloc) != 0;
     if (alloc && (fixes & kFixAllocations)) {  // memory kept cached: the call is gone
-      t += c.gap;
+      t += recorded_gap;
       continue;
     }
-    uint64_t gap = c.gap;
+    uint64_t gap = recorded_gap;
     if ((fixes & kFixHostGaps) && gap >= params_.host_gap_ns) gap = median_small_gap_;
     const bool capturable = !sync_api && !sync_copy && !alloc;
     if (graph && gap < params_.host_gap_ns && in_run && capturable) gap = 0;
     t += gap;
     uint64_t launch_at = t;
-    uint64_t duration = c.duration;
+    uint64_t duration = recorded_duration;
     // A launch call longer than the launch path (launch_overhead_ns) was
     // waiting for room in the GPU's queue (a GPU-bound loop runs ahead of
     // the GPU until the queue is full): that wait follows the GPU, it is not
     // host work, so the replay keeps only the launch path.
     if (launch) duration = std::min(duration, params_.launch_overhead_ns);
-    if (graph && capturable && (launch || c.op_end > c.op_begin)) {
+    if (graph && capturable && (launch || op_end > op_begin)) {
       duration = in_run ? 0 : std::min(duration, params_.graph_launch_ns);
       in_run = true;
     } else if (graph && !capturable) {
@@ -305,21 +418,24 @@ uint64_t WhatIf::Replay(uint32_t fixes) const {
       in_run = false;
     }
     // GPU work of the call.
-    for (uint32_t i = c.op_begin; i < c.op_end; ++i) {
-      const Op& op = ops_[i];
-      uint64_t d = (fixes & kFixSyncMemcpy) ? op.pinned_duration : op.duration;
-      if ((fixes & kFixTensorCores) && op.fp32_math && tensor_speedup_ > 1) {
+    for (uint32_t i = op_begin; i < op_end; ++i) {
+      PrefetchOp(i);
+      const GpuActivity& a = model_.activities[ops_[i]];
+      uint64_t d = (fixes & kFixSyncMemcpy) && pageable ? PinnedDuration(a) : a.duration();
+      if ((fixes & kFixTensorCores) && a.kind == ActivityKind::kKernel &&
+          fp32_math_[a.name] == 1 && tensor_speedup_ > 1) {
         d = static_cast<uint64_t>(double(d) / tensor_speedup_);
       }
-      const uint32_t stream = comm_fix && op.comm ? static_cast<uint32_t>(streams_) : op.stream;
+      const uint32_t stream =
+          comm_fix && a.klass == ActivityClass::kCommunication ? comm_stream : a.stream;
       uint64_t start = std::max(launch_at + params_.launch_to_start_ns, free[stream]);
       free[stream] = start + d;
       gpu_done = std::max(gpu_done, free[stream]);
     }
     // A synchronize before a collective belongs to kFixCommOverlap alone.
-    const bool sync_fixed = c.comm_wait ? comm_fix : (fixes & kFixSyncApi) != 0;
+    const bool sync_fixed = (bits & kCommWait) ? comm_fix : (fixes & kFixSyncApi) != 0;
     const bool waits = (sync_api && !sync_fixed &&
-                        !(c.upload_wait && (fixes & kFixSyncMemcpy))) ||
+                        !((bits & kUploadWait) && (fixes & kFixSyncMemcpy))) ||
                        (sync_copy && !(fixes & kFixSyncMemcpy));
     if (waits) {
       // The host part of a blocking call is short; the rest was the wait.

@@ -58,7 +58,9 @@
 #define SIGHTLINE_LIB_ANALYSIS_WHATIF_H_
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "lib/analysis/model.h"
@@ -83,12 +85,18 @@ struct WhatIfParams {
   uint64_t launch_to_start_ns = 1'000;
   double tensor_speedup = 0;         // 0: from the device (TensorSpeedupFor)
   double pinned_gbps = 0;  // pinned copy bandwidth when the trace has none; 0: PinnedGbpsFor
+  bool operator==(const WhatIfParams& o) const;
 };
 
+// The replay reads the model's own tables (the model must outlive the
+// WhatIf); what it keeps besides is about 4 bytes per replayed GPU operation
+// and 1 per API call: the operations in launch order and a few bits per call.
+// Replays are remembered by their fixes (Replay is const but fills that
+// memo: one analysis thread).
 class WhatIf {
  public:
   WhatIf(const TimelineModel& model, const WhatIfParams& params);
-  bool empty() const { return calls_.empty(); }
+  bool empty() const { return runs_.empty(); }
   // Replayed time of the analysed window with `fixes` (WhatIfFix bits) applied.
   uint64_t Replay(uint32_t fixes) const;
   uint64_t baseline() const { return baseline_; }
@@ -101,31 +109,56 @@ class WhatIf {
   uint64_t comm_waits() const { return comm_waits_; }
 
  private:
-  struct Op {
-    uint32_t stream;
-    uint64_t duration;
-    bool fp32_math;
-    uint64_t pinned_duration;  // pageable copy at pinned bandwidth (else = duration)
-    bool comm = false;         // a communication kernel (NCCL)
+  // One thread's calls of the replayed trace: api_calls[api_begin, api_end)
+  // (in start order, the longer first: the model's order), their GPU work
+  // from ops_[op_begin].
+  struct Run {
+    uint32_t api_begin, api_end, op_begin;
   };
-  struct Call {
-    uint64_t gap;       // host time since the previous call (union of host busy time)
-    uint64_t duration;  // host time inside the call not overlapped by earlier calls
-    uint8_t flags;      // ApiFlag
-    bool pageable;      // moves pageable host memory (cannot be captured)
-    bool upload_wait = false;  // a synchronize that only waits for the upload before it
-    bool comm_wait = false;    // a synchronize whose thread next launches a collective
-    uint32_t op_begin = 0, op_end = 0;
+  class CallWalk;  // the calls of every run merged by start, with their work
+  // Per API call (call_bits_, indexed like api_calls).
+  enum CallBit : uint8_t {
+    kHasOps = 1,      // launched GPU work (ops_)
+    kPageable = 2,    // moves pageable host memory (cannot be captured)
+    kUploadWait = 4,  // a synchronize that only waits for the upload before it
+    kCommWait = 8,    // a synchronize whose thread next launches a collective
   };
-  std::vector<Call> calls_;
-  std::vector<Op> ops_;
-  size_t streams_ = 0;
+  uint64_t ReplayOnce(uint32_t fixes) const;
+  void PrefetchOp(uint32_t i) const;  // the activity of ops_[i] a few ops ahead
+  // A pageable copy's duration at the pinned bandwidth (else its own).
+  uint64_t PinnedDuration(const GpuActivity& a) const;
+
+  const TimelineModel& model_;
+  std::vector<Run> runs_;
+  // Activities launched by the replayed trace's calls, by (call, start);
+  // last_op_[i]: ops_[i] is its call's last.
+  std::vector<uint32_t> ops_;
+  std::vector<bool> last_op_;
+  std::vector<uint8_t> call_bits_;
+  std::vector<uint8_t> fp32_math_;  // per string id: 1 = an FP32 GEMM/convolution kernel
+  double pinned_gbps_[2] = {0, 0};   // host-to-device, device-to-host
   uint64_t median_small_gap_ = 0;
   uint64_t baseline_ = 0;
+  mutable std::vector<std::pair<uint32_t, uint64_t>> replayed_;  // (fixes, Replay(fixes))
   uint64_t fp32_math_ns_ = 0;
   uint64_t comm_waits_ = 0;
   double tensor_speedup_ = 1;
   WhatIfParams params_;
+};
+
+// The what-if replays of one model, each built once per set of parameters:
+// launch_bound, fp32_math and ApplyRootCauses replay the same window (with
+// the default parameters, one replay table serves all three). Owned by the
+// analysis of one model (RunRules), which must outlive it; one thread.
+class WhatIfCache {
+ public:
+  explicit WhatIfCache(const TimelineModel& model) : model_(model) {}
+  const WhatIf& Get(const WhatIfParams& params);
+
+ private:
+  const TimelineModel& model_;
+  std::vector<std::unique_ptr<WhatIf>> built_;
+  std::vector<WhatIfParams> params_;  // built_[i]'s
 };
 
 // FP32 matrix math on the FMA pipes, from the kernel name's library

@@ -2,8 +2,14 @@
 // the diff's regression rules (thresholds, points vs percent, kernel share
 // filter, findings appeared/resolved), HTML escaping and timeline decimation
 // bounds on a real model built from a synthetic trace.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "lib/analysis/analyze.h"
@@ -388,6 +394,47 @@ TEST(ReportNcclTest, OpsCarrySizeBandwidthAndCommunicator) {
   EXPECT_NE(text.find("16.78 MB"), std::string::npos) << text;
   EXPECT_NE(text.find("83.9 GB/s"), std::string::npos) << text;
   EXPECT_NE(text.find("0x0123456789abcdef (1/2)"), std::string::npos) << text;
+}
+
+// AnalyzeModel over a model it may consume cuts the scope from the model in
+// place (the CLI's path); the report must be the one the copied scope gives:
+// steady state, capture windows, memory (read from the whole run before the
+// cut), two ranks, and the whole trace.
+TEST(ReportScopeTest, ScopeCutInPlaceGivesTheCopysReport) {
+  const char* src = std::getenv("SIGHTLINE_SOURCE_DIR");
+  const std::string data = std::string(src ? src : ".") + "/tests/data/";
+  const std::vector<std::vector<std::string>> sets = {
+      {"pytorch_train_slow"},
+      {"pytorch_mem_leak"},
+      {"pytorch_loader_slow"},
+      {"training_loop_capture_nvtx_epoch"},
+      {"nccl_allreduce_slow_rank0", "nccl_allreduce_slow_rank1"},
+  };
+  for (const std::vector<std::string>& set : sets) {
+    std::vector<std::string> paths;
+    for (const std::string& stem : set) paths.push_back(data + stem + ".sltrace");
+    struct stat st;
+    if (stat(paths[0].c_str(), &st) != 0) continue;  // data not checked out
+    for (const char* window : {"steady", "all"}) {
+      analysis::AnalysisOptions o;
+      o.window = window;
+      auto model = analysis::BuildModel(paths);
+      ASSERT_TRUE(model.ok()) << model.status();
+      const std::string copied = RenderReportJson(analysis::AnalyzeModel(*model, o));
+      const std::string in_place = RenderReportJson(analysis::AnalyzeModel(*std::move(model), o));
+      EXPECT_EQ(copied, in_place) << set[0] << " --window " << window;
+    }
+  }
+  testing::SyntheticOptions so;
+  so.steps = 40;
+  std::string path = ::testing::TempDir() + "/scope-" + std::to_string(getpid()) + ".sltrace";
+  std::string error;
+  ASSERT_TRUE(testing::WriteSyntheticTraceTo(path, so, &error)) << error;
+  auto model = analysis::BuildModel({path});
+  ASSERT_TRUE(model.ok()) << model.status();
+  const std::string copied = RenderReportJson(analysis::AnalyzeModel(*model, {}));
+  EXPECT_EQ(copied, RenderReportJson(analysis::AnalyzeModel(*std::move(model), {})));
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   }
   WhatIfParams p;
   p.tensor_speedup = ctx.Param("speedup");
-  WhatIf w(model, p);
+  const WhatIf& w = ctx.what_if(p);
   uint64_t saving = w.empty() ? 0 : w.Saving(kFixTensorCores, kFixNone, ctx.window_ns());
   if (saving == 0) {
     double s = w.tensor_speedup() > 1 ? w.tensor_speedup() : 4;

@@ -75,7 +75,7 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   const TimelineModel& model = ctx.model();
   WhatIfParams p;
   p.host_gap_ns = static_cast<uint64_t>(ctx.Param("host_gap_ns"));
-  WhatIf w(model, p);
+  const WhatIf& w = ctx.what_if(p);
   if (w.empty()) return;
   uint64_t window = ctx.window_ns();
   uint64_t saving = w.Saving(kFixGraph, kFixNone, window);

@@ -21,6 +21,9 @@ void Run(const RuleContext& ctx, std::vector<Finding>* out) {
   // Median launch duration (µs-scale values; saturate at 4.29 s to keep
   // 4 bytes per launch).
   std::vector<uint32_t> durations;
+  // At most one per call: no doubling (~2.5 x the launches' 4 bytes at its
+  // peak); the pages of calls that are not launches are never written.
+  durations.reserve(model.api_calls.size());
   for (const ApiCall& c : model.api_calls) {
     if (c.flags & kApiLaunch) {
       durations.push_back(static_cast<uint32_t>(std::min<uint64_t>(c.duration(), UINT32_MAX)));
