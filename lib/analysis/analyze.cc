@@ -129,13 +129,22 @@ void RunRules(const TimelineModel& model, const DerivedTimeline& timeline,
   // "timeline_rules_with_replay=1" forces the timeline rules on a metrics trace.
   const uint64_t replayed = ReplayedKernels(model);
   const uint64_t spread_sets = MetricSetsWithoutReplay(model);
-  const bool skip_timeline =
-      (replayed > 0 || spread_sets > 0) && options.Global("timeline_rules_with_replay", 0) == 0;
+  // Kernels measured untraced in passes have no timing of their own (some
+  // are not even placed: passes discarded before any set completed).
+  uint64_t untraced = 0;
+  for (const TraceSource& t : model.traces) untraced += t.untraced_kernels;
+  const bool skip_timeline = (replayed > 0 || spread_sets > 0 || untraced > 0) &&
+                             options.Global("timeline_rules_with_replay", 0) == 0;
   if (skip_timeline && replayed > 0) {
     report->notes.push_back(absl::StrCat(
         replayed, " kernel launches were replayed to collect hardware metrics: timeline rules "
         "(idle, CPU-bound, launch latency, synchronization, overlap) are skipped because replay "
         "distorts host and GPU timing. Profile without --metrics for the timeline view."));
+  } else if (skip_timeline && spread_sets == 0) {
+    report->notes.push_back(absl::StrCat(
+        untraced, " kernels ran untraced in metric passes that produced no metric set: timeline "
+        "rules (idle, CPU-bound, launch latency, synchronization, overlap) are skipped. Profile "
+        "without --metrics for the timeline view."));
   } else if (skip_timeline) {
     // Spread / sequence replay: kernels ran once, as launched, but every
     // pass was started and stopped inside a launch call (~20 ms each on the

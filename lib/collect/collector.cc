@@ -610,6 +610,12 @@ bool CollectorImpl::SetUpCupti() {
       for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
         if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
       }
+      if (config_.metric_inplace_untraced()) {
+        watch_unhooked_launches_ = true;
+        for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+          if (IsUnhookedLaunchCbid(cbid)) enable_drv(cbid);
+        }
+      }
       // Per-range metrics: every push and pop (the hook keeps each thread's
       // nesting depth).
       hook_wants_nvtx_ = hook_->WantsNvtx();
@@ -651,16 +657,29 @@ void CollectorImpl::SetKernelKindInPlace(bool in_place) {
   const uint64_t t0 = Now();
   const KernelKindSwitch::Outcome outcome = kernel_kind_.SetInPlace(in_place, recording);
   kernels_untraced_.store(kernel_kind_.untraced(), std::memory_order_relaxed);
+  if (outcome == KernelKindSwitch::Outcome::kSwitched ||
+      outcome == KernelKindSwitch::Outcome::kFailed) {
+    kernel_kind_generation_.fetch_add(1, std::memory_order_acq_rel);
+  }
   switch (outcome) {
-    case KernelKindSwitch::Outcome::kFailed:
-      Check(kernel_kind_.last_error(),
-            !kernel_kind_.back_on()
-                ? "re-enabling kernel records after a failed kind switch (kernels are not traced "
-                  "until the next capture window)"
-            : in_place ? "cuptiActivityEnable(KERNEL) for in-place metrics (kernels stay traced "
-                         "with CONCURRENT_KERNEL; in-place counters include its instrumentation)"
-                       : "cuptiActivityEnable(CONCURRENT_KERNEL) after in-place metrics");
+    case KernelKindSwitch::Outcome::kFailed: {
+      const CUpti_ActivityKind now = kernel_kind_.kind();
+      const std::string what =
+          !kernel_kind_.back_on()
+              ? "no kernel activity kind is enabled now: kernels are written from their launch "
+                "calls, without durations"
+          : now == CUPTI_ACTIVITY_KIND_KERNEL
+              ? "kernels are traced with the KERNEL kind from now on (each ~1 us longer while "
+                "measured in place)"
+              : "kernels stay traced with CONCURRENT_KERNEL (in-place counters include its "
+                "instrumentation)";
+      const std::string message =
+          std::string(in_place ? "switching the kernel activity kind for in-place metrics"
+                               : "switching the kernel activity kind back after in-place metrics") +
+          "; " + what;
+      Check(kernel_kind_.last_error(), message.c_str());
       break;
+    }
     case KernelKindSwitch::Outcome::kSwitched:
       if (config_.metric_debug) {
         std::fprintf(stderr, "sightline: kernels traced with %s (switch %u took %.3f ms)\n",
@@ -699,6 +718,27 @@ void CollectorImpl::OnUnseenPassKernels(uint64_t kernels) {
   Warn(std::to_string(kernels) + " kernels ran in a metric pass without a launch call sightline "
        "hooks (e.g. inside a CUDA graph launch) while kernels were not traced: they have no "
        "record (counted lost); later passes trace kernels with the KERNEL kind");
+}
+
+void CollectorImpl::OnUnhookedLaunchWhileUntraced() {
+  bool switched = false;
+  {
+    MutexLock lock(kernel_kind_mu_);
+    if (!kernel_kind_.untraced()) return;  // another thread was first
+    kernel_kind_.set_in_place_kind(CUPTI_ACTIVITY_KIND_KERNEL);
+    const bool recording = config_.trace_cuda && activities_on_.load();
+    const KernelKindSwitch::Outcome outcome = kernel_kind_.SetInPlace(true, recording);
+    kernels_untraced_.store(kernel_kind_.untraced(), std::memory_order_relaxed);
+    kernel_kind_generation_.fetch_add(1, std::memory_order_acq_rel);
+    switched = outcome == KernelKindSwitch::Outcome::kSwitched;
+  }
+  if (!unhooked_warned_.exchange(true)) {
+    Warn(std::string("a CUDA graph or cooperative launch ran while kernels measured in place were "
+                     "not traced: ") +
+         (switched ? "kernels are traced with the KERNEL kind from now on (each ~1 us longer "
+                     "while measured in place)"
+                   : "switching to the KERNEL kind failed; its kernels may have no record"));
+  }
 }
 
 void CollectorImpl::SetActivities(bool enable) {

@@ -159,6 +159,10 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     flush_requested_ = true;
     Wake();
   }
+  if (watch_unhooked_launches_ && !runtime && enter && IsUnhookedLaunchCbid(cbid) &&
+      kernels_untraced_.load(std::memory_order_relaxed)) {
+    OnUnhookedLaunchWhileUntraced();  // before it submits: its kernels get records
+  }
   if (hook_ != nullptr && IsLaunchCbid(domain, cbid)) {
     // The hook sees each launch once, entered from the driver cuLaunchKernel(Ex)
     // callback: a runtime launch's own parameters may carry no grid/block (CUDA
@@ -168,6 +172,9 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     thread_local uint32_t t_runtime_correlation = 0;
     thread_local bool t_hook_entered = false;
     thread_local KernelLaunchInfo t_launch_info;
+    // The kernel kind's generation once the hook had entered (a sequence
+    // pass switches the kind inside its own launch's enter).
+    thread_local uint64_t t_enter_generation = 0;
     if (runtime) {
       if (enter) {
         if (t_in_runtime_launch++ == 0) t_runtime_correlation = data->correlationId;
@@ -175,7 +182,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         if (t_in_runtime_launch == 1 && t_hook_entered) {
           t_hook_entered = false;
           hook_->OnLaunchExit(t_launch_info);
-          AfterHookedLaunch(t_launch_info);
+          AfterHookedLaunch(t_launch_info, t_enter_generation);
         }
         if (t_in_runtime_launch > 0) --t_in_runtime_launch;
       }
@@ -193,11 +200,12 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         t_launch_info = info;
         t_hook_entered = true;
         hook_->OnLaunchEnter(info);
+        t_enter_generation = kernel_kind_generation_.load(std::memory_order_acquire);
       }
     } else if (t_hook_entered && t_in_runtime_launch == 0) {
       t_hook_entered = false;
       hook_->OnLaunchExit(t_launch_info);
-      AfterHookedLaunch(t_launch_info);
+      AfterHookedLaunch(t_launch_info, t_enter_generation);
     }
   }
   if (config_.trace_backtrace && activities_on_) {
@@ -231,9 +239,16 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (detach_ && teardown_pending_ && runtime && !enter && t_runtime_depth == 0) MaybeTearDown();
 }
 
-void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch) {
+void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch,
+                                      uint64_t enter_generation) {
   const uint32_t correlation_id = launch.correlation_id;
-  if (kernels_untraced_.load(std::memory_order_relaxed)) {
+  // The kind in effect when the kernel was submitted is known when it did
+  // not change during the call; when it did (another thread's launch
+  // switched it), the kernel may or may not have a CUPTI record: it is
+  // written "maybe traced", and the writer drops it if a record comes.
+  const bool moved =
+      kernel_kind_generation_.load(std::memory_order_acquire) != enter_generation;
+  if (kernels_untraced_.load(std::memory_order_relaxed) || moved) {
     // Measured in place with no kernel kind enabled: CUPTI writes no record
     // of this kernel, so the launch call's own fields make one (the writer
     // adds the rest from a traced launch of the configuration). Only during
@@ -262,6 +277,7 @@ void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch) {
       }
     }
     h.name = launch.kernel_name != nullptr ? launch.kernel_name : "";
+    h.maybe_traced = moved;
     untraced_launches_.fetch_add(1, std::memory_order_relaxed);
     PushHostEvent(std::move(h));
   }

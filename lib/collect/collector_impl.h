@@ -67,8 +67,10 @@ struct HostEvent {
   // kGpuMetrics: a batch of PM samples (lib/collect/pm_sampler.h).
   std::shared_ptr<PmSampleBatch> samples;
   // kUntracedKernel: a launch measured in place while kernels were not
-  // traced (RecordConverter::AddUntracedKernel; `name` its kernel's name).
+  // traced (RecordConverter::AddUntracedKernel; `name` its kernel's name);
+  // `maybe_traced`: the kind changed during its launch call.
   KernelEvent kernel;
+  bool maybe_traced = false;
 };
 
 
@@ -149,7 +151,13 @@ class CollectorImpl final : public Collector {
   // markers opened by the app go to the agent (collector_callbacks.cc).
   // After the metrics hook's exit of a launch: a replayed one asks the writer
   // to flush; one made while kernels are not traced is written from `launch`.
-  void AfterHookedLaunch(const KernelLaunchInfo& launch);
+  // `enter_generation`: kernel_kind_generation_ read after the hook's enter
+  // of this launch.
+  void AfterHookedLaunch(const KernelLaunchInfo& launch, uint64_t enter_generation);
+  // A launch the hook does not see (a CUDA graph, a cooperative launch)
+  // while kernels are not traced: kernels are traced with the KERNEL kind
+  // from now on (its kernels would have no record at all).
+  void OnUnhookedLaunchWhileUntraced() SL_EXCLUDES(kernel_kind_mu_);
   void ForwardNvtxToMonitor(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
   // Per-range metrics (--metrics-range nvtx:NAME): pushes and pops to the hook.
   void ForwardNvtxToHook(CUpti_CallbackId cbid, const CUpti_NvtxData* data);
@@ -276,11 +284,17 @@ class CollectorImpl final : public Collector {
   // (set by SetKernelKindInPlace); the hooked launches made meanwhile are
   // written from their launch calls (AfterHookedLaunch).
   std::atomic<bool> kernels_untraced_{false};
+  // Bumped at every change of the enabled kernel kind: a launch that saw it
+  // move between its enter and exit may have been submitted either way.
+  std::atomic<uint64_t> kernel_kind_generation_{0};
   std::atomic<uint64_t> untraced_launches_{0};
   // Kernels CUPTI counted in an untraced pass beyond the launches the hook
   // saw (on_unseen_kernels): no record of them (LossReport).
   std::atomic<uint64_t> untraced_kernels_lost_{0};
   std::atomic<bool> unseen_warned_{false};
+  std::atomic<bool> unhooked_warned_{false};
+  // Graph and cooperative launches are watched (kernels may go untraced).
+  bool watch_unhooked_launches_ = false;
 
   Mutex contexts_mu_;  // leaf
   std::vector<CUcontext> contexts_ SL_GUARDED_BY(contexts_mu_);

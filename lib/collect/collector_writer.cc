@@ -311,7 +311,7 @@ void CollectorImpl::WriterMain() {
         case HostEvent::kNcclPayload:
           break;  // given to the converter before the drain
         case HostEvent::kUntracedKernel:
-          converter.AddUntracedKernel(e.kernel, e.name);
+          converter.AddUntracedKernel(e.kernel, e.name, e.maybe_traced);
           break;
       }
     }

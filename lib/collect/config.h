@@ -193,11 +193,13 @@ struct CollectorConfig {
   // --metrics-range instances (no per-kernel duration to place them with).
   enum class InPlaceTrace : uint8_t { kAuto, kKernel, kNone };
   InPlaceTrace metric_inplace_trace = InPlaceTrace::kAuto;
-  // Whether kernels measured in place go untraced, `auto` resolved.
+  // Whether kernels measured in place go untraced, `auto` resolved. Only
+  // sequence passes ever do: inside --metrics-range instances no kernel has
+  // a duration of its own to be drawn with, so `none` keeps the KERNEL kind
+  // there.
   bool metric_inplace_untraced() const {
-    return metric_inplace_trace == InPlaceTrace::kNone ||
-           (metric_inplace_trace == InPlaceTrace::kAuto &&
-            metric_replay == MetricsReplay::kSequence && metric_range_nvtx.empty());
+    return metric_inplace_trace != InPlaceTrace::kKernel &&
+           metric_replay == MetricsReplay::kSequence && metric_range_nvtx.empty();
   }
 
   bool gpu_metrics = false;                   // SIGHTLINE_GPU_METRICS set (not none)

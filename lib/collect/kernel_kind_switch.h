@@ -55,8 +55,8 @@ class KernelKindSwitch {
   CUpti_ActivityKind kind() const { return kind_; }
   uint32_t switches() const { return switches_; }
   CUptiResult last_error() const { return last_error_; }
-  // After kFailed: whether the old kind is on again (false: no kernel kind is
-  // enabled until recording is next switched on).
+  // After kFailed: whether a kernel kind is on (the old one, or KERNEL when
+  // leaving none failed); false: none is, kind() is INVALID.
   bool back_on() const { return back_on_; }
 
   Outcome SetInPlace(bool in_place, bool recording) {
@@ -68,20 +68,31 @@ class KernelKindSwitch {
     kind_ = want;
     if (!recording) return Outcome::kDeferred;
     const CUptiResult off = Apply(was, false);
+    if (off != CUPTI_SUCCESS) {
+      // The old kind may still be on (CUPTI then refuses another kernel
+      // kind): it stays, and no later pass tries again.
+      kind_ = was;
+      given_up_ = true;
+      last_error_ = off;
+      return Outcome::kFailed;
+    }
     const CUptiResult on = Apply(want, true);
     if (on != CUPTI_SUCCESS) {
       // Kernels stay traced with the kind that was on (in-place counters
       // then include the instrumentation, as before the switch existed), and
-      // no later pass tries again (one warning, not one a pass).
-      kind_ = was;
+      // no later pass tries again (one warning, not one a pass). Leaving
+      // "none", any kernel kind beats none: the KERNEL kind is tried.
       given_up_ = true;
       last_error_ = on;
-      if (off == CUPTI_SUCCESS) {
-        const CUptiResult back = Apply(was, true);
-        if (back != CUPTI_SUCCESS) {
-          last_error_ = back;
-          back_on_ = false;
-        }
+      const CUpti_ActivityKind back_kind =
+          was == CUPTI_ACTIVITY_KIND_INVALID ? CUPTI_ACTIVITY_KIND_KERNEL : was;
+      const CUptiResult back = back_kind == want ? on : Apply(back_kind, true);
+      if (back == CUPTI_SUCCESS) {
+        kind_ = back_kind;
+      } else {
+        kind_ = CUPTI_ACTIVITY_KIND_INVALID;  // nothing traces kernels now
+        last_error_ = back;
+        back_on_ = false;
       }
       return Outcome::kFailed;
     }

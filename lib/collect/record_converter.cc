@@ -133,7 +133,7 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
   e.replayed = replayed;
   sink_->Add(e);
   Count(EventKind::kKernel);
-  if (options_.untraced_kernels && !replayed) traced_configs_[KeyOf(e)] = e;
+  if (options_.untraced_kernels && !replayed) RememberTraced(e);
 
   NcclKernelInfo info;
   if (options_.nccl && ParseNcclKernelName(name, &info)) {
@@ -152,11 +152,53 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
   }
 }
 
-void RecordConverter::AddUntracedKernel(KernelEvent e, std::string_view name) {
+void RecordConverter::RememberTraced(const KernelEvent& e) {
+  const ConfigKey key = KeyOf(e);
+  auto it = traced_configs_.find(key);
+  if (it == traced_configs_.end() && traced_configs_.size() < kMaxTracedConfigs) {
+    it = traced_configs_.emplace(key, TracedFields{}).first;
+  }
+  if (it != traced_configs_.end()) {
+    TracedFields& f = it->second;
+    f.registers_per_thread = e.registers_per_thread;
+    f.static_shared_bytes = e.static_shared_bytes;
+    f.local_bytes_per_thread = e.local_bytes_per_thread;
+    f.shared_memory_config_bytes = e.shared_memory_config_bytes;
+    f.launch_type = e.launch_type;
+    f.cluster_x = e.cluster_x;
+    f.cluster_y = e.cluster_y;
+    f.cluster_z = e.cluster_z;
+    f.cache_config_requested = e.cache_config_requested;
+    f.cache_config_executed = e.cache_config_executed;
+    f.context_id = e.context_id;
+  }
+  // A kernel written "maybe traced" has its record after all.
+  if (!maybe_traced_.empty() && maybe_traced_.erase(e.correlation_id) != 0) {
+    ++stats_.untraced_duplicates_dropped;
+  }
+  if (recent_traced_.insert(e.correlation_id).second) {
+    recent_traced_order_.push_back(e.correlation_id);
+    if (recent_traced_order_.size() > kRecentTraced) {
+      recent_traced_.erase(recent_traced_order_.front());
+      recent_traced_order_.pop_front();
+    }
+  }
+}
+
+void RecordConverter::AddUntracedKernel(KernelEvent e, std::string_view name,
+                                        bool maybe_traced) {
   e.name_id = sink_->Intern(name);
   e.start_ns = e.end_ns = 0;
   e.untraced = true;
   e.replayed = false;
+  if (maybe_traced) {
+    if (recent_traced_.count(e.correlation_id) != 0) {
+      ++stats_.untraced_duplicates_dropped;  // its record came first
+    } else {
+      maybe_traced_[e.correlation_id] = e;  // decided at the end
+    }
+    return;
+  }
   auto it = traced_configs_.find(KeyOf(e));
   if (it != traced_configs_.end()) {
     WriteUntraced(e, &it->second);
@@ -166,6 +208,11 @@ void RecordConverter::AddUntracedKernel(KernelEvent e, std::string_view name) {
 }
 
 void RecordConverter::FlushUntracedKernels(bool final) {
+  if (final) {
+    // No record came for these by the last drain: they were not traced.
+    for (auto& [corr, e] : maybe_traced_) untraced_waiting_.push_back(e);
+    maybe_traced_.clear();
+  }
   size_t kept = 0;
   for (KernelEvent& e : untraced_waiting_) {
     auto it = traced_configs_.find(KeyOf(e));
@@ -181,7 +228,7 @@ void RecordConverter::FlushUntracedKernels(bool final) {
   untraced_waiting_.resize(kept);
 }
 
-void RecordConverter::WriteUntraced(KernelEvent e, const KernelEvent* traced) {
+void RecordConverter::WriteUntraced(KernelEvent e, const TracedFields* traced) {
   if (traced != nullptr) {
     // What a launch call does not carry: the function's and the launch's
     // resources as CUPTI recorded them for a traced launch.

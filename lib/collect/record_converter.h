@@ -87,6 +87,8 @@ struct ConversionStats {
   // were written without a traced launch of their configuration to copy
   // registers, shared memory and carveout from (those fields read 0).
   uint64_t untraced_without_template = 0;
+  // "Maybe traced" untraced kernels dropped: CUPTI had a record after all.
+  uint64_t untraced_duplicates_dropped = 0;
   uint64_t counts[kNumEventKinds] = {};
   NcclJoinStats nccl;
 };
@@ -145,7 +147,13 @@ class RecordConverter {
   // timestamps) once a traced launch of the same configuration (device,
   // name, grid, block, dynamic shared memory) gives the fields a launch call
   // does not carry; FlushUntracedKernels writes the ones waiting.
-  void AddUntracedKernel(KernelEvent e, std::string_view name);
+  //
+  // `maybe_traced`: the kernel kind changed during its launch call, so
+  // CUPTI may have a record of it after all: held until the end and dropped
+  // when a traced kernel with its correlation id was converted (among the
+  // last kRecentTraced, or any time after).
+  void AddUntracedKernel(KernelEvent e, std::string_view name, bool maybe_traced = false);
+  static constexpr size_t kRecentTraced = 1 << 16;
   // Writes the waiting untraced kernels whose configuration is now known;
   // `final`: all of them (the rest counted in untraced_without_template).
   void FlushUntracedKernels(bool final);
@@ -239,9 +247,21 @@ class RecordConverter {
     return {e.device_id, e.name_id, e.grid_x, e.grid_y, e.grid_z,
             e.block_x,   e.block_y, e.block_z, e.dynamic_shared_bytes};
   }
-  void WriteUntraced(KernelEvent e, const KernelEvent* traced);
-  std::unordered_map<ConfigKey, KernelEvent, ConfigKeyHash> traced_configs_;
+  // The fields a launch call lacks, per traced configuration (at most
+  // kMaxTracedConfigs; untraced kernels of later ones are written without).
+  struct TracedFields {
+    uint32_t registers_per_thread = 0, static_shared_bytes = 0, local_bytes_per_thread = 0,
+             shared_memory_config_bytes = 0, launch_type = 0, cluster_x = 0, cluster_y = 0,
+             cluster_z = 0, cache_config_requested = 0, cache_config_executed = 0, context_id = 0;
+  };
+  static constexpr size_t kMaxTracedConfigs = 1 << 16;
+  void WriteUntraced(KernelEvent e, const TracedFields* traced);
+  void RememberTraced(const KernelEvent& e);
+  std::unordered_map<ConfigKey, TracedFields, ConfigKeyHash> traced_configs_;
   std::vector<KernelEvent> untraced_waiting_;
+  std::unordered_map<uint32_t, KernelEvent> maybe_traced_;  // by correlation id
+  std::unordered_set<uint32_t> recent_traced_;              // correlation ids
+  std::deque<uint32_t> recent_traced_order_;
   // NVTX-callback NCCL payloads waiting for their range, per thread, in push order.
   std::unordered_map<uint32_t, std::deque<CallbackPayload>> nccl_callback_payloads_;
   size_t nccl_callback_pending_ = 0;

@@ -113,6 +113,7 @@ class ChromeEmitter : public trace::EventVisitor {
   // launch and measured duration are known (after each chunk); at the end
   // the ones still waiting are counted as skipped.
   void EmitReplayedKernels(bool final) {
+    if (!final && replay_.waiting() > replay_.capacity() / 2) replay_.ResolveByConfigMean();
     for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
     if (final) {
       replay_.ResolveByConfigMean();

@@ -128,6 +128,7 @@ class PerfettoEmitter : public trace::EventVisitor {
   // start for the duration the replay measured (replay_placement.h), after
   // each chunk; at the end the ones still waiting are counted as skipped.
   void EmitReplayedKernels(bool final) {
+    if (!final && replay_.waiting() > replay_.capacity() / 2) replay_.ResolveByConfigMean();
     for (const KernelEvent& k : replay_.TakeReady()) EmitKernel(k, true);
     if (final) {
       replay_.ResolveByConfigMean();

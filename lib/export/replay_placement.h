@@ -20,7 +20,9 @@
 // one launch per position of the step, so before the end the untraced
 // kernels still without a duration take the mean measured duration of the
 // untraced kernels placed with the same name and launch configuration
-// (ResolveByConfigMean), as the analyzer does.
+// (ResolveByConfigMean), as the analyzer does — or, when half the table is
+// taken, from the means so far, so that the table never overflows with
+// kernels waiting for the end.
 #ifndef SIGHTLINE_LIB_EXPORT_REPLAY_PLACEMENT_H_
 #define SIGHTLINE_LIB_EXPORT_REPLAY_PLACEMENT_H_
 
@@ -128,6 +130,8 @@ class ReplayPlacement {
     waiting_.clear();
   }
   uint64_t unplaced() const { return unplaced_; }
+  size_t waiting() const { return waiting_.size(); }
+  size_t capacity() const { return capacity_; }
 
  private:
   struct Waiting {

@@ -144,27 +144,31 @@ TEST_P(ModelTest, UntracedKernelsArePlacedAtTheirLaunchForTheMeasuredDuration) {
   b.trace().kernels.back().untraced = true;
   const uint32_t last_pass = b.Kernel("gemm", 0, 0, 7, ms(5), us(10));
   b.trace().kernels.back().untraced = true;
+  const uint32_t other_position = b.Kernel("gemm", 0, 0, 7, ms(7), us(10));
+  b.trace().kernels.back().untraced = true;
   b.Metric(last_pass, "gpu__time_duration.sum", 4000);
   b.Metric(last_pass, "smsp__inst_executed.sum", 640);
+  b.Metric(other_position, "gpu__time_duration.sum", 2000);
   TimelineModel m = BuildOrDie({b.trace()});
-  EXPECT_EQ(m.traces[0].untraced_kernels, 2u);
+  EXPECT_EQ(m.traces[0].untraced_kernels, 3u);
   EXPECT_EQ(m.traces[0].replayed_kernels, 0u);
-  EXPECT_EQ(m.traces[0].metric_sets_without_replay, 2u);  // two ranges, one per metric
-  ASSERT_EQ(m.activities.size(), 3u);
+  EXPECT_EQ(m.traces[0].metric_sets_without_replay, 3u);  // one per metric range
+  ASSERT_EQ(m.activities.size(), 4u);
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> placed;
   for (const GpuActivity& a : m.activities) {
     if (m.IsReplayed(a)) placed[a.correlation_id] = {a.start_ns, a.end_ns};
   }
-  ASSERT_EQ(placed.size(), 2u);
+  ASSERT_EQ(placed.size(), 3u);
   EXPECT_EQ(placed.at(last_pass), std::make_pair(ms(5), ms(5) + 4000));
-  EXPECT_EQ(placed.at(earlier_pass), std::make_pair(ms(3), ms(3) + 4000));  // the mean
+  EXPECT_EQ(placed.at(other_position), std::make_pair(ms(7), ms(7) + 2000));
+  EXPECT_EQ(placed.at(earlier_pass), std::make_pair(ms(3), ms(3) + 3000));  // the mean
   const KernelAggregate* k = m.FindKernel("gemm");
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->count, 1u);  // only the traced launch is timed
-  EXPECT_EQ(k->replayed_count, 2u);
+  EXPECT_EQ(k->replayed_count, 3u);
   EXPECT_DOUBLE_EQ(k->Metric("smsp__inst_executed.sum"), 640);
   Report r = AnalyzeModel(m, {});
-  EXPECT_EQ(r.traces[0].untraced_kernels, 2u);
+  EXPECT_EQ(r.traces[0].untraced_kernels, 3u);
   bool noted = false;
   for (const std::string& n : r.notes) noted |= n.find("without being traced") != std::string::npos;
   EXPECT_TRUE(noted);

@@ -517,9 +517,10 @@ TEST_F(ConfigTest, RangeProfilerVariablesReachTheHook) {
   EXPECT_FALSE(h.image_per_launch || h.batch_sessions || h.spread_user_replay || h.debug);
 }
 
-// How kernels measured in place are traced: auto = untraced during sequence
-// passes, the KERNEL kind inside --metrics-range instances; kernel / none
-// force one; anything else is a problem and auto stays.
+// How kernels measured in place are traced: auto (and none) = untraced
+// during sequence passes, the KERNEL kind inside --metrics-range instances
+// whatever was asked; kernel forces it; anything else is a problem and auto
+// stays.
 TEST_F(ConfigTest, InPlaceTraceResolvesPerMode) {
   using T = CollectorConfig::InPlaceTrace;
   env_ = {{"SIGHTLINE_METRICS", "full"}, {"SIGHTLINE_METRICS_REPLAY", "sequence"}};
@@ -528,7 +529,9 @@ TEST_F(ConfigTest, InPlaceTraceResolvesPerMode) {
   EXPECT_TRUE(c.metric_inplace_untraced());
   env_["SIGHTLINE_METRICS_RANGE"] = "nvtx:step";
   EXPECT_FALSE(Parse().metric_inplace_untraced());
-  env_["SIGHTLINE_METRICS_INPLACE_TRACE"] = "none";
+  env_["SIGHTLINE_METRICS_INPLACE_TRACE"] = "none";  // not inside range instances
+  EXPECT_FALSE(Parse().metric_inplace_untraced());
+  env_.erase("SIGHTLINE_METRICS_RANGE");
   EXPECT_TRUE(Parse().metric_inplace_untraced());
   env_ = {{"SIGHTLINE_METRICS", "full"}, {"SIGHTLINE_METRICS_REPLAY", "sequence"},
           {"SIGHTLINE_METRICS_INPLACE_TRACE", "kernel"}};

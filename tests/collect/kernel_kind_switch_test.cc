@@ -16,6 +16,8 @@ struct FakeCupti {
   std::set<CUpti_ActivityKind> enabled;
   std::vector<std::string> calls;
   CUptiResult fail_enable_of_kernel = CUPTI_SUCCESS;  // make enabling KERNEL fail
+  CUptiResult fail_enable_of_concurrent = CUPTI_SUCCESS;
+  CUptiResult fail_disable = CUPTI_SUCCESS;
   static bool IsKernelKind(CUpti_ActivityKind k) {
     return k == CUPTI_ACTIVITY_KIND_KERNEL || k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   }
@@ -24,8 +26,12 @@ struct FakeCupti {
     const char* name = kind == CUPTI_ACTIVITY_KIND_KERNEL ? "KERNEL" : "CONCURRENT";
     calls.push_back(std::string(enable ? "enable " : "disable ") + name);
     if (!enable) {
+      if (fail_disable != CUPTI_SUCCESS) return fail_disable;
       enabled.erase(kind);
       return CUPTI_SUCCESS;
+    }
+    if (kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && fail_enable_of_concurrent != CUPTI_SUCCESS) {
+      return fail_enable_of_concurrent;
     }
     if (kind == CUPTI_ACTIVITY_KIND_KERNEL && fail_enable_of_kernel != CUPTI_SUCCESS) {
       return fail_enable_of_kernel;
@@ -133,6 +139,51 @@ TEST(KernelKindSwitch, InPlaceKindNoneTracesNoKernelDuringPasses) {
   EXPECT_EQ(s.SetInPlace(true, false), KernelKindSwitch::Outcome::kDeferred);
   EXPECT_TRUE(s.untraced());
   EXPECT_EQ(f.calls.size(), 2u);
+}
+
+// Failures around "none": a kind that cannot be disabled stays (and is
+// what the switch reports); leaving none when CONCURRENT_KERNEL cannot be
+// enabled falls back to the KERNEL kind, and only when that fails too is
+// nothing traced (back_on() false, kind() INVALID).
+TEST(KernelKindSwitch, FailuresAroundNoneNeverClaimATracingThatIsNotOn) {
+  {
+    FakeCupti f;
+    KernelKindSwitch s = Make(&f);
+    s.set_in_place_kind(CUPTI_ACTIVITY_KIND_INVALID);
+    f.Toggle(s.kind(), true);
+    f.fail_disable = CUPTI_ERROR_UNKNOWN;
+    EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kFailed);
+    EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);  // still on, still said
+    EXPECT_FALSE(s.untraced());
+    EXPECT_TRUE(s.back_on());
+    EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kGivenUp);
+  }
+  {
+    FakeCupti f;
+    KernelKindSwitch s = Make(&f);
+    s.set_in_place_kind(CUPTI_ACTIVITY_KIND_INVALID);
+    f.Toggle(s.kind(), true);
+    EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kSwitched);
+    f.fail_enable_of_concurrent = CUPTI_ERROR_UNKNOWN;
+    EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kFailed);
+    EXPECT_EQ(s.kind(), CUPTI_ACTIVITY_KIND_KERNEL);
+    EXPECT_EQ(f.enabled, std::set<CUpti_ActivityKind>{CUPTI_ACTIVITY_KIND_KERNEL});
+    EXPECT_TRUE(s.back_on());
+    EXPECT_FALSE(s.untraced());
+  }
+  {
+    FakeCupti f;
+    KernelKindSwitch s = Make(&f);
+    s.set_in_place_kind(CUPTI_ACTIVITY_KIND_INVALID);
+    f.Toggle(s.kind(), true);
+    EXPECT_EQ(s.SetInPlace(true, true), KernelKindSwitch::Outcome::kSwitched);
+    f.fail_enable_of_concurrent = CUPTI_ERROR_UNKNOWN;
+    f.fail_enable_of_kernel = CUPTI_ERROR_UNKNOWN;
+    EXPECT_EQ(s.SetInPlace(false, true), KernelKindSwitch::Outcome::kFailed);
+    EXPECT_TRUE(f.enabled.empty());
+    EXPECT_FALSE(s.back_on());
+    EXPECT_TRUE(s.untraced());  // the truth: the collector keeps writing launches
+  }
 }
 
 }  // namespace

@@ -136,6 +136,42 @@ TEST(ConverterUntracedTest, UntracedKernelsTakeTheirConfigurationFromATracedLaun
   EXPECT_EQ(c.stats().counts[static_cast<int>(EventKind::kKernel)], 4u);
 }
 
+// A launch during which the kernel kind changed may have a CUPTI record
+// after all: its untraced event waits for the end and is dropped when the
+// record was converted before or comes after.
+TEST(ConverterUntracedTest, MaybeTracedKernelsAreWrittenOnlyWithoutARecord) {
+  FakeEventSink sink;
+  ConverterOptions o;
+  o.untraced_kernels = true;
+  RecordConverter c(&sink, o, &FakeApiName);
+  auto launch = [](uint32_t corr) {
+    KernelEvent e;
+    e.correlation_id = corr;
+    e.stream_id = 7;
+    e.grid_x = 132;
+    e.grid_y = 2;
+    e.block_x = 256;
+    e.dynamic_shared_bytes = 1024;
+    return e;
+  };
+  auto before = Kernel(1000, 3500, "_Z6matmulPKfS0_Pfi", 60);
+  c.Convert(reinterpret_cast<const CUpti_Activity*>(&before));
+  c.AddUntracedKernel(launch(60), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // record first
+  c.AddUntracedKernel(launch(61), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // record later
+  c.AddUntracedKernel(launch(62), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // none
+  c.FlushUntracedKernels(false);
+  EXPECT_EQ(sink.kernels.size(), 1u);  // held
+  auto after = Kernel(4000, 4500, "_Z6matmulPKfS0_Pfi", 61);
+  c.Convert(reinterpret_cast<const CUpti_Activity*>(&after));
+  c.FlushUntracedKernels(true);
+  ASSERT_EQ(sink.kernels.size(), 3u);
+  EXPECT_FALSE(sink.kernels[1].untraced);
+  EXPECT_TRUE(sink.kernels[2].untraced);
+  EXPECT_EQ(sink.kernels[2].correlation_id, 62u);
+  EXPECT_EQ(sink.kernels[2].registers_per_thread, 40u);
+  EXPECT_EQ(c.stats().untraced_duplicates_dropped, 2u);
+}
+
 TEST_F(ConverterTest, NcclKernelAlsoBecomesCommunicationEvent) {
   auto k = Kernel(100, 900, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 8);
   Convert(&k);

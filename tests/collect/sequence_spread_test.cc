@@ -23,6 +23,7 @@ class FakeSequenceTarget : public SequenceTarget {
   bool InitSequenceImage(void*, size_t max_ranges) override {
     log.push_back("init " + std::to_string(max_ranges));
     if (fail_init) return false;
+    capacity_ = max_ranges;
     ranges_ = 0;
     pass_ranges_.clear();
     return true;
@@ -48,6 +49,12 @@ class FakeSequenceTarget : public SequenceTarget {
     r->stop_pass_index = counter_;
     r->ranges = in_pass_ == ranges_ ? ranges_ : in_pass_;
     r->ranges_dropped = 0;
+    if (image_semantics && pass_ranges_.size() > 1) {
+      // As CUPTI's image: a later pass reports the image's ranges, and only
+      // kernels beyond its capacity as dropped.
+      r->ranges = capacity_;
+      r->ranges_dropped = in_pass_ > capacity_ ? in_pass_ - capacity_ : 0;
+    }
     return true;
   }
   bool EvaluateSequenceRange(void*, size_t index, std::vector<double>* values) override {
@@ -70,7 +77,10 @@ class FakeSequenceTarget : public SequenceTarget {
   uint32_t passes_;
   std::map<void*, uint32_t> counters_;  // CUPTI: one pass counter per object (context)
   int begins_ = 0;
-  uint64_t in_pass_ = 0, ranges_ = 0;
+  uint64_t in_pass_ = 0, ranges_ = 0, capacity_ = 0;
+ public:
+  bool image_semantics = false;
+ private:
   std::vector<uint64_t> pass_ranges_;
 };
 
@@ -342,6 +352,26 @@ TEST(SequenceSpread, RangesCuptiCountsButWeDidNotSeeDiscardThePasses) {
   EXPECT_EQ(s.stats().unseen_kernels, 1u);
   ASSERT_FALSE(s.failed()) << s.error();
   EXPECT_EQ(s.TakeCompleted().size(), 3u);
+}
+
+// Unseen kernels in a later pass cut short: its range count is the image's,
+// so only what overflowed the image tells (a lower bound); a whole pass's
+// overflow is exact.
+TEST(SequenceSpread, UnseenKernelsOfALaterPassCutShortCountWhatOverflowed) {
+  FakeSequenceTarget t(4);
+  t.image_semantics = true;
+  SequenceSpread s(&t, 4, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  Steps(&s, &t, 2, &corr);  // learned: pass 0 open
+  Steps(&s, &t, 1, &corr);  // pass 0 whole
+  ASSERT_EQ(s.stats().passes, 1u);
+  // Pass 1: one launch seen, then a graph's 4 kernels, then the step changes.
+  Feed(&s, L(1, ++corr), true);
+  t.Launched();
+  t.extra_kernels_next_pass = 4;  // 5 kernels in an image of 3: 2 dropped
+  Feed(&s, L(9, ++corr), true);
+  EXPECT_EQ(s.stats().discarded, 1u);
+  EXPECT_EQ(s.stats().unseen_kernels, 4u);  // 3 + 2 - 1 seen
 }
 
 TEST(SequenceSpread, NoRepetitionNoCuptiCallsNoFailure) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -255,6 +256,31 @@ TEST(ChromeTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   EXPECT_EQ(json.find("\"ts\":-"), std::string::npos) << json;
   EXPECT_GE(stats->events_skipped, 1u);
   unlink(trace_path.c_str());
+  unlink(out_path.c_str());
+}
+
+// The committed sequence-metrics trace whose passes ran untraced (H100, run
+// AO): every one of its 99 untraced kernels is drawn, at a real time.
+TEST(ChromeTraceTest, UntracedKernelsOfARecordedTraceAreAllDrawn) {
+  const char* root = std::getenv("SIGHTLINE_SOURCE_DIR");
+  const std::string trace_path = std::string(root != nullptr ? root : ".") +
+                                 "/tests/data/metrics/workload_sequence_untraced_h100.sltrace";
+  auto reader = trace::TraceReader::Open(trace_path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string out_path = TempPath("chrome-untraced.json");
+  auto out = OutputFile::Open(out_path);
+  ASSERT_TRUE(out.ok());
+  absl::StatusOr<ExportStats> stats = ExportChromeTrace(**reader, **out);
+  ASSERT_TRUE(stats.ok()) << stats.status();
+  ASSERT_TRUE((*out)->Close().ok());
+  std::string json = ReadFile(out_path);
+  EXPECT_EQ(Count(json, "\"untraced\":true"), 99u);
+  EXPECT_EQ(Count(json, "\"replayed\":true"), 0u);
+  EXPECT_EQ(Count(json, "\"cat\":\"kernel\""), 144u);  // 45 traced + 99 untraced
+  // No kernel before the trace's first event (CUPTI's overhead records may
+  // be), and nothing skipped but the 9 metric ranges, which have no times.
+  EXPECT_EQ(json.find("\"cat\":\"kernel\",\"ts\":-"), std::string::npos);
+  EXPECT_EQ(stats->events_skipped, 9u);
   unlink(out_path.c_str());
 }
 
