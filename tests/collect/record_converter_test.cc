@@ -82,6 +82,20 @@ TEST_F(ConverterTest, ReplayedKernelsAreMarked) {
   EXPECT_FALSE(sink_.kernels[1].replayed);
 }
 
+// What a launch call gives for a kernel measured in place while not traced:
+// the configuration of synthetic_records.h's Kernel() (grid 132x2, block
+// 256, 1024 bytes of dynamic shared memory) unless `grid` says otherwise.
+KernelEvent UntracedLaunch(uint32_t corr, uint32_t grid = 132) {
+  KernelEvent e;
+  e.correlation_id = corr;
+  e.stream_id = 7;
+  e.grid_x = grid;
+  e.grid_y = 2;
+  e.block_x = 256;
+  e.dynamic_shared_bytes = 1024;
+  return e;
+}
+
 // A kernel measured in place while not traced: written from its launch
 // call, with what the call does not carry copied from a traced launch of the
 // same configuration — at once when one was seen, else once one comes, else
@@ -91,19 +105,8 @@ TEST(ConverterUntracedTest, UntracedKernelsTakeTheirConfigurationFromATracedLaun
   ConverterOptions o;
   o.untraced_kernels = true;
   RecordConverter c(&sink, o, &FakeApiName);
-  auto launch = [](uint32_t corr, uint32_t grid) {
-    KernelEvent e;
-    e.correlation_id = corr;
-    e.device_id = 0;
-    e.stream_id = 7;
-    e.grid_x = grid;
-    e.grid_y = 2;
-    e.block_x = 256;
-    e.dynamic_shared_bytes = 1024;
-    return e;
-  };
   // Before any traced launch of its configuration: waits.
-  c.AddUntracedKernel(launch(50, 132), "_Z6matmulPKfS0_Pfi");
+  c.AddUntracedKernel(UntracedLaunch(50), "_Z6matmulPKfS0_Pfi");
   c.FlushUntracedKernels(false);
   EXPECT_TRUE(sink.kernels.empty());
   auto traced = Kernel(1000, 3500, "_Z6matmulPKfS0_Pfi", 42);  // grid 132x2, block 256
@@ -121,11 +124,11 @@ TEST(ConverterUntracedTest, UntracedKernelsTakeTheirConfigurationFromATracedLaun
   EXPECT_EQ(u.shared_memory_config_bytes, 102400u);
   EXPECT_EQ(u.context_id, sink.kernels[0].context_id);
   // Known configuration: written at once.
-  c.AddUntracedKernel(launch(51, 132), "_Z6matmulPKfS0_Pfi");
+  c.AddUntracedKernel(UntracedLaunch(51), "_Z6matmulPKfS0_Pfi");
   ASSERT_EQ(sink.kernels.size(), 3u);
   EXPECT_EQ(sink.kernels[2].registers_per_thread, 40u);
   // Another grid: never traced; written at the end, counted.
-  c.AddUntracedKernel(launch(52, 64), "_Z6matmulPKfS0_Pfi");
+  c.AddUntracedKernel(UntracedLaunch(52, 64), "_Z6matmulPKfS0_Pfi");
   c.FlushUntracedKernels(false);
   EXPECT_EQ(sink.kernels.size(), 3u);
   c.FlushUntracedKernels(true);
@@ -144,21 +147,11 @@ TEST(ConverterUntracedTest, MaybeTracedKernelsAreWrittenOnlyWithoutARecord) {
   ConverterOptions o;
   o.untraced_kernels = true;
   RecordConverter c(&sink, o, &FakeApiName);
-  auto launch = [](uint32_t corr) {
-    KernelEvent e;
-    e.correlation_id = corr;
-    e.stream_id = 7;
-    e.grid_x = 132;
-    e.grid_y = 2;
-    e.block_x = 256;
-    e.dynamic_shared_bytes = 1024;
-    return e;
-  };
   auto before = Kernel(1000, 3500, "_Z6matmulPKfS0_Pfi", 60);
   c.Convert(reinterpret_cast<const CUpti_Activity*>(&before));
-  c.AddUntracedKernel(launch(60), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // record first
-  c.AddUntracedKernel(launch(61), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // record later
-  c.AddUntracedKernel(launch(62), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // none
+  c.AddUntracedKernel(UntracedLaunch(60), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // record first
+  c.AddUntracedKernel(UntracedLaunch(61), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // record later
+  c.AddUntracedKernel(UntracedLaunch(62), "_Z6matmulPKfS0_Pfi", /*maybe_traced=*/true);  // none
   c.FlushUntracedKernels(false);
   EXPECT_EQ(sink.kernels.size(), 1u);  // held
   auto after = Kernel(4000, 4500, "_Z6matmulPKfS0_Pfi", 61);

@@ -259,6 +259,15 @@ TEST(ChromeTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   unlink(out_path.c_str());
 }
 
+// A launch call with correlation id `corr` starting at `start`.
+ApiEvent LaunchCall(uint32_t corr, uint64_t start) {
+  ApiEvent a;
+  a.correlation_id = corr;
+  a.start_ns = start;
+  a.end_ns = start + 10;
+  return a;
+}
+
 // The committed sequence-metrics trace whose passes ran untraced (H100, run
 // AO): every one of its 99 untraced kernels is drawn, at a real time.
 TEST(ChromeTraceTest, UntracedKernelsOfARecordedTraceAreAllDrawn) {
@@ -296,16 +305,9 @@ TEST(ReplayPlacementTest, UntracedKernelsWithoutTheirOwnDurationTakeTheirConfigu
     k.untraced = true;
     return k;
   };
-  auto api = [](uint32_t corr, uint64_t start) {
-    ApiEvent a;
-    a.correlation_id = corr;
-    a.start_ns = start;
-    a.end_ns = start + 10;
-    return a;
-  };
   for (uint32_t c = 1; c <= 4; ++c) {
     EXPECT_TRUE(rp.OnKernel(kernel(c, c <= 3 ? 8 : 16)));
-    rp.OnApi(api(c, 1000 * c));
+    rp.OnApi(LaunchCall(c, 1000 * c));
   }
   rp.OnMeasuredDuration(2, 300);
   rp.OnMeasuredDuration(3, 500);
@@ -332,34 +334,27 @@ TEST(ReplayPlacementTest, MatchesAsThePiecesArriveInBoundedMemory) {
     k.replayed = true;
     return k;
   };
-  auto api = [](uint32_t corr, uint64_t start) {
-    ApiEvent a;
-    a.correlation_id = corr;
-    a.start_ns = start;
-    a.end_ns = start + 10;
-    return a;
-  };
   EXPECT_FALSE(rp.OnKernel(KernelEvent{}));  // not replayed: not ours
   EXPECT_TRUE(rp.OnKernel(kernel(7)));
-  for (uint32_t c = 100; c < 110; ++c) rp.OnApi(api(c, c));  // 10 others: no eviction of 7
+  for (uint32_t c = 100; c < 110; ++c) rp.OnApi(LaunchCall(c, c));  // 10 others: no eviction of 7
   rp.OnMeasuredDuration(7, 500);
   EXPECT_TRUE(rp.TakeReady().empty());  // no launch yet
-  rp.OnApi(api(7, 2000));               // the driver call inside ...
-  rp.OnApi(api(7, 1990));               // ... and the runtime call around it: the earliest wins
+  rp.OnApi(LaunchCall(7, 2000));               // the driver call inside ...
+  rp.OnApi(LaunchCall(7, 1990));               // ... and the runtime call around it: the earliest wins
   std::vector<KernelEvent> ready = rp.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].start_ns, 1990u);
   EXPECT_EQ(ready[0].end_ns, 2490u);
   // A launch and duration first, the kernel later: matched from the early maps.
-  rp.OnApi(api(8, 3000));
+  rp.OnApi(LaunchCall(8, 3000));
   rp.OnMeasuredDuration(8, 100);
   rp.OnKernel(kernel(8));
   ready = rp.TakeReady();
   ASSERT_EQ(ready.size(), 1u);
   EXPECT_EQ(ready[0].start_ns, 3000u);
   // A launch evicted (more than 4 calls after it) before its kernel came.
-  rp.OnApi(api(9, 4000));
-  for (uint32_t c = 200; c < 205; ++c) rp.OnApi(api(c, c));
+  rp.OnApi(LaunchCall(9, 4000));
+  for (uint32_t c = 200; c < 205; ++c) rp.OnApi(LaunchCall(c, c));
   rp.OnMeasuredDuration(9, 100);
   rp.OnKernel(kernel(9));
   EXPECT_TRUE(rp.TakeReady().empty());
