@@ -611,7 +611,7 @@ bool CollectorImpl::SetUpCupti() {
         if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
       }
       if (config_.metric_inplace_untraced()) {
-        watch_unhooked_launches_ = true;
+        untraced_passes_ = true;
         for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
           if (IsUnhookedLaunchCbid(cbid)) enable_drv(cbid);
         }

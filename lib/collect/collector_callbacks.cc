@@ -159,7 +159,7 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     flush_requested_ = true;
     Wake();
   }
-  if (watch_unhooked_launches_ && !runtime && enter && IsUnhookedLaunchCbid(cbid) &&
+  if (untraced_passes_ && !runtime && enter && IsUnhookedLaunchCbid(cbid) &&
       kernels_untraced_.load(std::memory_order_relaxed)) {
     OnUnhookedLaunchWhileUntraced();  // before it submits: its kernels get records
   }
@@ -248,7 +248,7 @@ void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch,
   // written "maybe traced", and the writer drops it if a record comes.
   const bool moved =
       kernel_kind_generation_.load(std::memory_order_acquire) != enter_generation;
-  if (kernels_untraced_.load(std::memory_order_relaxed) || moved) {
+  if (untraced_passes_ && (kernels_untraced_.load(std::memory_order_relaxed) || moved)) {
     // Measured in place with no kernel kind enabled: CUPTI writes no record
     // of this kernel, so the launch call's own fields make one (the writer
     // adds the rest from a traced launch of the configuration). Only during

@@ -293,8 +293,11 @@ class CollectorImpl final : public Collector {
   std::atomic<uint64_t> untraced_kernels_lost_{0};
   std::atomic<bool> unseen_warned_{false};
   std::atomic<bool> unhooked_warned_{false};
-  // Graph and cooperative launches are watched (kernels may go untraced).
-  bool watch_unhooked_launches_ = false;
+  // Sequence passes may run with no kernel kind (metric_inplace_untraced()
+  // and a hook): launches are written untraced (AfterHookedLaunch), graph
+  // and cooperative launches are watched. Never in per-range mode, whose
+  // switches (to the KERNEL kind) must not make launches "maybe traced".
+  bool untraced_passes_ = false;
 
   Mutex contexts_mu_;  // leaf
   std::vector<CUcontext> contexts_ SL_GUARDED_BY(contexts_mu_);
