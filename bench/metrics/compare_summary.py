@@ -8,6 +8,12 @@ gpu__time_duration.sum that is ns a launch). Several DIRs: one block each,
 so two runs of ours against one ncu can be read side by side.
 
   compare_summary.py DIR [DIR ...]
+  compare_summary.py --between DIR_A DIR_B
+
+--between: two runs over the same kernels (e.g. a 7-metric set and the
+full set): per metric both have, the median change B/A of ours and of
+ncu's values over the configurations both measured — whether each side's
+values move with the metric set.
 """
 import json
 import os
@@ -34,7 +40,44 @@ def summarize(path):
     return out
 
 
+def by_config(path):
+    rows = json.load(open(os.path.join(path, "compare.json")))["values"]
+    out = {}
+    for r in rows:
+        if r.get("ours") is None or r.get("ncu") is None:
+            continue
+        out[(r["metric"], r["kernel"], r["grid"], r["block"])] = r
+    return out
+
+
+def between(a_dir, b_dir):
+    a, b = by_config(a_dir), by_config(b_dir)
+    per_metric = {}
+    for key, ra in a.items():
+        rb = b.get(key)
+        if rb is None:
+            continue
+        m = per_metric.setdefault(key[0], ([], []))
+        if ra["ours"]:
+            m[0].append(rb["ours"] / ra["ours"] - 1)
+        if ra["ncu"]:
+            m[1].append(rb["ncu"] / ra["ncu"] - 1)
+    print(f"## {b_dir} / {a_dir}")
+    print(f"{'metric':60s} {'n':>4s} {'ours B/A %':>11s} {'ncu B/A %':>11s}")
+    for metric in sorted(per_metric):
+        ours, ncu = per_metric[metric]
+        med = lambda v: 100 * statistics.median(v) if v else float("nan")
+        print(f"{metric:60s} {max(len(ours), len(ncu)):4d} {med(ours):+11.2f} {med(ncu):+11.2f}")
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--between":
+        try:
+            between(argv[2], argv[3])
+        except (OSError, ValueError, KeyError) as e:
+            print(f"cannot read compare.json: {e}", file=sys.stderr)
+            return 1
+        return 0
     if len(argv) < 2:
         print(__doc__.strip(), file=sys.stderr)
         return 2
