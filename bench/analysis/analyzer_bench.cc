@@ -189,18 +189,10 @@ BENCHMARK(BM_Analyze)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_PeakRss(benchmark::State& state) {
   const BenchTrace& t = Trace();
-  long peak_kb = 0, baseline_kb = 0;
-  for (auto _ : state) {
-    const bench::ChildRss rss = bench::MeasureChildRss([&] { return Analyze(std::vector<std::string>{t.path}, {}).ok(); });
-    if (!rss.ok) {
-      state.SkipWithError("analysis failed in the child");
-      return;
-    }
-    baseline_kb = rss.baseline_kb;
-    peak_kb = rss.peak_kb;
-  }
-  state.counters["peak_rss_bytes"] = double(peak_kb) * 1024;
-  state.counters["baseline_rss_bytes"] = double(baseline_kb) * 1024;
+  const bench::ChildRss rss = bench::BenchChildRss(
+      state, [&] { return Analyze(std::vector<std::string>{t.path}, {}).ok(); });
+  if (!rss.ok) return;
+  const long peak_kb = rss.peak_kb, baseline_kb = rss.baseline_kb;
   state.counters["file_bytes"] = double(t.bytes);
   state.counters["rss_per_file_byte"] = double(peak_kb) * 1024 / double(t.bytes);
   state.counters["rss_above_baseline_per_file_byte"] =

@@ -12,6 +12,8 @@
 
 #include <functional>
 
+#include <benchmark/benchmark.h>
+
 namespace sightline::bench {
 
 struct ChildRss {
@@ -36,6 +38,23 @@ inline ChildRss MeasureChildRss(const std::function<bool()>& work) {
   }
   out.ok = true;
   return out;
+}
+
+// The peak-RSS benchmarks' loop: `work` measured in children each
+// iteration, counters peak_rss_bytes and baseline_rss_bytes set; returns the
+// last measurement (ok false: the state was skipped with an error).
+inline ChildRss BenchChildRss(benchmark::State& state, const std::function<bool()>& work) {
+  ChildRss rss;
+  for (auto _ : state) {
+    rss = MeasureChildRss(work);
+    if (!rss.ok) {
+      state.SkipWithError("analysis failed in the child");
+      return rss;
+    }
+  }
+  state.counters["peak_rss_bytes"] = double(rss.peak_kb) * 1024;
+  state.counters["baseline_rss_bytes"] = double(rss.baseline_kb) * 1024;
+  return rss;
 }
 
 }  // namespace sightline::bench

@@ -255,18 +255,7 @@ BENCHMARK(BM_MultiRank)->Arg(64)->Arg(256)->Unit(benchmark::kSecond)->Iterations
 
 void BM_MultiRankRss(benchmark::State& state) {
   const RankSet& set = Set(int(state.range(0)));
-  long peak_kb = 0, baseline_kb = 0;
-  for (auto _ : state) {
-    const bench::ChildRss rss = bench::MeasureChildRss([&] { return Analyze(set.paths, {}).ok(); });
-    if (!rss.ok) {
-      state.SkipWithError("analysis failed in the child");
-      return;
-    }
-    baseline_kb = rss.baseline_kb;
-    peak_kb = rss.peak_kb;
-  }
-  state.counters["peak_rss_bytes"] = double(peak_kb) * 1024;
-  state.counters["baseline_rss_bytes"] = double(baseline_kb) * 1024;
+  if (!bench::BenchChildRss(state, [&] { return Analyze(set.paths, {}).ok(); }).ok) return;
   state.counters["events"] = double(set.events);
 }
 BENCHMARK(BM_MultiRankRss)->Arg(64)->Arg(256)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -41,6 +42,40 @@ size_t Count(const std::string& hay, const std::string& needle) {
   size_t n = 0;
   for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1)) ++n;
   return n;
+}
+
+// Exports `trace_path` as Chrome JSON into TempPath(out_name) and returns
+// the JSON ("" after a test failure); the output file is removed.
+std::string ExportJson(const std::string& trace_path, const std::string& out_name,
+                       ExportStats* stats = nullptr) {
+  auto reader = trace::TraceReader::Open(trace_path);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return "";
+  const std::string out_path = TempPath(out_name);
+  auto out = OutputFile::Open(out_path);
+  EXPECT_TRUE(out.ok());
+  if (!out.ok()) return "";
+  absl::StatusOr<ExportStats> exported = ExportChromeTrace(**reader, **out);
+  EXPECT_TRUE(exported.ok()) << exported.status();
+  EXPECT_TRUE((*out)->Close().ok());
+  if (exported.ok() && stats != nullptr) *stats = *exported;
+  std::string json = ReadFile(out_path);
+  unlink(out_path.c_str());
+  return json;
+}
+
+// Writes a trace (tool "test", ended "exit") holding what `add` appends.
+void WriteTrace(const std::string& path, const std::function<void(trace::TraceWriter&)>& add) {
+  trace::FileSinkOptions so;
+  std::string error;
+  auto sink = trace::OpenFileSink(path, so, &error);
+  ASSERT_NE(sink, nullptr) << error;
+  trace::TraceWriter w(std::move(sink));
+  TraceHeaderData h;
+  h.tool_version = "test";
+  ASSERT_TRUE(w.Begin(h));
+  add(w);
+  ASSERT_TRUE(w.Finish("exit"));
 }
 
 TEST(ChromeTraceTest, CountsAndFlowsOfSyntheticTrace) {
@@ -88,21 +123,13 @@ TEST(ChromeTraceTest, ApiEventsCarryPythonAndNativeStacks) {
   std::string trace_path = TempPath("chrome-stacks.sltrace");
   std::string error;
   ASSERT_TRUE(testing::WriteStacksTraceTo(trace_path, &error)) << error;
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("chrome-stacks.json");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok());
-  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
-  ASSERT_TRUE((*out)->Close().ok());
-  std::string json = ReadFile(out_path);
+  std::string json = ExportJson(trace_path, "chrome-stacks.json");
   EXPECT_NE(json.find("\"python_stack\":\"Model.\\\"forward\\\" (/work/train.py:42) <- "
                       "<module> (/work/train.py:7)\""),
             std::string::npos)
       << json;
   EXPECT_NE(json.find("\"stack\":\"main (/usr/bin/app+0x40)\""), std::string::npos) << json;
   unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 // PM samples (--gpu-metrics) become one counter per metric and device, in
@@ -111,14 +138,7 @@ TEST(ChromeTraceTest, GpuMetricSamplesBecomeCounters) {
   std::string trace_path = TempPath("chrome-pm.sltrace");
   std::string error;
   ASSERT_TRUE(testing::WritePmSamplesTraceTo(trace_path, &error)) << error;
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("chrome-pm.json");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok());
-  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
-  ASSERT_TRUE((*out)->Close().ok());
-  std::string json = ReadFile(out_path);
+  std::string json = ExportJson(trace_path, "chrome-pm.json");
   auto count = [&](const std::string& needle) {
     size_t n = 0;
     for (size_t at = json.find(needle); at != std::string::npos; at = json.find(needle, at + 1)) {
@@ -132,7 +152,6 @@ TEST(ChromeTraceTest, GpuMetricSamplesBecomeCounters) {
   EXPECT_NE(json.find("\"value\":75}"), std::string::npos) << json;
   EXPECT_NE(json.find("\"value\":1500}"), std::string::npos) << json;
   unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 // Memory records become a counter of device memory in use per device: an
@@ -140,15 +159,7 @@ TEST(ChromeTraceTest, GpuMetricSamplesBecomeCounters) {
 // lib/trace/memory_tracker.h).
 TEST(ChromeTraceTest, MemoryRecordsBecomeACounterTrack) {
   std::string trace_path = TempPath("chrome-memory.sltrace");
-  {
-    trace::FileSinkOptions so;
-    std::string error;
-    auto sink = trace::OpenFileSink(trace_path, so, &error);
-    ASSERT_NE(sink, nullptr) << error;
-    trace::TraceWriter w(std::move(sink));
-    TraceHeaderData h;
-    h.tool_version = "test";
-    ASSERT_TRUE(w.Begin(h));
+  WriteTrace(trace_path, [&](trace::TraceWriter& w) {
     auto add = [&](uint64_t t, MemoryOperation op, uint64_t address, uint64_t bytes) {
       MemoryEvent e;
       e.timestamp_ns = t;
@@ -162,16 +173,9 @@ TEST(ChromeTraceTest, MemoryRecordsBecomeACounterTrack) {
     add(1000, MemoryOperation::kAllocation, 0x1000, 1 << 20);
     add(2000, MemoryOperation::kAllocation, 0x200000, 3 << 20);
     add(3000, MemoryOperation::kRelease, 0x1000, 0);
-    ASSERT_TRUE(w.Finish("exit"));
-  }
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("chrome-memory.json");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok());
-  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
-  ASSERT_TRUE((*out)->Close().ok());
-  std::string json = ReadFile(out_path);
+  });
+  if (::testing::Test::HasFatalFailure()) return;
+  std::string json = ExportJson(trace_path, "chrome-memory.json");
   size_t a = json.find("\"allocated bytes\":1048576}");
   size_t b = json.find("\"allocated bytes\":4194304}");
   size_t c = json.find("\"allocated bytes\":3145728}");
@@ -182,22 +186,13 @@ TEST(ChromeTraceTest, MemoryRecordsBecomeACounterTrack) {
   EXPECT_LT(b, c);
   EXPECT_NE(json.find("\"name\":\"GPU memory (device 1)\""), std::string::npos) << json;
   unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 // NCCL host calls carry their communicator and, for Send/Recv, the peer
 // (peer 0 included; absent for collectives).
 TEST(ChromeTraceTest, NcclSendCarriesItsPeer) {
   std::string trace_path = TempPath("chrome-nccl.sltrace");
-  {
-    trace::FileSinkOptions so;
-    std::string error;
-    auto sink = trace::OpenFileSink(trace_path, so, &error);
-    ASSERT_NE(sink, nullptr) << error;
-    trace::TraceWriter w(std::move(sink));
-    TraceHeaderData h;
-    h.tool_version = "test";
-    ASSERT_TRUE(w.Begin(h));
+  WriteTrace(trace_path, [&](trace::TraceWriter& w) {
     NcclEvent e;
     e.start_ns = 1000;
     e.end_ns = 2000;
@@ -214,20 +209,12 @@ TEST(ChromeTraceTest, NcclSendCarriesItsPeer) {
     e.end_ns = 4000;
     e.name_id = w.Intern("ncclAllReduce");
     w.Add(e);
-    ASSERT_TRUE(w.Finish("exit"));
-  }
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("chrome-nccl.json");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok());
-  ASSERT_TRUE(ExportChromeTrace(**reader, **out).ok());
-  ASSERT_TRUE((*out)->Close().ok());
-  std::string json = ReadFile(out_path);
+  });
+  if (::testing::Test::HasFatalFailure()) return;
+  std::string json = ExportJson(trace_path, "chrome-nccl.json");
   EXPECT_EQ(Count(json, "\"comm\":77"), 2u) << json;
   EXPECT_EQ(Count(json, "\"peer\":0"), 1u) << json;
   unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 // Kernel replay (--metrics): CUPTI reports a replayed kernel without
@@ -239,24 +226,16 @@ TEST(ChromeTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   std::string trace_path = TempPath("chrome-replay.sltrace");
   std::string error;
   ASSERT_TRUE(testing::WriteReplayTraceTo(trace_path, &error)) << error;
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("chrome-replay.json");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok());
-  absl::StatusOr<ExportStats> stats = ExportChromeTrace(**reader, **out);
-  ASSERT_TRUE(stats.ok()) << stats.status();
-  ASSERT_TRUE((*out)->Close().ok());
-  std::string json = ReadFile(out_path);
+  ExportStats stats;
+  std::string json = ExportJson(trace_path, "chrome-replay.json", &stats);
   EXPECT_EQ(Count(json, "\"replayed\":true"), 2u) << json;
   EXPECT_EQ(Count(json, "\"cat\":\"kernel\""), 2u) << json;
   // Times are relative to the first event (the first launch, 5 ms).
   EXPECT_NE(json.find("\"ts\":0.000,\"dur\":12.345"), std::string::npos) << json;
   EXPECT_NE(json.find("\"ts\":4000.000,\"dur\":2.000"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"ts\":-"), std::string::npos) << json;
-  EXPECT_GE(stats->events_skipped, 1u);
+  EXPECT_GE(stats.events_skipped, 1u);
   unlink(trace_path.c_str());
-  unlink(out_path.c_str());
 }
 
 // A launch call with correlation id `corr` starting at `start`.
@@ -274,23 +253,15 @@ TEST(ChromeTraceTest, UntracedKernelsOfARecordedTraceAreAllDrawn) {
   const char* root = std::getenv("SIGHTLINE_SOURCE_DIR");
   const std::string trace_path = std::string(root != nullptr ? root : ".") +
                                  "/tests/data/metrics/workload_sequence_untraced_h100.sltrace";
-  auto reader = trace::TraceReader::Open(trace_path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  std::string out_path = TempPath("chrome-untraced.json");
-  auto out = OutputFile::Open(out_path);
-  ASSERT_TRUE(out.ok());
-  absl::StatusOr<ExportStats> stats = ExportChromeTrace(**reader, **out);
-  ASSERT_TRUE(stats.ok()) << stats.status();
-  ASSERT_TRUE((*out)->Close().ok());
-  std::string json = ReadFile(out_path);
+  ExportStats stats;
+  std::string json = ExportJson(trace_path, "chrome-untraced.json", &stats);
   EXPECT_EQ(Count(json, "\"untraced\":true"), 99u);
   EXPECT_EQ(Count(json, "\"replayed\":true"), 0u);
   EXPECT_EQ(Count(json, "\"cat\":\"kernel\""), 144u);  // 45 traced + 99 untraced
   // No kernel before the trace's first event (CUPTI's overhead records may
   // be), and nothing skipped but the 9 metric ranges, which have no times.
   EXPECT_EQ(json.find("\"cat\":\"kernel\",\"ts\":-"), std::string::npos);
-  EXPECT_EQ(stats->events_skipped, 9u);
-  unlink(out_path.c_str());
+  EXPECT_EQ(stats.events_skipped, 9u);
 }
 
 // Untraced kernels (measured in place, not traced) are placed like replayed
