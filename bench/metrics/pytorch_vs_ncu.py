@@ -3,10 +3,11 @@
 
 usage: pytorch_vs_ncu.py SIGHTLINE SCRIPT VARIANT --out DIR [--steps 30 --warmup 10]
                          [--top 5] [--ncu-steps N] [--ncu-replay kernel|application]
-                         [--ncu-metrics M1,M2] [--reuse-ours DIR] [--ncu PATH]
+                         [--ncu-metrics M1,M2] [--ours-metrics SET|M1,M2]
+                         [--reuse-ours DIR] [--ncu PATH]
 
 1. `sightline profile --metrics full --metrics-replay sequence` (or
-   --ours-replay) runs the
+   --ours-metrics, --ours-replay) runs the
    example (examples/pytorch/SCRIPT --variant VARIANT), timed; `sightline
    analyze --format json` gives kernels[].metrics and the coverage
    (summary.metrics_coverage_pct).
@@ -100,6 +101,9 @@ def main():
     ap.add_argument("--ours-replay", default="sequence", choices=["sequence", "kernel", "spread"],
                     help="sightline's --metrics-replay (sequence measures the app's own launches in "
                          "place; kernel replays each measured launch as ncu's default does)")
+    ap.add_argument("--ours-metrics", default="full",
+                    help="sightline's --metrics (a set name or a comma-separated list): the "
+                         "passes' schedule depends on it, as ncu's does on its list")
     ap.add_argument("--ncu", default="/usr/local/cuda/bin/ncu")
     ap.add_argument("--tolerance-pct", type=float, default=2.0)
     ap.add_argument("--near-zero", type=float, default=0.5)
@@ -135,7 +139,7 @@ def main():
         trace = os.path.join(args.out, "ours.sltrace")
         env_debug = dict(os.environ, SIGHTLINE_METRICS_DEBUG="1")
         t0 = time.monotonic()
-        p = subprocess.run([args.sightline, "profile", "--metrics", "full", "--metrics-replay",
+        p = subprocess.run([args.sightline, "profile", "--metrics", args.ours_metrics, "--metrics-replay",
                             args.ours_replay, "-o", trace, "--"] + app, capture_output=True, text=True,
                            cwd=examples, env=env_debug)
         ours_s = time.monotonic() - t0

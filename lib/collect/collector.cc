@@ -19,6 +19,7 @@
 #include "lib/collect/nvtx_observer.h"
 #include "lib/collect/self_cost.h"
 #include "lib/collect/signal_flush.h"
+#include "lib/collect/stream_capture.h"
 #include "lib/trace/sink.h"
 
 extern "C" {
@@ -610,12 +611,15 @@ bool CollectorImpl::SetUpCupti() {
       for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
         if (IsLaunchCbid(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) enable_drv(cbid);
       }
-      if (config_.metric_inplace_untraced()) {
-        untraced_passes_ = true;
-        for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-          if (IsUnhookedLaunchCbid(cbid)) enable_drv(cbid);
+      // Graph and cooperative launches, stream captures: no metric pass may
+      // hold them (KernelLaunchHook::OnUnhookedWork, stream_capture.h).
+      for (CUpti_CallbackId cbid = 0; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
+        if (IsUnhookedLaunchCbid(cbid) || IsStreamCaptureBeginCbid(cbid) ||
+            IsStreamCaptureEndCbid(cbid)) {
+          enable_drv(cbid);
         }
       }
+      if (config_.metric_inplace_untraced()) untraced_passes_ = true;
       // Per-range metrics: every push and pop (the hook keeps each thread's
       // nesting depth).
       hook_wants_nvtx_ = hook_->WantsNvtx();

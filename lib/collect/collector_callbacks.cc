@@ -17,6 +17,7 @@
 #include "lib/collect/collector_impl.h"
 #include "lib/collect/nvtx_observer.h"
 #include "lib/collect/self_cost.h"
+#include "lib/collect/stream_capture.h"
 
 namespace sightline::collect {
 namespace {
@@ -159,9 +160,18 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     flush_requested_ = true;
     Wake();
   }
-  if (untraced_passes_ && !runtime && enter && IsUnhookedLaunchCbid(cbid) &&
-      kernels_untraced_.load(std::memory_order_relaxed)) {
-    OnUnhookedLaunchWhileUntraced();  // before it submits: its kernels get records
+  if (hook_ != nullptr && !runtime) {
+    if (IsStreamCaptureBeginCbid(cbid) || IsStreamCaptureEndCbid(cbid)) {
+      OnStreamCaptureCall(cbid, data);
+    } else if (enter && IsUnhookedLaunchCbid(cbid)) {
+      // Before it submits: a graph's (a cooperative launch's) kernels must
+      // not run inside an open metric pass (OnUnhookedWork ends it, and
+      // with it the untraced kind).
+      if (activities_on_) hook_->OnUnhookedWork(data->context);
+      if (untraced_passes_ && kernels_untraced_.load(std::memory_order_relaxed)) {
+        OnUnhookedLaunchWhileUntraced();  // still untraced (another context's pass): records
+      }
+    }
   }
   if (hook_ != nullptr && IsLaunchCbid(domain, cbid)) {
     // The hook sees each launch once, entered from the driver cuLaunchKernel(Ex)
@@ -197,10 +207,17 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         info.cbid = cbid;
         info.is_runtime_api = t_in_runtime_launch > 0;
         FillLaunchFromDriverParams(cbid, data->functionParams, &info);
-        t_launch_info = info;
-        t_hook_entered = true;
-        hook_->OnLaunchEnter(info);
-        t_enter_generation = kernel_kind_generation_.load(std::memory_order_acquire);
+        // While a stream capture is in progress anywhere in the process the
+        // hook gets no launch: a captured launch does not run (its kernel
+        // runs later, inside a graph launch), and the range profiler's
+        // Start/Stop fail during a capture and invalidate it, even from
+        // another stream or thread (stream_capture.h).
+        if (stream_captures_.load(std::memory_order_acquire) == 0) {
+          t_launch_info = info;
+          t_hook_entered = true;
+          hook_->OnLaunchEnter(info);
+          t_enter_generation = kernel_kind_generation_.load(std::memory_order_acquire);
+        }
       }
     } else if (t_hook_entered && t_in_runtime_launch == 0) {
       t_hook_entered = false;
@@ -237,6 +254,38 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   // nested in a runtime call leaves the runtime's own exit dispatch to a
   // finalised CUPTI (Kineto tears down from RUNTIME exit callbacks only).
   if (detach_ && teardown_pending_ && runtime && !enter && t_runtime_depth == 0) MaybeTearDown();
+}
+
+void CollectorImpl::OnStreamCaptureCall(CUpti_CallbackId cbid, const CUpti_CallbackData* data) {
+  const bool enter = data->callbackSite == CUPTI_API_ENTER;
+  const CUresult result =
+      enter || data->functionReturnValue == nullptr
+          ? CUDA_SUCCESS
+          : *static_cast<const CUresult*>(data->functionReturnValue);
+  if (IsStreamCaptureBeginCbid(cbid)) {
+    if (enter) {
+      // Counted first (no launch reaches the hook from now on), then any
+      // open pass ended before the capture begins.
+      stream_captures_.fetch_add(1, std::memory_order_acq_rel);
+      hook_->OnUnhookedWork(data->context);
+    } else if (result != CUDA_SUCCESS) {
+      DecrementStreamCaptures();  // no capture began
+    }
+    return;
+  }
+  // End: the capture is over unless the call was refused without ending it
+  // (the stream was not capturing, or another thread's capture), which the
+  // stream itself says.
+  if (enter || result == CUDA_ERROR_ILLEGAL_STATE || data->functionParams == nullptr) return;
+  const CUstream stream = LaunchQueryStream(
+      cbid, static_cast<const cuStreamEndCapture_params*>(data->functionParams)->hStream);
+  if (!LaunchIsCaptured(DriverStreamCaptureApi(), stream)) DecrementStreamCaptures();
+}
+
+void CollectorImpl::DecrementStreamCaptures() {
+  int n = stream_captures_.load(std::memory_order_acquire);
+  while (n > 0 && !stream_captures_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
+  }
 }
 
 void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch,

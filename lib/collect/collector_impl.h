@@ -130,6 +130,9 @@ class CollectorImpl final : public Collector {
   // The hook's on_unseen_kernels: kernels a pass ran that no hooked launch
   // announced; lost when not traced (and auto falls back to KERNEL).
   void OnUnseenPassKernels(uint64_t kernels) SL_EXCLUDES(kernel_kind_mu_);
+  // cuStreamBeginCapture* / cuStreamEndCapture* enter and exit (hook only).
+  void OnStreamCaptureCall(CUpti_CallbackId cbid, const CUpti_CallbackData* data);
+  void DecrementStreamCaptures();
   // Runtime API records on/off API by API (or the skip list switched off
   // under the whole kind); the driver kind's skip list.
   void SelectApiRecords(bool enable);
@@ -291,6 +294,10 @@ class CollectorImpl final : public Collector {
   // Kernels CUPTI counted in an untraced pass beyond the launches the hook
   // saw (on_unseen_kernels): no record of them (LossReport).
   std::atomic<uint64_t> untraced_kernels_lost_{0};
+  // Stream captures in progress (cuStreamBeginCapture* .. cuStreamEndCapture*,
+  // counted when a metrics hook exists): while > 0 no launch reaches the
+  // hook (stream_capture.h).
+  std::atomic<int> stream_captures_{0};
   std::atomic<bool> unseen_warned_{false};
   std::atomic<bool> unhooked_warned_{false};
   // Sequence passes may run with no kernel kind (metric_inplace_untraced()

@@ -176,6 +176,14 @@ class KernelLaunchHook {
   // A capture window opened (the hook admits launches again after a
   // capture end; it starts admitting).
   virtual void OnCaptureStart() {}
+  // Just before work the hook does not see launch by launch is submitted on
+  // `context` — a CUDA graph launch, a cooperative launch — or before a
+  // stream capture begins (`context` of the calling thread; while any
+  // capture is in progress the collector gives the hook no launch, since
+  // the range profiler's Start/Stop would invalidate it, see
+  // stream_capture.h): nothing of it may run inside an open measurement
+  // (sequence passes end or are discarded, kernel-replay sessions flushed).
+  virtual void OnUnhookedWork(CUcontext /*context*/) {}
   // Per-range metrics (config.range_nvtx): every NVTX push (any domain,
   // with its ASCII message, "" when it has none) and pop on the calling
   // thread, inside its NVTX call; `now_ns` is the collector's clock.

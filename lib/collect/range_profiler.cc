@@ -580,6 +580,42 @@ void RangeProfiler::OnCaptureStart() {
   window_open_ = true;
 }
 
+void RangeProfiler::OnUnhookedWork(CUcontext context) {
+  // Per-range mode measures whole user ranges: a graph's kernels belong in
+  // them (a capture beginning inside an instance is the user range code's
+  // concern: it never Starts one while the collector withholds launches).
+  if (user_mode_ || off_.load() || t_in_hook || t_holding_launch) return;
+  t_in_hook = true;
+  {
+    MutexLock lock(mu_);
+    for (auto& s : contexts_) {
+      if (s->context != context) continue;
+      if (sequence_ != nullptr) {
+        sequence_->Interrupt(s.get(), "a CUDA graph launch, cooperative launch or stream capture");
+        ReportUnseen();
+        CollectSpread(sequence_->TakeCompleted());
+        if (sequence_->failed()) {
+          // As EnterSequence does on a failure.
+          sequence_final_ = sequence_->stats();
+          const std::string why = sequence_->error() + " (" + last_error() + ")";
+          StopPassesAndDisable();
+          sequence_failed_ = why;
+          sequence_.reset();
+          off_.store(true);
+          pending_.error = why;
+          std::fprintf(stderr,
+                       "sightline: warning: sequence metric replay stopped (%s); per-kernel "
+                       "metrics are off for the rest of the run\n",
+                       why.c_str());
+        }
+        NoteInPlace();
+      }
+      if (s->started) Flush(s.get());  // a kernel-replay session must not hold foreign work
+    }
+  }
+  t_in_hook = false;
+}
+
 MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   MutexLock lock(mu_);
   window_open_ = false;
@@ -644,7 +680,16 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
                                               " times CUPTI counted other ranges than launches, e.g. "
                                               "kernels inside CUDA graphs"
                                         : std::string()) +
-                  ")";
+                  (s.interrupted > 0 ? "; " + std::to_string(s.interrupted) +
+                                           " by a CUDA graph or cooperative launch or a stream "
+                                           "capture inside the step"
+                                     : std::string()) +
+                  ")" +
+                  (s.paused > 0 ? "; " + std::to_string(s.paused) +
+                                      " passes ended at a CUDA graph or cooperative launch or a "
+                                      "stream capture after the step's launches (its kernels "
+                                      "run outside the passes, without metrics)"
+                                : std::string());
   }
   if (config_.debug) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +

@@ -102,6 +102,7 @@ class RangeProfiler final : public KernelLaunchHook,
   void OnContextDestroy(CUcontext context) override;
   MetricCaptureResult OnCaptureEnd() override;
   void OnCaptureStart() override;
+  void OnUnhookedWork(CUcontext context) override;
   bool IsReplayedCorrelation(uint32_t correlation_id) const override;
   uint32_t num_passes() const override { return passes_.load(); }
   // Per-range metrics (range_profiler_user_target.cc).

@@ -119,6 +119,7 @@ void SequenceSpread::Fail(const std::string& why) {
   if (!failed_) error_ = why;
   failed_ = true;
   collecting_ = false;
+  pass_open_ = false;
 }
 
 void SequenceSpread::Add(const SpreadLaunch& launch) {
@@ -149,6 +150,7 @@ bool SequenceSpread::Start(const SpreadLaunch& launch, std::vector<uint64_t> pat
     return false;
   }
   collecting_ = true;
+  pass_open_ = true;
   context_ = launch.context;
   pattern_ = std::move(pattern);
   passes_done_ = 0;
@@ -171,6 +173,7 @@ bool SequenceSpread::Start(const SpreadLaunch& launch, std::vector<uint64_t> pat
 void SequenceSpread::Discard() {
   ++stats_.discarded;
   collecting_ = false;
+  pass_open_ = false;
   dirty_.insert(context_);
   auto f = finders_.find(context_);
   if (f != finders_.end()) f->second.Reject(pattern_.size());
@@ -211,6 +214,7 @@ void SequenceSpread::CountUnseen(const SpreadPassResult& r) {
 
 bool SequenceSpread::EndPass(bool begin_next) {
   SpreadPassResult r;
+  pass_open_ = false;
   if (!target_->EndSequencePass(context_, &r)) {
     Fail("sequence: ending pass " + std::to_string(passes_done_) + " failed");
     return false;
@@ -233,6 +237,7 @@ bool SequenceSpread::EndPass(bool begin_next) {
     return true;
   }
   if (pass == 0) first_ = current_;
+  realigns_left_ = kMaxRealigns;
   last_done_ = current_;
   ++passes_done_;
   ++stats_.passes;
@@ -260,14 +265,47 @@ bool SequenceSpread::EndPass(bool begin_next) {
   }
   if (!begin_next) {
     current_.clear();
-    return true;  // the caller stops here (capture end); the pass is counted
+    return true;  // the caller stops here (capture end, Interrupt); the pass is counted
   }
   if (!target_->BeginSequencePass(context_)) {
     Fail("sequence: starting pass " + std::to_string(passes_done_) + " failed");
     return false;
   }
+  pass_open_ = true;
   current_.clear();
   return true;
+}
+
+void SequenceSpread::Interrupt(void* context, const char* why) {
+  if (failed_ || !pass_open_ || context != context_) return;
+  if (current_.size() == pattern_.size()) {
+    // The step's launches are all in: the pass ends as the next launch
+    // would have ended it; the next pass begins at the step's first launch.
+    ++stats_.paused;
+    EndPass(/*begin_next=*/false);
+    return;
+  }
+  SpreadPassResult ignored;
+  if (target_->EndSequencePass(context_, &ignored)) {  // best effort: the pass is not used
+    CountUnseen(ignored);
+  }
+  const std::string verdict = std::string(", DISCARDED (") + why + " inside the step)";
+  Debug(passes_done_, ignored, verdict.c_str(), nullptr);
+  ++stats_.interrupted;
+  const size_t k = current_.size();
+  std::vector<uint64_t> rotated;
+  if (realigns_left_ > 0 && k > 0 && k < pattern_.size()) {
+    rotated.assign(pattern_.begin() + static_cast<std::ptrdiff_t>(k), pattern_.end());
+    rotated.insert(rotated.end(), pattern_.begin(), pattern_.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  void* context_was = context_;
+  Discard();
+  if (!rotated.empty()) {
+    --realigns_left_;
+    ++stats_.realigned;
+    realign_ = std::move(rotated);
+    realign_context_ = context_was;
+  }
 }
 
 SpreadCollection SequenceSpread::MakeSet(size_t i) const {
@@ -292,7 +330,18 @@ bool SequenceSpread::Learn(const SpreadLaunch& launch) {
     f = finders_.emplace(launch.context, PeriodFinder(max_period_, min_run_)).first;
   }
   confirmed_ = f->second.Add(launch.key);
-  if (confirmed_ && !collecting_ && !done_for_window() && sequences_in_window_ > 0) {
+  realign_now_ = false;
+  if (!realign_.empty() && !collecting_ && launch.context == realign_context_) {
+    // The step realigned after an interruption begins here, or it changed.
+    if (launch.key == realign_[0]) {
+      realign_now_ = true;
+      confirmed_ = true;
+    } else {
+      realign_.clear();
+    }
+  }
+  if (confirmed_ && !realign_now_ && !collecting_ && !done_for_window() &&
+      sequences_in_window_ > 0) {
     confirmed_ = WorthStarting(f->second);
   }
   return confirmed_ && !collecting_ && !done_for_window();
@@ -310,13 +359,43 @@ void SequenceSpread::OnLaunch(const SpreadLaunch& launch, bool start_ok) {
   if (failed_) return;
   if (!collecting_) {
     if (confirmed_ && start_ok && !done_for_window()) {
-      Start(launch, finders_.at(launch.context).Pattern());
+      std::vector<uint64_t> pattern;
+      if (realign_now_) {
+        pattern.swap(realign_);
+      } else {
+        pattern = finders_.at(launch.context).Pattern();
+      }
+      realign_.clear();
+      Start(launch, std::move(pattern));
     }
     confirmed_ = false;
+    realign_now_ = false;
     return;
   }
   confirmed_ = false;
   if (launch.context != context_) return;  // another context: another object, not in our image
+  if (!pass_open_) {
+    // Between passes (Interrupt ended the last one at its step's end): the
+    // next pass begins at the step's first launch, or the step changed.
+    if (launch.key != pattern_[0]) {
+      if (debug_) {
+        std::fprintf(stderr,
+                     "sightline: sequence: after pass %u the next step began with '%.60s', not "
+                     "'%.60s': DISCARDED\n",
+                     passes_done_, std::string(launch.name).c_str(),
+                     first_.empty() ? "?" : first_[0].name.c_str());
+      }
+      Discard();
+      return;
+    }
+    if (!target_->BeginSequencePass(context_)) {
+      Fail("sequence: starting pass " + std::to_string(passes_done_) + " failed");
+      return;
+    }
+    pass_open_ = true;
+    Add(launch);
+    return;
+  }
   if (current_.size() == pattern_.size()) {
     // The launch after a pass's last: the pass is over.
     if (!EndPass() || !collecting_) return;
@@ -342,6 +421,7 @@ std::vector<SpreadCollection> SequenceSpread::TakeCompleted() {
 std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
   std::vector<SpreadCollection> out;
   if (context != nullptr) finders_.erase(context);  // going away: its launches are history
+  if (context == nullptr || context == realign_context_) realign_.clear();
   if (context != nullptr && context != context_) {
     dirty_.erase(context);
     return out;
@@ -359,13 +439,14 @@ std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
       if (context != nullptr) dirty_.erase(context);
       return out;
     }
-  } else {
+  } else if (pass_open_) {
     SpreadPassResult ignored;
     if (target_->EndSequencePass(context_, &ignored)) {  // best effort: the pass is not used
       CountUnseen(ignored);
     }
   }
   collecting_ = false;
+  pass_open_ = false;
   current_.clear();
   if (context == nullptr) {
     dirty_.insert(context_);  // reset before this context's next sequence

@@ -35,10 +35,14 @@
 //     per position, tied to that position's launch in the last pass
 //     (first_correlation_id: pass 0's launch).
 // Kernels run as the application launched them (not replayed), with counters
-// on; Stop waits for the step's kernels, once per pass. Launches CUPTI counts
-// as ranges but the hook does not see (kernels inside a CUDA graph launch)
-// make the range count differ: such a step never completes (counted in
-// stats().range_mismatch).
+// on; Stop waits for the step's kernels, once per pass. Work the hook does
+// not see launch by launch (a CUDA graph launch, a cooperative launch) and
+// stream captures never run inside a pass: the collector calls Interrupt
+// before them, which ends a pass at its step's end (the graph's kernels run
+// between passes, without metrics) or discards a pass they would cut and
+// realigns the step to begin after them. Kernels CUPTI still counts as
+// ranges but the hook did not see (another path) make the range count
+// differ: such a pass is discarded (stats().range_mismatch).
 // Pure bookkeeping, no CUPTI: tests/collect/sequence_spread_test.cc.
 #ifndef SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_SEQUENCE_H_
 #define SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_SEQUENCE_H_
@@ -126,6 +130,15 @@ struct SequenceStats {
   // the ones beyond the image's capacity (CountUnseen).
   uint64_t unseen_kernels = 0;
   uint64_t period = 0;      // launches per step of the last sequence started
+  // Passes cut short by work the hook does not see launch by launch (a CUDA
+  // graph launch, a cooperative launch) or a stream capture beginning in
+  // the middle of a step (Interrupt); of `discarded`.
+  uint64_t interrupted = 0;
+  // Passes ended at such work after their step's last launch: the next
+  // pass began at the step's next first launch (Interrupt).
+  uint64_t paused = 0;
+  // Of `interrupted`: the step realigned to begin after the interruption.
+  uint64_t realigned = 0;
 };
 
 class SequenceSpread {
@@ -142,6 +155,9 @@ class SequenceSpread {
   // A sequence is being collected: every launch of its context belongs to it
   // (the caller asks the kernel selector only while idle).
   bool collecting() const { return collecting_; }
+  // A pass is open: the context's launches run measured in place (between
+  // passes ended by Interrupt, a collecting sequence measures nothing).
+  bool measuring() const { return collecting_ && pass_open_; }
   void* context() const { return context_; }
   // Sequences per capture window: one per learned step. A shorter period
   // that completed first (a layer repeated more often than the passes) does
@@ -165,6 +181,21 @@ class SequenceSpread {
   // and passes the answer to OnLaunch.
   bool Learn(const SpreadLaunch& launch);
   void OnLaunch(const SpreadLaunch& launch, bool start_ok);
+  // Work the hook does not see launch by launch is about to run on
+  // `context` — a CUDA graph launch, a cooperative launch — or a stream
+  // capture begins (CUPTI's Start/Stop would invalidate it): nothing of it
+  // may run inside a pass (CUPTI would count a graph's kernels as ranges of
+  // the step). A pass whose launches are all in ends here and the next pass
+  // begins at the step's next first launch, so a step that ends with a
+  // graph launch still gets its eager kernels measured. A pass cut short is
+  // discarded; the learned step is then realigned to begin right after the
+  // interruption (a learned step begins wherever its period was confirmed,
+  // not where the program's step begins) and the next sequence starts at
+  // the next launch that begins it — at most kMaxRealigns times in a row,
+  // so a step with such work in two places costs a bounded number of
+  // restarts (`why` for SIGHTLINE_METRICS_DEBUG).
+  void Interrupt(void* context, const char* why);
+  static constexpr uint32_t kMaxRealigns = 2;
   // Sets finished since the last call (one per launch position).
   std::vector<SpreadCollection> TakeCompleted();
   // Capture end (`context` null) or `context` being destroyed: the open pass
@@ -205,11 +236,19 @@ class SequenceSpread {
   size_t max_period_;
   size_t min_run_;
   bool collecting_ = false;
+  bool pass_open_ = false;  // collecting_ and a pass Started, not yet Stopped
+  // After Interrupt cut a pass short: the step rotated to begin after the
+  // interruption, started at the next launch of realign_context_ that
+  // begins it (Learn); empty otherwise.
+  std::vector<uint64_t> realign_;
+  void* realign_context_ = nullptr;
+  uint32_t realigns_left_ = kMaxRealigns;  // back to kMaxRealigns at each whole pass
   // Contexts whose CUPTI pass counter may be mid-schedule: reset before their
   // next sequence (never while a context is being destroyed).
   std::unordered_set<void*> dirty_;
   std::unordered_map<void*, PeriodFinder> finders_;  // per context
   bool confirmed_ = false;  // Learn's verdict on the launch being handled
+  bool realign_now_ = false;  // ... a realigned step (realign_) begins at it
   bool failed_ = false;
   bool debug_ = false;
   std::string error_;

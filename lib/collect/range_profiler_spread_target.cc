@@ -330,7 +330,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
   }
   // Before this launch runs: pass 0 begins or the last pass ended here.
   NoteInPlace();
-  if (sequence_->collecting() && sequence_->context() == state) {
+  if (sequence_->measuring() && sequence_->context() == state) {
     // Held until the launch's exit: the pass's ranges are in submission
     // order, and with several launching threads the order we record must be
     // that order (and no thread's Stop may fall between another's enter and
@@ -355,7 +355,7 @@ void RangeProfiler::ReportUnseen() {
 void RangeProfiler::NoteInPlace() {
   // Off (TurnOff): no launch is measured any more, whatever a pass's
   // bookkeeping still says (no later launch would end it).
-  const bool now = !off_.load() && ((sequence_ != nullptr && sequence_->collecting()) ||
+  const bool now = !off_.load() && ((sequence_ != nullptr && sequence_->measuring()) ||
                                     (user_ != nullptr && user_open_thread_.load() != 0));
   if (now == in_place_) return;
   in_place_ = now;

@@ -109,7 +109,7 @@ void RunSteps(SequenceSpread* s, FakeSequenceTarget* t, const std::vector<uint64
   for (int step = 0; step < steps; ++step) {
     for (uint64_t key : keys) {
       Feed(s, L(key, ++*corr), true);
-      if (s->collecting()) t->Launched();
+      if (s->measuring()) t->Launched();
     }
   }
 }
@@ -372,6 +372,102 @@ TEST(SequenceSpread, UnseenKernelsOfALaterPassCutShortCountWhatOverflowed) {
   Feed(&s, L(9, ++corr), true);
   EXPECT_EQ(s.stats().discarded, 1u);
   EXPECT_EQ(s.stats().unseen_kernels, 4u);  // 3 + 2 - 1 seen
+}
+
+// Steps of `keys`, each followed by work the hook does not see launch by
+// launch (a CUDA graph launch): SequenceSpread::Interrupt. `also_after`: a
+// second interruption after that many of the step's launches.
+void StepsThenGraph(SequenceSpread* s, FakeSequenceTarget* t, const std::vector<uint64_t>& keys,
+                    int steps, uint32_t* corr, size_t also_after = 0) {
+  for (int step = 0; step < steps; ++step) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      Feed(s, L(keys[i], ++*corr), true);
+      if (s->measuring()) t->Launched();
+      if (also_after != 0 && i + 1 == also_after) s->Interrupt(&g_ctx, "a CUDA graph launch");
+    }
+    s->Interrupt(&g_ctx, "a CUDA graph launch");
+    // The graph's kernels run outside every pass: CUPTI counts none.
+  }
+}
+
+// A step that ends with a graph launch: the learned step began where its
+// period was confirmed (at 'c'), the graph cut pass 0 after one launch, the
+// step was realigned to begin after the graph ('a'), and from then on each
+// pass ends at the graph and the next begins at the step's first launch.
+TEST(SequenceSpread, AGraphLaunchAtTheStepsEndEndsEachPassAndTheSequenceConverges) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  // Learned at the second step's 'c': pass 0 opened there and the graph
+  // right after cut it.
+  StepsThenGraph(&s, &t, {1, 2, 3}, 2, &corr);
+  EXPECT_FALSE(s.measuring());
+  EXPECT_EQ(s.stats().interrupted, 1u);
+  EXPECT_EQ(s.stats().realigned, 1u);
+  StepsThenGraph(&s, &t, {1, 2, 3}, 3, &corr);  // passes 0, 1, 2, each ended at the graph
+  ASSERT_FALSE(s.failed()) << s.error();
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].name, "a");  // aligned to the program's step
+  EXPECT_EQ(done[2].name, "c");
+  EXPECT_EQ(done[0].passes_done, 3u);
+  EXPECT_EQ(s.stats().sequences, 1u);
+  EXPECT_EQ(s.stats().discarded, 1u);
+  EXPECT_EQ(s.stats().paused, 3u);
+  EXPECT_EQ(s.stats().unseen_kernels, 0u);
+  EXPECT_FALSE(s.measuring());
+  // Between passes nothing is measured: a pass begins at a step's first
+  // launch only.
+  EXPECT_EQ(Count(t.log, "begin"), 4);  // the cut pass 0, then 3 passes
+  EXPECT_EQ(Count(t.log, "end"), 4);
+}
+
+// A pass ended at a graph launch whose next step begins otherwise: the step
+// changed, the passes are discarded and learning goes on.
+TEST(SequenceSpread, AfterAPassEndedAtAGraphLaunchADifferentStepDiscards) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  StepsThenGraph(&s, &t, {1, 2, 3}, 3, &corr);  // realigned; pass 0 whole, ended at the graph
+  ASSERT_EQ(s.stats().passes, 1u);
+  ASSERT_FALSE(s.measuring());
+  const int ends = Count(t.log, "end");
+  Feed(&s, L(2, ++corr), true);  // not the step's first launch
+  EXPECT_FALSE(s.collecting());
+  EXPECT_EQ(s.stats().discarded, 2u);
+  EXPECT_EQ(Count(t.log, "end"), ends);  // no pass was open: nothing to stop
+  ASSERT_FALSE(s.failed()) << s.error();
+}
+
+// Graph launches at two places of a step: every pass is cut short. The step
+// is realigned at most kMaxRealigns times in a row; then the ordinary
+// restarts (the period held to a stricter standard each time) bound the
+// cost. Nothing fails, nothing completes.
+TEST(SequenceSpread, GraphLaunchesInsideTheStepRealignABoundedNumberOfTimes) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  StepsThenGraph(&s, &t, {1, 2, 3, 4}, 60, &corr, /*also_after=*/2);
+  ASSERT_FALSE(s.failed()) << s.error();
+  EXPECT_TRUE(s.TakeCompleted().empty());
+  EXPECT_EQ(s.stats().realigned, SequenceSpread::kMaxRealigns);
+  EXPECT_EQ(s.stats().passes, 0u);
+  EXPECT_LT(Count(t.log, "begin"), 12);
+  EXPECT_EQ(Count(t.log, "begin"), Count(t.log, "end"));  // every pass begun was stopped
+}
+
+// Another context's graph launch does not touch this context's pass.
+TEST(SequenceSpread, AnotherContextsInterruptionIsIgnored) {
+  FakeSequenceTarget t(2);
+  SequenceSpread s(&t, 2, 16, /*min_run=*/0);
+  uint32_t corr = 0;
+  Steps(&s, &t, 2, &corr);
+  ASSERT_TRUE(s.measuring());
+  s.Interrupt(&g_other, "a CUDA graph launch");
+  EXPECT_TRUE(s.measuring());
+  EXPECT_EQ(s.stats().interrupted, 0u);
+  Steps(&s, &t, 3, &corr);
+  EXPECT_EQ(s.TakeCompleted().size(), 3u);
 }
 
 TEST(SequenceSpread, NoRepetitionNoCuptiCallsNoFailure) {

@@ -15,6 +15,14 @@
 //                                                K more on the fresh context
 //   fault_app two-contexts [K=1000]              two driver contexts on device
 //                                                0 (and device 1 when present)
+//   fault_app graph-steps [S=300] [E=8] [G=3] [C=0]
+//                                                S steps of E eager launches
+//                                                (one grid size each), a CUDA
+//                                                graph of G kernels and, C=1,
+//                                                a cooperative launch: under
+//                                                sequence metrics the graph's
+//                                                and the cooperative kernels
+//                                                run inside metric passes
 //   fault_app long SECONDS [RATE=100000]         empty kernels at RATE/s for
 //                                                SECONDS; prints its wall span
 //                                                and peak RSS at 10 % and 100 %
@@ -126,6 +134,49 @@ int GraphCapture(int k, int g) {
   return 0;
 }
 
+// A training-step shape under sequence metrics: the eager launches are the
+// step the collector learns; the graph launch (and the cooperative launch)
+// are launches its metrics hook does not see one by one, so they fall
+// inside the metric passes (issue 14's review mends: every kernel is in the
+// trace, none lost).
+int GraphSteps(int steps, int eager, int graph_kernels, bool cooperative) {
+  int* counter;
+  CHECK(cudaMalloc(&counter, sizeof(int)));
+  CHECK(cudaMemset(counter, 0, sizeof(int)));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaGraph_t graph;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < graph_kernels; ++i) AddOne<<<1 + i, 64, 0, s>>>(counter);
+  CHECK(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec;
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  int coop_supported = 0;
+  CHECK(cudaDeviceGetAttribute(&coop_supported, cudaDevAttrCooperativeLaunch, 0));
+  cooperative = cooperative && coop_supported != 0;
+  long launched = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (int i = 0; i < eager; ++i) AddOne<<<1 + i, 32, 0, s>>>(counter);
+    CHECK(cudaGraphLaunch(exec, s));
+    launched += eager + graph_kernels;
+    if (cooperative) {
+      void* args[] = {&counter};
+      CHECK(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(AddOne), dim3(2), dim3(32),
+                                        args, 0, s));
+      ++launched;
+    }
+    CHECK(cudaStreamSynchronize(s));  // the step's end, as a training loop's loss read
+  }
+  int result = ReadCounter(counter);
+  std::printf("SIGHTLINE_EXPECT kernel=%ld\n", launched);
+  std::printf("FAULT_APP result=%d\n", result);
+  std::printf("FAULT_APP cooperative=%d\n", cooperative ? 1 : 0);
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  CHECK(cudaStreamDestroy(s));
+  return 0;
+}
+
 int DeviceReset(int k) {
   int total = 0;
   for (int round = 0; round < 2; ++round) {
@@ -205,13 +256,17 @@ int Long(double seconds, double rate) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: fault_app threads|graph-capture|device-reset|two-contexts|long ...\n");
+    std::fprintf(stderr, "usage: fault_app threads|graph-capture|graph-steps|device-reset|two-contexts|long ...\n");
     return 2;
   }
   std::string mode = argv[1];
   auto arg = [&](int i, double fallback) { return argc > i ? std::atof(argv[i]) : fallback; };
   if (mode == "threads") return Threads(static_cast<int>(arg(2, 16)), static_cast<int>(arg(3, 20000)));
   if (mode == "graph-capture") return GraphCapture(static_cast<int>(arg(2, 50)), static_cast<int>(arg(3, 200)));
+  if (mode == "graph-steps") {
+    return GraphSteps(static_cast<int>(arg(2, 300)), static_cast<int>(arg(3, 8)),
+                      static_cast<int>(arg(4, 3)), arg(5, 0) != 0);
+  }
   if (mode == "device-reset") return DeviceReset(static_cast<int>(arg(2, 1000)));
   if (mode == "two-contexts") return TwoContexts(static_cast<int>(arg(2, 1000)));
   if (mode == "long") return Long(arg(2, 60), arg(3, 100000));
