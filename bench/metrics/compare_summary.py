@@ -11,9 +11,11 @@ so two runs of ours against one ncu can be read side by side.
   compare_summary.py --between DIR_A DIR_B
 
 --between: two runs over the same kernels (e.g. a 7-metric set and the
-full set): per metric both have, the median change B/A of ours and of
-ncu's values over the configurations both measured — whether each side's
-values move with the metric set.
+full set, or one ours against ncu's kernel and application replay): per
+metric both have, the median change B/A of ours and of ncu's values over
+the configurations both measured — whether each side's values move with
+the metric set or the replay mode — and, for ncu, the median absolute
+change and how many configurations moved by at most 2 %.
 """
 import json
 import os
@@ -63,11 +65,15 @@ def between(a_dir, b_dir):
         if ra["ncu"]:
             m[1].append(rb["ncu"] / ra["ncu"] - 1)
     print(f"## {b_dir} / {a_dir}")
-    print(f"{'metric':60s} {'n':>4s} {'ours B/A %':>11s} {'ncu B/A %':>11s}")
+    print(f"{'metric':60s} {'n':>4s} {'ours B/A %':>11s} {'ncu B/A %':>11s} "
+          f"{'ncu |B/A| %':>12s} {'ncu within 2 %':>15s}")
     for metric in sorted(per_metric):
         ours, ncu = per_metric[metric]
         med = lambda v: 100 * statistics.median(v) if v else float("nan")
-        print(f"{metric:60s} {max(len(ours), len(ncu)):4d} {med(ours):+11.2f} {med(ncu):+11.2f}")
+        absolute = [abs(x) for x in ncu]
+        within = sum(1 for x in absolute if x <= 0.02)
+        print(f"{metric:60s} {max(len(ours), len(ncu)):4d} {med(ours):+11.2f} {med(ncu):+11.2f} "
+              f"{med(absolute):12.2f} {within:9d}/{len(ncu):<5d}")
 
 
 def main(argv):
