@@ -9,6 +9,7 @@ so two runs of ours against one ncu can be read side by side.
 
   compare_summary.py DIR [DIR ...]
   compare_summary.py --between DIR_A DIR_B
+  compare_summary.py --by-size BYTES DIR
 
 --between: two runs over the same kernels (e.g. a 7-metric set and the
 full set, or one ours against ncu's kernel and application replay): per
@@ -16,6 +17,9 @@ metric both have, the median change B/A of ours and of ncu's values over
 the configurations both measured — whether each side's values move with
 the metric set or the replay mode — and, for ncu, the median absolute
 change and how many configurations moved by at most 2 %.
+
+--by-size: the byte metrics (dram__bytes*) split at BYTES of ncu's value:
+small transfers are dominated by what earlier kernels left in L2.
 """
 import json
 import os
@@ -76,7 +80,33 @@ def between(a_dir, b_dir):
               f"{med(absolute):12.2f} {within:9d}/{len(ncu):<5d}")
 
 
+def by_size(path, threshold):
+    """Byte metrics split at `threshold` (ncu's value): within the
+    tolerance, and the median relative difference, on each side."""
+    rows = json.load(open(os.path.join(path, "compare.json")))["values"]
+    print(f"## {path}: byte metrics split at {threshold:g} bytes (ncu's value)")
+    print(f"{'metric':40s} {'side':>6s} {'n':>4s} {'ok':>4s} {'median rel %':>13s}")
+    metrics = sorted({r["metric"] for r in rows if "bytes" in r["metric"]})
+    for metric in metrics:
+        for label, keep in ((">=", lambda v: v >= threshold), ("<", lambda v: v < threshold)):
+            rs = [r for r in rows if r["metric"] == metric and r.get("ncu") is not None
+                  and r.get("ours") is not None and keep(r["ncu"])]
+            if not rs:
+                continue
+            rel = [r["rel_pct"] for r in rs if r.get("rel_pct") is not None]
+            ok = sum(1 for r in rs if r.get("ok"))
+            med = statistics.median(rel) if rel else float("nan")
+            print(f"{metric:40s} {label:>6s} {len(rs):4d} {ok:4d} {med:13.2f}")
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--by-size":
+        try:
+            by_size(argv[3], float(argv[2]))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"cannot read compare.json: {e}", file=sys.stderr)
+            return 1
+        return 0
     if len(argv) == 4 and argv[1] == "--between":
         try:
             between(argv[2], argv[3])
