@@ -595,6 +595,7 @@ bool CollectorImpl::SetUpCupti() {
     KernelLaunchHookConfig hc = HookConfigFromCollectorConfig(config_);
     hc.on_in_place = [this](bool in_place) { SetKernelKindInPlace(in_place); };
     hc.on_unseen_kernels = [this](uint64_t n) { OnUnseenPassKernels(n); };
+    hc.stream_captures = &captures_;
     if (config_.metric_inplace_untraced()) {
       MutexLock lock(kernel_kind_mu_);
       kernel_kind_.set_in_place_kind(CUPTI_ACTIVITY_KIND_INVALID);
@@ -886,6 +887,16 @@ void CollectorImpl::AfterWindowClosed() {
                  static_cast<unsigned long long>(n));
   }
   if (hook_ != nullptr) {
+    const uint64_t withheld = captures_.withheld() - captures_withheld_reported_;
+    captures_withheld_reported_ += withheld;
+    const size_t open = captures_.open();
+    if ((withheld > 0 || open > 0) && !config_.quiet) {
+      std::fprintf(stderr,
+                   "sightline: %llu kernel launches got no metrics: made while a CUDA graph "
+                   "capture was in progress (the range profiler would invalidate it)%s\n",
+                   static_cast<unsigned long long>(withheld),
+                   open > 0 ? "; a capture is still in progress: no metrics until it ends" : "");
+    }
     auto result = std::make_shared<MetricCaptureResult>(hook_->OnCaptureEnd());
     HostEvent m;
     m.kind = HostEvent::kMetrics;

@@ -165,11 +165,11 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       OnStreamCaptureCall(cbid, data);
     } else if (enter && IsUnhookedLaunchCbid(cbid)) {
       // Before it submits: a graph's (a cooperative launch's) kernels must
-      // not run inside an open metric pass (OnUnhookedWork ends it, and
-      // with it the untraced kind).
-      if (activities_on_) hook_->OnUnhookedWork(data->context);
+      // not run inside an open metric pass of any context (OnUnhookedWork
+      // ends it, and with it the untraced kind).
+      hook_->OnUnhookedWork(/*stream_capture=*/false);
       if (untraced_passes_ && kernels_untraced_.load(std::memory_order_relaxed)) {
-        OnUnhookedLaunchWhileUntraced();  // still untraced (another context's pass): records
+        OnUnhookedLaunchWhileUntraced();  // still untraced (a failed switch): records
       }
     }
   }
@@ -212,11 +212,13 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
         // runs later, inside a graph launch), and the range profiler's
         // Start/Stop fail during a capture and invalidate it, even from
         // another stream or thread (stream_capture.h).
-        if (stream_captures_.load(std::memory_order_acquire) == 0) {
+        if (!captures_.active()) {
           t_launch_info = info;
           t_hook_entered = true;
           hook_->OnLaunchEnter(info);
           t_enter_generation = kernel_kind_generation_.load(std::memory_order_acquire);
+        } else {
+          captures_.CountWithheld();
         }
       }
     } else if (t_hook_entered && t_in_runtime_launch == 0) {
@@ -258,33 +260,27 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
 
 void CollectorImpl::OnStreamCaptureCall(CUpti_CallbackId cbid, const CUpti_CallbackData* data) {
   const bool enter = data->callbackSite == CUPTI_API_ENTER;
-  const CUresult result =
-      enter || data->functionReturnValue == nullptr
-          ? CUDA_SUCCESS
-          : *static_cast<const CUresult*>(data->functionReturnValue);
-  if (IsStreamCaptureBeginCbid(cbid)) {
-    if (enter) {
-      // Counted first (no launch reaches the hook from now on), then any
-      // open pass ended before the capture begins.
-      stream_captures_.fetch_add(1, std::memory_order_acq_rel);
-      hook_->OnUnhookedWork(data->context);
-    } else if (result != CUDA_SUCCESS) {
-      DecrementStreamCaptures();  // no capture began
-    }
+  if (enter && IsStreamCaptureBeginCbid(cbid)) {
+    // Tracked first (no launch reaches the hook from now on), then any
+    // open measurement ended before the capture begins.
+    captures_.BeginEnter();
+    hook_->OnUnhookedWork(/*stream_capture=*/true);
     return;
   }
-  // End: the capture is over unless the call was refused without ending it
-  // (the stream was not capturing, or another thread's capture), which the
-  // stream itself says.
-  if (enter || result == CUDA_ERROR_ILLEGAL_STATE || data->functionParams == nullptr) return;
-  const CUstream stream = LaunchQueryStream(
-      cbid, static_cast<const cuStreamEndCapture_params*>(data->functionParams)->hStream);
-  if (!LaunchIsCaptured(DriverStreamCaptureApi(), stream)) DecrementStreamCaptures();
-}
-
-void CollectorImpl::DecrementStreamCaptures() {
-  int n = stream_captures_.load(std::memory_order_acquire);
-  while (n > 0 && !stream_captures_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
+  if (enter) return;
+  const CUresult result = data->functionReturnValue != nullptr
+                              ? *static_cast<const CUresult*>(data->functionReturnValue)
+                              : CUDA_ERROR_UNKNOWN;
+  // Every begin and end call's parameters start with the stream.
+  const CUstream stream = data->functionParams != nullptr
+                              ? *static_cast<const CUstream*>(data->functionParams)
+                              : nullptr;
+  thread_local const uint64_t t_thread = static_cast<uint64_t>(pthread_self());
+  const uint64_t key = CaptureKey(cbid, stream, t_thread);
+  if (IsStreamCaptureBeginCbid(cbid)) {
+    captures_.BeginExit(key, result);
+  } else {
+    captures_.EndExit(key, result);
   }
 }
 

@@ -23,6 +23,7 @@
 #include "lib/collect/config.h"
 #include "lib/collect/kernel_kind_switch.h"
 #include "lib/collect/kernel_launch_hook.h"
+#include "lib/collect/stream_capture.h"
 #include "lib/collect/nccl_payload.h"
 #include "lib/collect/pm_sampler.h"
 #include "lib/collect/record_converter.h"
@@ -132,7 +133,6 @@ class CollectorImpl final : public Collector {
   void OnUnseenPassKernels(uint64_t kernels) SL_EXCLUDES(kernel_kind_mu_);
   // cuStreamBeginCapture* / cuStreamEndCapture* enter and exit (hook only).
   void OnStreamCaptureCall(CUpti_CallbackId cbid, const CUpti_CallbackData* data);
-  void DecrementStreamCaptures();
   // Runtime API records on/off API by API (or the skip list switched off
   // under the whole kind); the driver kind's skip list.
   void SelectApiRecords(bool enable);
@@ -295,9 +295,10 @@ class CollectorImpl final : public Collector {
   // saw (on_unseen_kernels): no record of them (LossReport).
   std::atomic<uint64_t> untraced_kernels_lost_{0};
   // Stream captures in progress (cuStreamBeginCapture* .. cuStreamEndCapture*,
-  // counted when a metrics hook exists): while > 0 no launch reaches the
+  // tracked when a metrics hook exists): while any is, no launch reaches the
   // hook (stream_capture.h).
-  std::atomic<int> stream_captures_{0};
+  StreamCaptureTracker captures_;
+  uint64_t captures_withheld_reported_ = 0;  // writer/control thread only
   std::atomic<bool> unseen_warned_{false};
   std::atomic<bool> unhooked_warned_{false};
   // Sequence passes may run with no kernel kind (metric_inplace_untraced()

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "lib/collect/config.h"
+#include "lib/collect/stream_capture.h"
 #include "lib/trace/events.h"
 
 namespace sightline::collect {
@@ -111,6 +112,11 @@ struct KernelLaunchHookConfig {
   // the collector counts them lost and traces later passes with the KERNEL
   // kind (auto).
   std::function<void(uint64_t kernels)> on_unseen_kernels;
+  // The collector's captures in progress (stream_capture.h), owned by the
+  // collector and outliving the hook: while active() the hook begins no
+  // measurement (re-checked under its lock: a capture may begin between the
+  // collector's check and the hook's). Null: not checked.
+  const StreamCaptureTracker* stream_captures = nullptr;
 };
 
 // The hook's settings from the collector's (lib/collect/collector.cc).
@@ -176,14 +182,16 @@ class KernelLaunchHook {
   // A capture window opened (the hook admits launches again after a
   // capture end; it starts admitting).
   virtual void OnCaptureStart() {}
-  // Just before work the hook does not see launch by launch is submitted on
-  // `context` — a CUDA graph launch, a cooperative launch — or before a
-  // stream capture begins (`context` of the calling thread; while any
-  // capture is in progress the collector gives the hook no launch, since
-  // the range profiler's Start/Stop would invalidate it, see
-  // stream_capture.h): nothing of it may run inside an open measurement
-  // (sequence passes end or are discarded, kernel-replay sessions flushed).
-  virtual void OnUnhookedWork(CUcontext /*context*/) {}
+  // Just before work the hook does not see launch by launch is submitted —
+  // a CUDA graph launch, a cooperative launch — or (`stream_capture`)
+  // before a stream capture begins (while any capture is in progress the
+  // collector gives the hook no launch, since the range profiler's
+  // Start/Stop would invalidate it, see stream_capture.h): nothing of it
+  // may run inside an open per-kernel measurement, in any context (the
+  // untraced kind is process-wide): sequence passes end or are discarded,
+  // kernel-replay sessions are flushed. A per-range instance (whose range
+  // a graph's kernels belong to) is cut only by a capture.
+  virtual void OnUnhookedWork(bool /*stream_capture*/) {}
   // Per-range metrics (config.range_nvtx): every NVTX push (any domain,
   // with its ASCII message, "" when it has none) and pop on the calling
   // thread, inside its NVTX call; `now_ns` is the collector's clock.

@@ -321,6 +321,11 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
     t_in_hook = false;
     return;
   }
+  if (CaptureInProgress()) {  // began after the collector looked (stream_capture.h)
+    mu_.Unlock();
+    t_in_hook = false;
+    return;
+  }
   bool keep_lock = false;
   if (!profiler_ready_) {
     std::string error;
@@ -580,36 +585,55 @@ void RangeProfiler::OnCaptureStart() {
   window_open_ = true;
 }
 
-void RangeProfiler::OnUnhookedWork(CUcontext context) {
-  // Per-range mode measures whole user ranges: a graph's kernels belong in
-  // them (a capture beginning inside an instance is the user range code's
-  // concern: it never Starts one while the collector withholds launches).
-  if (user_mode_ || off_.load() || t_in_hook || t_holding_launch) return;
+void RangeProfiler::OnUnhookedWork(bool stream_capture) {
+  if (off_.load() || t_in_hook || t_holding_launch) return;
+  if (user_mode_) {
+    // Per-range mode measures whole user ranges, a graph's kernels
+    // included; only a capture (whose Start/Stop would invalidate it) cuts
+    // an open instance: its set is reported incomplete.
+    if (stream_capture) {
+      t_in_hook = true;
+      {
+        MutexLock lock(mu_);
+        if (user_ != nullptr && user_->open()) {
+          uint64_t now = 0;
+          cuptiGetTimestamp(&now);
+          user_->FinishIncomplete(now, nullptr, /*reset_passes=*/true);
+          user_open_thread_.store(0);
+          ++user_cut_by_capture_;
+          CollectUser();
+          NoteInPlace();
+        }
+      }
+      t_in_hook = false;
+    }
+    return;
+  }
   t_in_hook = true;
   {
     MutexLock lock(mu_);
-    for (auto& s : contexts_) {
-      if (s->context != context) continue;
-      if (sequence_ != nullptr) {
-        sequence_->Interrupt(s.get(), "a CUDA graph launch, cooperative launch or stream capture");
-        ReportUnseen();
-        CollectSpread(sequence_->TakeCompleted());
-        if (sequence_->failed()) {
-          // As EnterSequence does on a failure.
-          sequence_final_ = sequence_->stats();
-          const std::string why = sequence_->error() + " (" + last_error() + ")";
-          StopPassesAndDisable();
-          sequence_failed_ = why;
-          sequence_.reset();
-          off_.store(true);
-          pending_.error = why;
-          std::fprintf(stderr,
-                       "sightline: warning: sequence metric replay stopped (%s); per-kernel "
-                       "metrics are off for the rest of the run\n",
-                       why.c_str());
-        }
-        NoteInPlace();
+    if (sequence_ != nullptr) {
+      sequence_->Interrupt(sequence_->context(),
+                           stream_capture ? "a stream capture" : "a CUDA graph or cooperative launch");
+      ReportUnseen();
+      CollectSpread(sequence_->TakeCompleted());
+      if (sequence_->failed()) {
+        // As EnterSequence does on a failure.
+        sequence_final_ = sequence_->stats();
+        const std::string why = sequence_->error() + " (" + last_error() + ")";
+        StopPassesAndDisable();
+        sequence_failed_ = why;
+        sequence_.reset();
+        off_.store(true);
+        pending_.error = why;
+        std::fprintf(stderr,
+                     "sightline: warning: sequence metric replay stopped (%s); per-kernel "
+                     "metrics are off for the rest of the run\n",
+                     why.c_str());
       }
+      NoteInPlace();
+    }
+    for (auto& s : contexts_) {
       if (s->started) Flush(s.get());  // a kernel-replay session must not hold foreign work
     }
   }

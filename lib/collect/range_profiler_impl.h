@@ -102,7 +102,12 @@ class RangeProfiler final : public KernelLaunchHook,
   void OnContextDestroy(CUcontext context) override;
   MetricCaptureResult OnCaptureEnd() override;
   void OnCaptureStart() override;
-  void OnUnhookedWork(CUcontext context) override;
+  void OnUnhookedWork(bool stream_capture) override;
+  // A stream capture is in progress (config_.stream_captures): no
+  // measurement may begin.
+  bool CaptureInProgress() const {
+    return config_.stream_captures != nullptr && config_.stream_captures->active();
+  }
   bool IsReplayedCorrelation(uint32_t correlation_id) const override;
   uint32_t num_passes() const override { return passes_.load(); }
   // Per-range metrics (range_profiler_user_target.cc).
@@ -270,6 +275,10 @@ class RangeProfiler final : public KernelLaunchHook,
   // The thread key of the open instance (0: none): a pop on another thread
   // returns without the lock.
   std::atomic<uintptr_t> user_open_thread_{0};
+  // Instances cut by a stream capture beginning inside them, and pushes of
+  // the range not measured because a capture was in progress.
+  uint64_t user_cut_by_capture_ SL_GUARDED_BY(mu_) = 0;
+  uint64_t user_skipped_by_capture_ SL_GUARDED_BY(mu_) = 0;
   UserRangeStats user_reported_ SL_GUARDED_BY(mu_);
   // The driver's cuCtxGetCurrent / cuCtxGetDevice, resolved from the loaded
   // libcuda.so.1 at a matching push (outside mu_: dlopen takes the loader's

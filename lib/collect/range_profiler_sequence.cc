@@ -364,6 +364,7 @@ void SequenceSpread::OnLaunch(const SpreadLaunch& launch, bool start_ok) {
         pattern.swap(realign_);
       } else {
         pattern = finders_.at(launch.context).Pattern();
+        realigns_left_ = kMaxRealigns;  // a newly learned step: its own budget
       }
       realign_.clear();
       Start(launch, std::move(pattern));

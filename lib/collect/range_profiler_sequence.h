@@ -134,8 +134,9 @@ struct SequenceStats {
   // graph launch, a cooperative launch) or a stream capture beginning in
   // the middle of a step (Interrupt); of `discarded`.
   uint64_t interrupted = 0;
-  // Passes ended at such work after their step's last launch: the next
-  // pass began at the step's next first launch (Interrupt).
+  // Passes ended at such work after their step's last launch (Interrupt):
+  // the next pass begins at the step's next first launch (the schedule's
+  // last pass ended so completes the sequence; counted too).
   uint64_t paused = 0;
   // Of `interrupted`: the step realigned to begin after the interruption.
   uint64_t realigned = 0;
@@ -169,6 +170,8 @@ class SequenceSpread {
   bool done_for_window() const { return sequences_in_window_ >= kMaxSequencesPerWindow; }
   void NewWindow() {
     sequences_in_window_ = 0;
+    realign_.clear();
+    realigns_left_ = kMaxRealigns;
     collected_periods_.clear();
     covered_keys_.clear();
   }
@@ -242,7 +245,9 @@ class SequenceSpread {
   // begins it (Learn); empty otherwise.
   std::vector<uint64_t> realign_;
   void* realign_context_ = nullptr;
-  uint32_t realigns_left_ = kMaxRealigns;  // back to kMaxRealigns at each whole pass
+  // Back to kMaxRealigns at each whole pass, each newly learned step and
+  // each capture window.
+  uint32_t realigns_left_ = kMaxRealigns;
   // Contexts whose CUPTI pass counter may be mid-schedule: reset before their
   // next sequence (never while a context is being destroyed).
   std::unordered_set<void*> dirty_;

@@ -42,7 +42,9 @@ void RangeProfiler::OnNvtxPush(const char* message, uint64_t now_ns) {
   ResolveDriver();
   {
     MutexLock lock(mu_);
-    if (window_open_ && user_ != nullptr && !user_->failed()) {
+    if (CaptureInProgress()) {
+      ++user_skipped_by_capture_;  // its Start would invalidate the capture
+    } else if (window_open_ && user_ != nullptr && !user_->failed()) {
       if (!profiler_ready_) {
         std::string error;
         if (!InitProfiler(&error)) TurnOff(error);
@@ -143,6 +145,13 @@ std::string RangeProfiler::UserRangeLine() {
                      std::to_string(s.no_context - r.no_context) + " before a CUDA context, " +
                      std::to_string(s.other_context - r.other_context) + " on another context; " +
                      std::to_string(s.cut - r.cut) + " cut by the capture end";
+  if (user_cut_by_capture_ > 0 || user_skipped_by_capture_ > 0) {
+    line += "; stream captures: " + std::to_string(user_cut_by_capture_) +
+            " instances cut (reported incomplete), " + std::to_string(user_skipped_by_capture_) +
+            " not measured (their Start would invalidate the capture)";
+    user_cut_by_capture_ = 0;
+    user_skipped_by_capture_ = 0;
+  }
   if (user_->failed()) line += "; stopped: " + user_->error();
   user_reported_ = s;
   return line;
