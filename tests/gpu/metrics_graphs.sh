@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Hardware metrics on PyTorch programs that capture and replay CUDA graphs
+# (issue 14; stream_capture.h): `sightline profile --metrics full
+# --metrics-replay sequence` on
+#  - torch.compile(mode="reduce-overhead") (metrics_graphs_app.py: CUDA
+#    graph trees capture the forward in global mode, replay it each step;
+#    backward and optimizer eager);
+#  - the corpus LM's CUDA-graph variant (torch.cuda.graph around the whole
+#    step, eager warm-up first).
+# Each must exit 0 with its result as without sightline (the range profiler
+# must never run during a capture: it would invalidate it and the program
+# would fail at cudaStreamEndCapture), leave a complete trace with 0 records
+# lost, and report the launches withheld during captures.
+source "$(dirname "$0")/lib.sh"
+if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+  echo "SKIPPED: no PyTorch with CUDA"; exit 77
+fi
+HERE=$(cd "$(dirname "$0")" && pwd)
+E=$(cd "$HERE/../../examples/pytorch" && pwd)
+
+python3 "$HERE/metrics_graphs_app.py" 60 >"$WORK/compile.plain.out" 2>"$WORK/compile.plain.err" ||
+  { echo "FAIL compile: plain run"; tail -5 "$WORK/compile.plain.err"; exit 1; }
+"$SL" profile --metrics full --metrics-replay sequence -o "$WORK/compile.sltrace" -- \
+  python3 "$HERE/metrics_graphs_app.py" 60 >"$WORK/compile.out" 2>"$WORK/compile.err"
+rc=$?
+[ $rc -eq 0 ] || { echo "FAIL compile: profiled run exited $rc"; tail -8 "$WORK/compile.err"; fail=1; }
+want=$(sed -n 's/^METRICS_GRAPHS //p' "$WORK/compile.plain.out")
+got=$(sed -n 's/^METRICS_GRAPHS //p' "$WORK/compile.out")
+if [ -n "$want" ] && [ "$want" = "$got" ]; then echo "PASS compile: $got as unprofiled";
+else echo "FAIL compile: '$got' profiled, '$want' unprofiled"; fail=1; fi
+grep -E "graph capture was in progress|sequence replay|warning" "$WORK/compile.err" | cut -c1-400 | head -5
+if grep -q "graph capture was in progress" "$WORK/compile.err"; then
+  echo "PASS compile: launches during the captures withheld from the metrics hook"
+else
+  echo "FAIL compile: no capture seen (did torch.compile capture a graph?)"; fail=1
+fi
+"$SL" info "$WORK/compile.sltrace" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("  complete=%s lost=%s kernels=%s" % (d["complete"], d["lost_records"], d["counts"].get("kernel")))
+sys.exit(0 if d["complete"] and d["lost_records"] == 0 else 1)' || { echo "FAIL compile: trace incomplete or lossy"; fail=1; }
+
+(cd "$E" && "$SL" profile --metrics full --metrics-replay sequence -o "$WORK/lm_graph.sltrace" -- \
+  python3 lm_train.py --variant graph --steps 30 --warmup 10) >"$WORK/lm_graph.out" 2>"$WORK/lm_graph.err"
+rc=$?
+[ $rc -eq 0 ] || { echo "FAIL lm_graph: profiled run exited $rc"; tail -8 "$WORK/lm_graph.err"; fail=1; }
+grep -E "SIGHTLINE_STEPS" "$WORK/lm_graph.out" | tail -1
+grep -E "graph capture was in progress|sequence replay" "$WORK/lm_graph.err" | cut -c1-400 | head -3
+"$SL" info "$WORK/lm_graph.sltrace" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("  complete=%s lost=%s kernels=%s" % (d["complete"], d["lost_records"], d["counts"].get("kernel")))
+sys.exit(0 if d["complete"] and d["lost_records"] == 0 else 1)' || { echo "FAIL lm_graph: trace incomplete or lossy"; fail=1; }
+[ $fail -eq 0 ] && echo "ALL PASS"
+exit $fail
