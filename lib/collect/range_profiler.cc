@@ -615,23 +615,7 @@ void RangeProfiler::OnUnhookedWork(bool stream_capture) {
     if (sequence_ != nullptr) {
       sequence_->Interrupt(sequence_->context(),
                            stream_capture ? "a stream capture" : "a CUDA graph or cooperative launch");
-      ReportUnseen();
-      CollectSpread(sequence_->TakeCompleted());
-      if (sequence_->failed()) {
-        // As EnterSequence does on a failure.
-        sequence_final_ = sequence_->stats();
-        const std::string why = sequence_->error() + " (" + last_error() + ")";
-        StopPassesAndDisable();
-        sequence_failed_ = why;
-        sequence_.reset();
-        off_.store(true);
-        pending_.error = why;
-        std::fprintf(stderr,
-                     "sightline: warning: sequence metric replay stopped (%s); per-kernel "
-                     "metrics are off for the rest of the run\n",
-                     why.c_str());
-      }
-      NoteInPlace();
+      if (SettleSequence()) NoteInPlace();
     }
     for (auto& s : contexts_) {
       if (s->started) Flush(s.get());  // a kernel-replay session must not hold foreign work

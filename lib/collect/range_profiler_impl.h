@@ -243,6 +243,10 @@ class RangeProfiler final : public KernelLaunchHook,
   // Tells config_.on_unseen_kernels what the sequence's passes ran beyond
   // the launches seen since the last call.
   void ReportUnseen() SL_REQUIRES(mu_);
+  // After the sequence saw a launch or an interruption: unseen kernels
+  // told, completed sets collected; a failed sequence stops the mode
+  // (metrics off for the rest of the run, one warning). False then.
+  bool SettleSequence() SL_REQUIRES(mu_);
   std::vector<std::unique_ptr<ContextState>> contexts_ SL_GUARDED_BY(mu_);
   ContextState* active_ SL_GUARDED_BY(mu_) = nullptr;  // context of the launch holding mu_
   // Keep one session open across consecutive profiled launches of a context

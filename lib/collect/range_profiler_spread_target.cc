@@ -308,26 +308,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
                                  launch.dynamic_shared_bytes) == SelectDecision::kProfile;
   }
   sequence_->OnLaunch(sl, start_ok);
-  ReportUnseen();
-  CollectSpread(sequence_->TakeCompleted());
-  if (sequence_->failed()) {
-    sequence_final_ = sequence_->stats();
-    const std::string why = sequence_->error() + " (" + last_error() + ")";
-    StopPassesAndDisable();
-    sequence_failed_ = why;
-    sequence_.reset();
-    // Not kernel replay of every later launch: that is what the user chose
-    // to avoid, and unbounded it slows a training loop tenfold.
-    off_.store(true);
-    pending_.error = why;
-    NoteInPlace();
-    std::fprintf(stderr,
-                 "sightline: warning: sequence metric replay stopped (%s); per-kernel metrics are "
-                 "off for the rest of the run (--metrics-replay kernel --metrics-launches K "
-                 "replays kernels instead)\n",
-                 why.c_str());
-    return SpreadRoute::kSkip;
-  }
+  if (!SettleSequence()) return SpreadRoute::kSkip;
   // Before this launch runs: pass 0 begins or the last pass ended here.
   NoteInPlace();
   if (sequence_->measuring() && sequence_->context() == state) {
@@ -340,6 +321,28 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
     return SpreadRoute::kProfiled;
   }
   return SpreadRoute::kSkip;  // unprofiled (idle, or another context)
+}
+
+bool RangeProfiler::SettleSequence() {
+  ReportUnseen();
+  CollectSpread(sequence_->TakeCompleted());
+  if (!sequence_->failed()) return true;
+  sequence_final_ = sequence_->stats();
+  const std::string why = sequence_->error() + " (" + last_error() + ")";
+  StopPassesAndDisable();
+  sequence_failed_ = why;
+  sequence_.reset();
+  // Not kernel replay of every later launch: that is what the user chose
+  // to avoid, and unbounded it slows a training loop tenfold.
+  off_.store(true);
+  pending_.error = why;
+  NoteInPlace();
+  std::fprintf(stderr,
+               "sightline: warning: sequence metric replay stopped (%s); per-kernel metrics are "
+               "off for the rest of the run (--metrics-replay kernel --metrics-launches K "
+               "replays kernels instead)\n",
+               why.c_str());
+  return false;
 }
 
 void RangeProfiler::ReportUnseen() {
