@@ -111,6 +111,7 @@ void CollectorImpl::WriterMain() {
   options.api_skip = config_.api_skip;
   options.nccl = config_.trace_nccl;
   options.untraced_kernels = config_.metric_inplace_untraced() && hook_ != nullptr;
+  options.keep_untimed_kernels = hook_ != nullptr;
   RecordConverter converter(&sink, options, [this](ApiDomain d, uint32_t cbid) -> const char* {
     CuptiCall cupti(this);
     return cupti.ok() ? ApiName(d, cbid) : nullptr;
@@ -419,6 +420,11 @@ void CollectorImpl::WriterMain() {
       converter.CloseOpenRanges(Now());
       nccl_join_stats_ = converter.stats().nccl;
       BufferPoolStats ps = loss_report();
+      if (const uint64_t n = converter.stats().untimed_kernels_kept; n > 0) {
+        Warn(std::to_string(n) + " kernel records came from CUPTI without timestamps while "
+             "metrics were collected (e.g. a CUDA graph's kernels inside a measured "
+             "--metrics-range instance): kept as untraced kernels, placed at their launch call");
+      }
       if (const uint64_t n = converter.stats().untraced_without_template; n > 0) {
         Warn(std::to_string(n) + " kernels measured in place without being traced had no traced "
              "launch of their configuration: their registers and shared memory read 0");

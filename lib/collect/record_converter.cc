@@ -100,7 +100,10 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
   // zero timestamps (seen on the H200, CUPTI 13.0): keep them, marked
   // replayed, for their launch configuration and metrics.
   const bool replayed = replayed_fn_ && replayed_fn_(k.correlationId);
-  if (!replayed && !ValidSpan(k.start, k.end)) return;
+  const bool untimed =
+      !replayed && options_.keep_untimed_kernels && k.start == 0 && k.end == 0;
+  if (!replayed && !untimed && !ValidSpan(k.start, k.end)) return;
+  if (untimed) ++stats_.untimed_kernels_kept;
   context_device_[k.contextId] = k.deviceId;
   KernelEvent e;
   e.start_ns = k.start;
@@ -131,6 +134,7 @@ void RecordConverter::ConvertKernel(const CUpti_ActivityKernel10& k) {
   e.cache_config_requested = k.cacheConfig.config.requested;
   e.cache_config_executed = k.cacheConfig.config.executed;
   e.replayed = replayed;
+  e.untraced = untimed;
   sink_->Add(e);
   Count(EventKind::kKernel);
   if (options_.untraced_kernels && !replayed) RememberTraced(e);

@@ -89,6 +89,8 @@ struct ConversionStats {
   uint64_t untraced_without_template = 0;
   // "Maybe traced" untraced kernels dropped: CUPTI had a record after all.
   uint64_t untraced_duplicates_dropped = 0;
+  // Kernel records without timestamps kept as untraced (keep_untimed_kernels).
+  uint64_t untimed_kernels_kept = 0;
   uint64_t counts[kNumEventKinds] = {};
   NcclJoinStats nccl;
 };
@@ -106,6 +108,13 @@ struct ConverterOptions {
   // (SIGHTLINE_METRICS_INPLACE_TRACE=none): remember each traced kernel
   // configuration's fields for AddUntracedKernel.
   bool untraced_kernels = false;
+  // Hardware metrics are collected: a kernel record CUPTI gives with no
+  // start and no end (both 0) that is not replayed — a CUDA graph's kernels
+  // inside a measured --metrics-range instance (H100, CUDA 13.0, run AU) —
+  // is kept as an untraced kernel (KernelEvent::untraced: placed at its
+  // launch call like the ones written from launch calls) instead of being
+  // dropped as invalid. Other invalid spans are still counted lost.
+  bool keep_untimed_kernels = false;
 };
 
 class RecordConverter {

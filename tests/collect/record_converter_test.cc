@@ -82,6 +82,42 @@ TEST_F(ConverterTest, ReplayedKernelsAreMarked) {
   EXPECT_FALSE(sink_.kernels[1].replayed);
 }
 
+// With metrics on, a kernel record without timestamps (a CUDA graph's
+// kernels inside a measured per-range instance, CUPTI 13.0) is kept as an
+// untraced kernel; without metrics, or with only one timestamp missing, it
+// is invalid and counted lost.
+TEST(ConverterUntimedTest, KernelRecordsWithoutTimestampsAreKeptUntracedWhenMetricsAreOn) {
+  for (bool keep : {false, true}) {
+    FakeEventSink sink;
+    ConverterOptions o;
+    o.keep_untimed_kernels = keep;
+    RecordConverter converter(&sink, o, &FakeApiName);
+    auto untimed = Kernel(0, 0, "graph_node_kernel", 8);
+    auto half = Kernel(0, 500, "half", 9);
+    auto timed = Kernel(10, 20, "timed", 10);
+    for (const void* r : {static_cast<const void*>(&untimed), static_cast<const void*>(&half),
+                          static_cast<const void*>(&timed)}) {
+      converter.Convert(static_cast<const CUpti_Activity*>(r));
+    }
+    if (keep) {
+      ASSERT_EQ(sink.kernels.size(), 2u);
+      EXPECT_TRUE(sink.kernels[0].untraced);
+      EXPECT_TRUE(sink.kernels[0].untimed());
+      EXPECT_FALSE(sink.kernels[0].replayed);
+      EXPECT_EQ(sink.Str(sink.kernels[0].name_id), "graph_node_kernel");
+      EXPECT_EQ(sink.kernels[0].correlation_id, 8u);
+      EXPECT_EQ(sink.kernels[0].grid_x, 132u);  // the record's own configuration
+      EXPECT_FALSE(sink.kernels[1].untraced);
+      EXPECT_EQ(converter.stats().untimed_kernels_kept, 1u);
+      EXPECT_EQ(converter.stats().invalid_timestamps, 1u);  // "half"
+    } else {
+      ASSERT_EQ(sink.kernels.size(), 1u);
+      EXPECT_EQ(converter.stats().untimed_kernels_kept, 0u);
+      EXPECT_EQ(converter.stats().invalid_timestamps, 2u);
+    }
+  }
+}
+
 // What a launch call gives for a kernel measured in place while not traced:
 // the configuration of synthetic_records.h's Kernel() (grid 132x2, block
 // 256, 1024 bytes of dynamic shared memory) unless `grid` says otherwise.
