@@ -27,12 +27,15 @@ import statistics
 import sys
 
 
-def summarize(path):
+def compared_rows(path):
+    """DIR/compare.json's values that both sides measured."""
     rows = json.load(open(os.path.join(path, "compare.json")))["values"]
+    return [r for r in rows if r.get("ours") is not None and r.get("ncu") is not None]
+
+
+def summarize(path):
     by_metric = {}
-    for r in rows:
-        if r.get("ours") is None or r.get("ncu") is None:
-            continue
+    for r in compared_rows(path):
         by_metric.setdefault(r["metric"], []).append(r)
     out = []
     for metric in sorted(by_metric):
@@ -47,13 +50,7 @@ def summarize(path):
 
 
 def by_config(path):
-    rows = json.load(open(os.path.join(path, "compare.json")))["values"]
-    out = {}
-    for r in rows:
-        if r.get("ours") is None or r.get("ncu") is None:
-            continue
-        out[(r["metric"], r["kernel"], r["grid"], r["block"])] = r
-    return out
+    return {(r["metric"], r["kernel"], r["grid"], r["block"]): r for r in compared_rows(path)}
 
 
 def between(a_dir, b_dir):
@@ -83,14 +80,13 @@ def between(a_dir, b_dir):
 def by_size(path, threshold):
     """Byte metrics split at `threshold` (ncu's value): within the
     tolerance, and the median relative difference, on each side."""
-    rows = json.load(open(os.path.join(path, "compare.json")))["values"]
+    rows = compared_rows(path)
     print(f"## {path}: byte metrics split at {threshold:g} bytes (ncu's value)")
     print(f"{'metric':40s} {'side':>6s} {'n':>4s} {'ok':>4s} {'median rel %':>13s}")
     metrics = sorted({r["metric"] for r in rows if "bytes" in r["metric"]})
     for metric in metrics:
         for label, keep in ((">=", lambda v: v >= threshold), ("<", lambda v: v < threshold)):
-            rs = [r for r in rows if r["metric"] == metric and r.get("ncu") is not None
-                  and r.get("ours") is not None and keep(r["ncu"])]
+            rs = [r for r in rows if r["metric"] == metric and keep(r["ncu"])]
             if not rs:
                 continue
             rel = [r["rel_pct"] for r in rs if r.get("rel_pct") is not None]
