@@ -19,6 +19,10 @@
 #             switches its own Python-stack callbacks, sightline's code in
 #             them included (SIGHTLINE_AB_STACKS_MS,
 #             lib/collect/collector_stack_ab.cc; EXTRA unused, e.g. "-")
+#             PART sightline-pystacks switches only what Python stacks add to
+#             the default (SIGHTLINE_AB_STACKS_PART=python: the stack walk
+#             and the copy/memset callbacks; the launch callbacks that
+#             driver-launch records need stay on in both)
 #   AB_PROCS (3) processes per case; AB_MS (250); AB_LM_STEPS (800);
 #   AB_OP_OPS (100000) AB_OP_REPS (4); AB_PIN ("taskset -c 2-9");
 #   AB_KEEP=DIR keeps the switch and step logs (*.ab, *.steps) in DIR;
@@ -65,7 +69,7 @@ for c in $CASES; do
     [ "${AB_START:-on}" = off ] && start=(SIGHTLINE_FLOOR_AB_START=off SIGHTLINE_FLOOR_AB_GO="$W/go-$p"
                                          SIGHTLINE_AB_GO="$W/go-$p")
     rm -f "$W/go-$p"
-    if [ "$part" = sightline-stacks ]; then
+    if [ "$part" = sightline-stacks ] || [ "$part" = sightline-pystacks ]; then
       # Starts with the stacks on. With AB_GO_HALF=1 (runs AA, AB) the go
       # file puts the first switch half-way through the measured steps (after
       # the first repetition); without it the switching starts at once and
@@ -74,7 +78,8 @@ for c in $CASES; do
       # default (on for a Python interpreter) does not see through.
       go=()
       [ "${AB_GO_HALF:-0}" = 1 ] && go=(SIGHTLINE_AB_GO="$W/go-$p")
-      env SIGHTLINE_AB_STACKS_MS="${AB_MS:-250}" SIGHTLINE_AB_LOG="$sw" "${go[@]}" \
+      abpart=all; [ "$part" = sightline-pystacks ] && abpart=python
+      env SIGHTLINE_AB_STACKS_MS="${AB_MS:-250}" SIGHTLINE_AB_STACKS_PART=$abpart SIGHTLINE_AB_LOG="$sw" "${go[@]}" \
         $PIN "$SL" profile -q --python-backtrace=on -o "$W/t.sltrace" -- "${cmd[@]}" >"$o" 2>&1
       rm -f "$W"/t*.sltrace
       grep -h 'sightline: A/B' "$o" | sed "s/^/  $c $p: /"

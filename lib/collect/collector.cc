@@ -424,16 +424,25 @@ bool CollectorImpl::SetUpCupti() {
   // The API callbacks enabled only for Python stacks and driver-launch
   // records (for_stacks below; minus any another part enables too): the ones
   // SIGHTLINE_AB_STACKS_MS switches (collector_stack_ab.cc).
+  // Of those, ab_py_cbids_: the ones only Python stacks enable (not the
+  // launch callbacks that driver-launch records need anyway).
   bool for_stacks = false;
+  bool for_python = false;
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> for_others;
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> for_launch_records;
   ab_cbids_.clear();
+  ab_py_cbids_.clear();
+  auto note = [&](CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    (for_stacks ? ab_cbids_ : for_others).emplace_back(domain, cbid);
+    if (for_stacks) (for_python ? ab_py_cbids_ : for_launch_records).emplace_back(domain, cbid);
+  };
   auto enable_rt = [&](CUpti_CallbackId cbid) {
     Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid), "enable callback");
-    (for_stacks ? ab_cbids_ : for_others).emplace_back(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+    note(CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
   };
   auto enable_drv = [&](CUpti_CallbackId cbid) {
     Check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid), "enable callback");
-    (for_stacks ? ab_cbids_ : for_others).emplace_back(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    note(CUPTI_CB_DOMAIN_DRIVER_API, cbid);
   };
   enable_rt(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020);
   if (config_.capture == CaptureMode::kProfilerApi) {
@@ -470,6 +479,7 @@ bool CollectorImpl::SetUpCupti() {
     }
   }
   if (config_.trace_python) {
+    for_python = true;
     // Runtime callbacks of the calls that get a Python stack; driver ones only
     // with -t cuda-driver (any driver callback costs every driver call, see
     // below), so direct driver launches (Triton) get stacks only then.
@@ -501,6 +511,7 @@ bool CollectorImpl::SetUpCupti() {
     }
   }
   for_stacks = false;
+  for_python = false;
   if (config_.trace_backtrace) {
     if (config_.backtrace_threshold_us >= 0) {
       Check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API), "enable runtime cbs");
@@ -653,6 +664,17 @@ bool CollectorImpl::SetUpCupti() {
                                    return std::binary_search(for_others.begin(), for_others.end(), c);
                                  }),
                   ab_cbids_.end());
+  std::sort(for_launch_records.begin(), for_launch_records.end());
+  std::sort(ab_py_cbids_.begin(), ab_py_cbids_.end());
+  ab_py_cbids_.erase(std::unique(ab_py_cbids_.begin(), ab_py_cbids_.end()), ab_py_cbids_.end());
+  ab_py_cbids_.erase(
+      std::remove_if(ab_py_cbids_.begin(), ab_py_cbids_.end(),
+                     [&](const auto& c) {
+                       return std::binary_search(for_others.begin(), for_others.end(), c) ||
+                              std::binary_search(for_launch_records.begin(),
+                                                 for_launch_records.end(), c);
+                     }),
+      ab_py_cbids_.end());
   return true;
 }
 

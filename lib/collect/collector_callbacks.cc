@@ -123,7 +123,8 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   // Python stack of an outermost launch/copy/memset/sync call (a driver call
   // inside a runtime call shares the runtime call's Python stack).
   if (enter && t_runtime_depth == 0) t_python_stack = 0;
-  if (enter && python_ != nullptr && t_runtime_depth == 0 && recording) {
+  if (enter && python_ != nullptr && t_runtime_depth == 0 && recording &&
+      python_walk_on_.load(std::memory_order_relaxed)) {
     const std::vector<uint8_t>& table = runtime ? python_rt_cbids_ : python_drv_cbids_;
     if (cbid < table.size() && table[cbid] != 0) {
       t_python_stack = python_->Capture(data->correlationId);

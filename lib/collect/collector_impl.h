@@ -369,6 +369,11 @@ class CollectorImpl final : public Collector {
   // enabled only for Python stacks and driver-launch records), and the stop
   // the exit path sets (no switch once it holds ab_mu_).
   std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> ab_cbids_;
+  // SIGHTLINE_AB_STACKS_PART=python: only what Python stacks add to the
+  // default: the callbacks only they enable (ab_py_cbids_) and the stack walk
+  // in the launch callbacks that driver-launch records keep (python_walk_on_).
+  std::vector<std::pair<CUpti_CallbackDomain, CUpti_CallbackId>> ab_py_cbids_;
+  std::atomic<bool> python_walk_on_{true};
   Mutex ab_mu_;
   bool ab_stop_ = false;  // ab_mu_
   // Counts those switches (OnApi resets a thread's runtime depth after one).

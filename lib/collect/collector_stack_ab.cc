@@ -16,6 +16,11 @@
 // have no Python stack; a launch whose exit came after a switch off left its
 // thread's runtime depth one too high until that thread's next call, which
 // resets it: ab_generation_). Time with it; do not analyse it.
+// SIGHTLINE_AB_STACKS_PART=python switches only what Python stacks add to
+// the default with SIGHTLINE_PYTHON_BACKTRACE=off: the callbacks only they
+// enable (copies, memsets) and the stack walk in the launch callbacks, which
+// driver-launch records keep in both modes. The default (all) switches the
+// launch callbacks too (runs AA, AB, AE, AP).
 // Only for a whole-run capture with Python stacks on (else a warning and
 // nothing switched).
 #include <fcntl.h>
@@ -55,13 +60,23 @@ void CollectorImpl::StartStackAb() {
     }
     if (fd < 0) Warn(std::string("SIGHTLINE_AB_LOG: cannot write ") + path);
   }
+  const char* part_env = std::getenv("SIGHTLINE_AB_STACKS_PART");
+  const std::string part = part_env != nullptr && *part_env != '\0' ? part_env : "all";
+  if (part != "all" && part != "python") {
+    Warn("SIGHTLINE_AB_STACKS_PART must be all or python; nothing switched");
+    if (fd >= 0) close(fd);
+    return;
+  }
+  const bool walk_only = part == "python";
+  const auto* cbids = walk_only ? &ab_py_cbids_ : &ab_cbids_;  // members: outlive the thread
   const char* go_env = std::getenv("SIGHTLINE_AB_GO");
   const std::string go = go_env != nullptr ? go_env : "";
-  std::fprintf(stderr, "sightline: A/B: %zu stack callbacks switched every %d ms%s\n",
-               ab_cbids_.size(), ms, go.empty() ? "" : " once the go file exists");
+  std::fprintf(stderr, "sightline: A/B: %zu stack callbacks%s switched every %d ms%s\n",
+               cbids->size(), walk_only ? " and the Python stack walk" : "", ms,
+               go.empty() ? "" : " once the go file exists");
   // Detached and never joined: it sleeps outside ab_mu_, and StopStackAb
   // (the exit path) makes it return at its next wake-up without a CUPTI call.
-  std::thread([this, ms, fd, go] {
+  std::thread([this, ms, fd, go, walk_only, cbids] {
     bool on = true;
     bool waiting = !go.empty();
     for (;;) {
@@ -81,10 +96,11 @@ void CollectorImpl::StartStackAb() {
       on = !on;
       const uint64_t t0 = SelfCost::NowNs();
       if (CuptiCall cupti(this); cupti.ok()) {
-        for (const auto& [domain, cbid] : ab_cbids_) {
+        for (const auto& [domain, cbid] : *cbids) {
           cuptiEnableCallback(on ? 1 : 0, subscriber_, domain, cbid);
         }
       }
+      if (walk_only) python_walk_on_.store(on, std::memory_order_relaxed);
       ab_generation_.fetch_add(1, std::memory_order_relaxed);
       const uint64_t t1 = SelfCost::NowNs();
       if (fd >= 0) {
