@@ -72,6 +72,9 @@ struct TraceSource {
   // Kernels measured in place for metrics while kernels were not traced
   // (KernelEvent::untraced): timed like replayed ones, never by the timeline.
   uint64_t untraced_kernels = 0;
+  // Memsets CUPTI gave without timestamps while metrics were collected
+  // (MemsetEvent::untraced): counted, outside all timing.
+  uint64_t untraced_memsets = 0;
   // Metric sets collected over several launches without replay (spread or
   // sequence replay): kernel durations are true, but the launch calls that
   // started/stopped a pass hold the profiler's time.

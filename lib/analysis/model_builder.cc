@@ -273,6 +273,10 @@ void ModelBuilder::Impl::OnMemcpy(const MemcpyEvent& e) {
 
 void ModelBuilder::Impl::OnMemset(const MemsetEvent& e) {
   Count(EventKind::kMemset);
+  if (e.untraced) {
+    source->untraced_memsets++;
+    return;
+  }
   if (!ValidSpan(e.start_ns, e.end_ns)) {
     Invalid(EventKind::kMemset);
     return;

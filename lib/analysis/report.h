@@ -78,6 +78,7 @@ struct TraceSummary {
   uint64_t invalid_timestamps = 0;  // zero / inverted, not on the timeline
   uint64_t replayed_kernels = 0;    // excluded from timing
   uint64_t untraced_kernels = 0;    // measured in place, not traced: excluded from timing
+  uint64_t untraced_memsets = 0;    // no GPU timestamps (metrics on): excluded from timing
   int64_t clock_offset_ns = 0;
   bool has_clock_mapping = false;
 };

@@ -189,6 +189,7 @@ void FillTraces(const TimelineModel& model, Report* report) {
     s.invalid_timestamps = t.invalid_total();
     s.replayed_kernels = t.replayed_kernels;
     s.untraced_kernels = t.untraced_kernels;
+    s.untraced_memsets = t.untraced_memsets;
     s.clock_offset_ns = t.clock_offset_ns;
     s.has_clock_mapping = t.has_clock_mapping;
     report->traces.push_back(s);
@@ -222,6 +223,12 @@ void FillTraces(const TimelineModel& model, Report* report) {
           "tracing adds nothing to their counters and time): they have no GPU timestamps, are "
           "drawn at their launch for their measured duration and are excluded from timeline "
           "timing"));
+    }
+    if (s.untraced_memsets > 0) {
+      report->notes.push_back(absl::StrCat(
+          t.name, ": ", s.untraced_memsets,
+          " memsets came from CUPTI without GPU timestamps while hardware metrics were "
+          "collected: counted, not on the timeline, excluded from timing"));
     }
   }
   if (model.traces.size() > 1) {

@@ -425,6 +425,10 @@ void CollectorImpl::WriterMain() {
              "metrics were collected (e.g. a CUDA graph's kernels inside a measured "
              "--metrics-range instance): kept as untraced kernels, placed at their launch call");
       }
+      if (const uint64_t n = converter.stats().untimed_memsets_kept; n > 0) {
+        Warn(std::to_string(n) + " memset records came from CUPTI without timestamps while "
+             "metrics were collected: kept (bytes, stream, correlation) outside all timing");
+      }
       if (const uint64_t n = converter.stats().untraced_without_template; n > 0) {
         Warn(std::to_string(n) + " kernels measured in place without being traced had no traced "
              "launch of their configuration: their registers and shared memory read 0");

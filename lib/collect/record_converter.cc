@@ -292,8 +292,13 @@ void RecordConverter::ConvertPeerMemcpy(const CUpti_ActivityMemcpyPtoP4& m) {
 }
 
 void RecordConverter::ConvertMemset(const CUpti_ActivityMemset4& m) {
-  if (!ValidSpan(m.start, m.end)) return;
+  // Memsets inside sequence passes came with no timestamps (H100, CUDA 13.0:
+  // 44 in the corpus CNN's run AV): kept untraced, as kernels are.
+  const bool untimed = options_.keep_untimed_kernels && m.start == 0 && m.end == 0;
+  if (!untimed && !ValidSpan(m.start, m.end)) return;
+  if (untimed) ++stats_.untimed_memsets_kept;
   MemsetEvent e;
+  e.untraced = untimed;
   e.start_ns = m.start;
   e.end_ns = m.end;
   e.device_id = m.deviceId;

@@ -91,6 +91,8 @@ struct ConversionStats {
   uint64_t untraced_duplicates_dropped = 0;
   // Kernel records without timestamps kept as untraced (keep_untimed_kernels).
   uint64_t untimed_kernels_kept = 0;
+  // Memset records without timestamps kept as untraced (the same option).
+  uint64_t untimed_memsets_kept = 0;
   uint64_t counts[kNumEventKinds] = {};
   NcclJoinStats nccl;
 };
@@ -113,7 +115,9 @@ struct ConverterOptions {
   // inside a measured --metrics-range instance (H100, CUDA 13.0, run AU) —
   // is kept as an untraced kernel (KernelEvent::untraced: placed at its
   // launch call like the ones written from launch calls) instead of being
-  // dropped as invalid. Other invalid spans are still counted lost.
+  // dropped as invalid. Other invalid spans are still counted lost. Memset
+  // records with no start and no end are kept the same way
+  // (MemsetEvent::untraced).
   bool keep_untimed_kernels = false;
 };
 

@@ -36,6 +36,7 @@ void WriteTraces(JsonWriter& w, const Report& r) {
     w.Key("invalid_timestamps").Uint(t.invalid_timestamps);
     w.Key("replayed_kernels").Uint(t.replayed_kernels);
     w.Key("untraced_kernels").Uint(t.untraced_kernels);
+    w.Key("untraced_memsets").Uint(t.untraced_memsets);
     w.Key("clock_offset_ns").Int(t.clock_offset_ns);
     w.Key("has_clock_mapping").Bool(t.has_clock_mapping);
     w.EndObject();

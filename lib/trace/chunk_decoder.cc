@@ -304,6 +304,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
           case 7: e.memory_kind = E8<MemoryKind>(v); break;
           case 8: e.async = v != 0; break;
           case 9: e.graph_node_id = v; break;
+          case 10: e.untraced = v != 0; break;
         }
       });
     }

@@ -90,6 +90,7 @@ inline uint8_t* EncodeMemset(const MemsetEvent& e, uint8_t* p) {
   p = PutUint(7, static_cast<uint32_t>(e.memory_kind), p);
   p = PutBool(8, e.async, p);
   p = PutUint(9, e.graph_node_id, p);
+  p = PutBool(10, e.untraced, p);
   return p;
 }
 

@@ -154,6 +154,9 @@ struct MemsetEvent {
   MemoryKind memory_kind = MemoryKind::kUnknown;
   bool async = false;
   uint64_t graph_node_id = 0;
+  // No GPU timestamps (CUPTI gave none while metrics were collected): kept
+  // for bytes, stream and correlation, outside all timing (trace.proto).
+  bool untraced = false;
 };
 
 // An allocation or release (or a stream-ordered pool operation); see

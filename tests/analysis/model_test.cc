@@ -174,6 +174,29 @@ TEST_P(ModelTest, UntracedKernelsArePlacedAtTheirLaunchForTheMeasuredDuration) {
   EXPECT_TRUE(noted);
 }
 
+// Memsets CUPTI gave without timestamps while metrics were collected are
+// counted, kept off the timeline and out of the window.
+TEST_P(ModelTest, UntracedMemsetsAreCountedAndOutsideTiming) {
+  TraceBuilder b;
+  b.Kernel("gemm", ms(1), ms(2), 7, us(900), us(10));
+  MemsetEvent untraced;
+  untraced.untraced = true;
+  untraced.bytes = 4096;
+  untraced.correlation_id = 8;
+  b.trace().memsets.push_back(untraced);
+  TimelineModel m = BuildOrDie({b.trace()});
+  EXPECT_EQ(m.traces[0].untraced_memsets, 1u);
+  EXPECT_EQ(m.traces[0].invalid_total(), 0u);
+  ASSERT_EQ(m.activities.size(), 1u);
+  Report r = AnalyzeModel(m, {});
+  EXPECT_EQ(r.traces[0].untraced_memsets, 1u);
+  EXPECT_EQ(r.traces[0].invalid_timestamps, 0u);
+  EXPECT_EQ(r.summary.devices.at(0).busy_ns, ms(1));
+  bool noted = false;
+  for (const std::string& n : r.notes) noted |= n.find("memsets came from CUPTI") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
 TEST_P(ModelTest, KernelAggregateStatsAndLaunchConfigs) {
   TraceBuilder b;
   KernelEvent small;

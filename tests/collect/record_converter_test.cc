@@ -118,6 +118,49 @@ TEST(ConverterUntimedTest, KernelRecordsWithoutTimestampsAreKeptUntracedWhenMetr
   }
 }
 
+// Memsets inside sequence passes came with no timestamps (the corpus CNN,
+// run AV): kept untraced when metrics are on, counted lost otherwise.
+TEST(ConverterUntimedTest, MemsetRecordsWithoutTimestampsAreKeptUntracedWhenMetricsAreOn) {
+  for (bool keep : {false, true}) {
+    FakeEventSink sink;
+    ConverterOptions o;
+    o.keep_untimed_kernels = keep;
+    RecordConverter converter(&sink, o, &FakeApiName);
+    auto memset_at = [](uint64_t start, uint64_t end, uint32_t corr) {
+      CUpti_ActivityMemset4 m;
+      std::memset(&m, 0, sizeof(m));
+      m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      m.start = start;
+      m.end = end;
+      m.bytes = 1024;
+      m.streamId = 7;
+      m.correlationId = corr;
+      return m;
+    };
+    auto untimed = memset_at(0, 0, 3);
+    auto half = memset_at(0, 40, 4);
+    auto timed = memset_at(10, 20, 5);
+    for (const auto* m : {&untimed, &half, &timed}) {
+      converter.Convert(reinterpret_cast<const CUpti_Activity*>(m));
+    }
+    if (keep) {
+      ASSERT_EQ(sink.memsets.size(), 2u);
+      EXPECT_TRUE(sink.memsets[0].untraced);
+      EXPECT_EQ(sink.memsets[0].correlation_id, 3u);
+      EXPECT_EQ(sink.memsets[0].bytes, 1024u);
+      EXPECT_EQ(sink.memsets[0].stream_id, 7u);
+      EXPECT_FALSE(sink.memsets[1].untraced);
+      EXPECT_EQ(converter.stats().untimed_memsets_kept, 1u);
+      EXPECT_EQ(converter.stats().invalid_timestamps, 1u);  // "half"
+    } else {
+      ASSERT_EQ(sink.memsets.size(), 1u);
+      EXPECT_FALSE(sink.memsets[0].untraced);
+      EXPECT_EQ(converter.stats().untimed_memsets_kept, 0u);
+      EXPECT_EQ(converter.stats().invalid_timestamps, 2u);
+    }
+  }
+}
+
 // What a launch call gives for a kernel measured in place while not traced:
 // the configuration of synthetic_records.h's Kernel() (grid 132x2, block
 // 256, 1024 bytes of dynamic shared memory) unless `grid` says otherwise.

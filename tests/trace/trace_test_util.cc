@@ -153,6 +153,7 @@ std::vector<AnyEvent> EveryKindFullySet(TraceWriter* w, uint64_t t0) {
   s.memory_kind = MemoryKind::kDevice;
   s.async = true;
   s.graph_node_id = 12;
+  s.untraced = true;
   out.push_back(a);
 
   a = AnyEvent();

@@ -40,7 +40,7 @@ inline auto Tie(const MemcpyEvent& e) {
 }
 inline auto Tie(const MemsetEvent& e) {
   return std::tie(e.start_ns, e.end_ns, e.device_id, e.context_id, e.stream_id, e.correlation_id,
-                  e.bytes, e.value, e.memory_kind, e.async, e.graph_node_id);
+                  e.bytes, e.value, e.memory_kind, e.async, e.graph_node_id, e.untraced);
 }
 inline auto Tie(const MemoryEvent& e) {
   return std::tie(e.timestamp_ns, e.device_id, e.context_id, e.stream_id, e.correlation_id,
