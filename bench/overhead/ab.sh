@@ -8,7 +8,9 @@
 # H200, more than the parts measured here; stretches a quarter of a second
 # apart in one process do not.
 #   AB_CASES  WORKLOAD:EXTRA:PART ... (default below): WORKLOAD lm (the eager
-#             transformer step, ms a step) or op (x.add_(1), µs an op); EXTRA
+#             transformer step, ms a step), cnn (the bf16 channels_last CNN
+#             step on cuDNN, ms a step; AB_LM_STEPS steps) or op (x.add_(1),
+#             µs an op); EXTRA
 #             the floor's SIGHTLINE_FLOOR_EXTRA; PART what is switched
 #             (subscriber: the extra subscriber itself; stackcb: the callbacks
 #             sightline's Python stacks enable; flush, with EXTRA flush: the
@@ -55,6 +57,8 @@ for c in $CASES; do
     sw=$W/$wl-$extra-$part-$p.ab st=$W/$wl-$extra-$part-$p.steps o=$W/out
     case $wl in
       lm) cmd=(env SIGHTLINE_STEP_LOG="$st" python3 "$EXAMPLES/lm_train.py" --variant eager
+               --steps "${AB_LM_STEPS:-800}" --warmup 30) ;;
+      cnn) cmd=(env SIGHTLINE_STEP_LOG="$st" python3 "$EXAMPLES/cnn_train.py" --variant fixed
                --steps "${AB_LM_STEPS:-800}" --warmup 30) ;;
       op) cmd=(python3 "$B/bench/overhead/torch_overhead.py" --ops "${AB_OP_OPS:-100000}"
                --reps "${AB_OP_REPS:-4}" --chunk-log "$st" --chunk 1000) ;;
