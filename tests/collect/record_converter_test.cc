@@ -15,6 +15,7 @@ using testing::Api;
 using testing::Kernel;
 using testing::Marker;
 using testing::Memcpy;
+using testing::Memset;
 
 const char* FakeApiName(ApiDomain domain, uint32_t cbid) {
   if (domain == ApiDomain::kRuntime && cbid == 211) return "cudaLaunchKernel_v7000";
@@ -126,20 +127,9 @@ TEST(ConverterUntimedTest, MemsetRecordsWithoutTimestampsAreKeptUntracedWhenMetr
     ConverterOptions o;
     o.keep_untimed_kernels = keep;
     RecordConverter converter(&sink, o, &FakeApiName);
-    auto memset_at = [](uint64_t start, uint64_t end, uint32_t corr) {
-      CUpti_ActivityMemset4 m;
-      std::memset(&m, 0, sizeof(m));
-      m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-      m.start = start;
-      m.end = end;
-      m.bytes = 1024;
-      m.streamId = 7;
-      m.correlationId = corr;
-      return m;
-    };
-    auto untimed = memset_at(0, 0, 3);
-    auto half = memset_at(0, 40, 4);
-    auto timed = memset_at(10, 20, 5);
+    auto untimed = Memset(0, 0, 3);
+    auto half = Memset(0, 40, 4);
+    auto timed = Memset(10, 20, 5);
     for (const auto* m : {&untimed, &half, &timed}) {
       converter.Convert(reinterpret_cast<const CUpti_Activity*>(m));
     }
@@ -297,11 +287,7 @@ TEST_F(ConverterTest, PeerMemcpyKeepsBothDevices) {
 }
 
 TEST_F(ConverterTest, Memset) {
-  CUpti_ActivityMemset4 m;
-  std::memset(&m, 0, sizeof(m));
-  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-  m.start = 1;
-  m.end = 2;
+  CUpti_ActivityMemset4 m = Memset(1, 2, 0);
   m.bytes = 4096;
   m.value = 0xab;
   m.memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;

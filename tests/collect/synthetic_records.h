@@ -11,6 +11,20 @@
 
 namespace sightline::collect::testing {
 
+// A 1 KiB device memset on stream 7 of context 1.
+inline CUpti_ActivityMemset4 Memset(uint64_t start, uint64_t end, uint32_t correlation) {
+  CUpti_ActivityMemset4 m;
+  std::memset(&m, 0, sizeof(m));
+  m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m.start = start;
+  m.end = end;
+  m.bytes = 1024;
+  m.contextId = 1;
+  m.streamId = 7;
+  m.correlationId = correlation;
+  return m;
+}
+
 inline CUpti_ActivityKernel10 Kernel(uint64_t start, uint64_t end, const char* name,
                                      uint32_t correlation) {
   CUpti_ActivityKernel10 k;
