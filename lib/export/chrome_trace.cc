@@ -195,7 +195,10 @@ class ChromeEmitter : public trace::EventVisitor {
 
   void OnMemset(const MemsetEvent& e) override {
     ++stats_.events_read;
-    if (e.untraced) return;  // no GPU time to draw it at (counted in the report)
+    if (e.untraced) {  // no GPU time to draw it at (also counted in the report)
+      ++stats_.events_skipped;
+      return;
+    }
     uint64_t tid = Track({TrackType::kStream, e.device_id, e.stream_id});
     Slice(tid, "memset", MemsetName(e), e.start_ns, e.end_ns);
     out_.Append(",\"args\":{\"bytes\":");

@@ -180,7 +180,10 @@ class PerfettoEmitter : public trace::EventVisitor {
 
   void OnMemset(const MemsetEvent& e) override {
     ++stats_.events_read;
-    if (e.untraced) return;  // no GPU time to draw it at (counted in the report)
+    if (e.untraced) {  // no GPU time to draw it at (also counted in the report)
+      ++stats_.events_skipped;
+      return;
+    }
     uint64_t track = Track({TrackType::kStream, e.device_id, e.stream_id});
     SliceBegin(track, e.start_ns, kCatMemset, ComposedIid(MemsetName(e)));
     Ann(kArgBytes, e.bytes);

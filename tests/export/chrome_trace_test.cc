@@ -238,6 +238,32 @@ TEST(ChromeTraceTest, ReplayedKernelsAtTheirLaunchWithTheMeasuredDuration) {
   unlink(trace_path.c_str());
 }
 
+// A memset CUPTI gave without timestamps while metrics were collected
+// (MemsetEvent::untraced) has no place on the timeline: not drawn (never at
+// time 0), counted as skipped.
+TEST(ChromeTraceTest, UntracedMemsetsAreNotDrawnAndAreCounted) {
+  std::string trace_path = TempPath("chrome-untraced-memset.sltrace");
+  WriteTrace(trace_path, [](trace::TraceWriter& w) {
+    MemsetEvent timed;
+    timed.start_ns = 5000;
+    timed.end_ns = 6000;
+    timed.bytes = 64;
+    timed.correlation_id = 1;
+    w.Add(timed);
+    MemsetEvent untraced;
+    untraced.untraced = true;
+    untraced.bytes = 4096;
+    untraced.correlation_id = 2;
+    w.Add(untraced);
+  });
+  ExportStats stats;
+  std::string json = ExportJson(trace_path, "chrome-untraced-memset.json", &stats);
+  EXPECT_EQ(Count(json, "\"cat\":\"memset\""), 1u) << json;
+  EXPECT_EQ(json.find("\"bytes\":4096"), std::string::npos) << json;
+  EXPECT_EQ(stats.events_skipped, 1u);
+  unlink(trace_path.c_str());
+}
+
 // A launch call with correlation id `corr` starting at `start`.
 ApiEvent LaunchCall(uint32_t corr, uint64_t start) {
   ApiEvent a;

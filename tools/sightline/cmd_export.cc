@@ -92,13 +92,18 @@ int RunExport(const std::vector<std::string>& args) {
   }
   absl::Status closed = (*out)->Close();
   if (!closed.ok()) return UsageError(std::string(closed.message()));
+  const std::string skipped =
+      stats->events_skipped > 0
+          ? "; " + std::to_string(stats->events_skipped) +
+                " events without a place on the timeline (no timestamps) not drawn"
+          : std::string();
   std::fprintf(stderr,
-               "sightline: wrote %s (%s, %llu timeline events, %llu flows, %llu tracks, %.1f MB)\n",
+               "sightline: wrote %s (%s, %llu timeline events, %llu flows, %llu tracks, %.1f MB%s)\n",
                output.c_str(), format == "chrome" ? "Chrome trace JSON" : "Perfetto protobuf",
                static_cast<unsigned long long>(stats->events_written),
                static_cast<unsigned long long>(stats->flows),
                static_cast<unsigned long long>(stats->tracks),
-               static_cast<double>(stats->bytes_written) / 1e6);
+               static_cast<double>(stats->bytes_written) / 1e6, skipped.c_str());
   return kExitOk;
 }
 
