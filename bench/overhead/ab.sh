@@ -25,6 +25,10 @@
 #             the default (SIGHTLINE_AB_STACKS_PART=python: the stack walk
 #             and the copy/memset callbacks; the launch callbacks that
 #             driver-launch records need stay on in both)
+#             PART sightline-pm runs `sightline profile --gpu-metrics`
+#             (AB_PM_FREQ Hz, default 1000) and stops and starts the PM
+#             sampling every AB_MS (SIGHTLINE_AB_PM_MS,
+#             lib/collect/pm_sampler.cc): what --gpu-metrics costs a step
 #   AB_PROCS (3) processes per case; AB_MS (250); AB_LM_STEPS (800);
 #   AB_OP_OPS (100000) AB_OP_REPS (4); AB_PIN ("taskset -c 2-9");
 #   AB_KEEP=DIR keeps the switch and step logs (*.ab, *.steps) in DIR;
@@ -73,7 +77,15 @@ for c in $CASES; do
     [ "${AB_START:-on}" = off ] && start=(SIGHTLINE_FLOOR_AB_START=off SIGHTLINE_FLOOR_AB_GO="$W/go-$p"
                                          SIGHTLINE_AB_GO="$W/go-$p")
     rm -f "$W/go-$p"
-    if [ "$part" = sightline-stacks ] || [ "$part" = sightline-pystacks ]; then
+    if [ "$part" = sightline-pm ]; then
+      # Sampling on from the first context; the switching starts AB_MS
+      # later (the poll thread's clock), so every measured step is in a stretch.
+      env SIGHTLINE_AB_PM_MS="${AB_MS:-250}" SIGHTLINE_AB_LOG="$sw" \
+        $PIN "$SL" profile --gpu-metrics --gpu-metrics-frequency "${AB_PM_FREQ:-1000}" \
+        -o "$W/t.sltrace" -- "${cmd[@]}" >"$o" 2>&1
+      rm -f "$W"/t*.sltrace
+      grep -h 'sightline: A/B\|GPU metrics' "$o" | sed "s/^/  $c $p: /"
+    elif [ "$part" = sightline-stacks ] || [ "$part" = sightline-pystacks ]; then
       # Starts with the stacks on. With AB_GO_HALF=1 (runs AA, AB) the go
       # file puts the first switch half-way through the measured steps (after
       # the first repetition); without it the switching starts at once and

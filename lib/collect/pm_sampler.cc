@@ -10,7 +10,9 @@
 #include <dlfcn.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -122,6 +124,7 @@ struct Device {
   uint64_t decode_ns = 0, info_ns = 0, evaluate_ns = 0, skipped = 0;
   uint32_t interval_ns = 0;
   bool overflow_warned = false;
+  bool paused = false;  // SIGHTLINE_AB_PM_MS: stopped between two stretches
 };
 
 // The process's exit must stop sampling (its last decode and evaluation use
@@ -281,11 +284,13 @@ class PmSamplerImpl final : public PmSampler {
       PmSamplerImpl* self;
       ~CpuAccount() { self->stats_.poll_cpu_ns += ThreadCpuNs(); }
     } account{this};
+    AbSwitch ab;
     while (!stopped_) {
-      cv_.wait_for(lock, std::chrono::milliseconds(poll_ms_));
+      cv_.wait_for(lock, std::chrono::milliseconds(ab.Wait(poll_ms_)));
       if (stopped_) break;
+      ab.MaybeSwitch(this);
       for (auto& d : devices_) {
-        if (!d->running) continue;
+        if (!d->running || d->paused) continue;
         if (std::string error = Poll(d.get(), false); !error.empty()) {
           StopDevice(d.get());
           Fail(d.get(), error);
@@ -293,6 +298,112 @@ class PmSamplerImpl final : public PmSampler {
       }
     }
   }
+
+  // Benchmarks only (bench/overhead/ab.sh, case WORKLOAD:-:sightline-pm):
+  // SIGHTLINE_AB_PM_MS=P stops every device's sampling and starts it again,
+  // alternately, every P ms (the poll thread does both; the final decode of
+  // each stop runs inside the switch), and writes each switch to
+  // SIGHTLINE_AB_LOG as "ab T0 T1 S" (CLOCK_MONOTONIC ns before and after
+  // it, S = 1 when sampling is on after it), the format of
+  // collector_stack_ab.cc. Steps between switches then alternate between
+  // sampling and not on the same machine state, which rounds of separate
+  // processes (±15 % on the launch-bound LM) could not resolve. The trace
+  // of such a run has gaps where sampling was stopped (counted as missing
+  // samples): time with it, do not analyse it. A device whose restart
+  // fails is left stopped with a warning (the log then says nothing more).
+  class AbSwitch {
+   public:
+    AbSwitch() {
+      const char* ms_env = std::getenv("SIGHTLINE_AB_PM_MS");
+      if (ms_env == nullptr || *ms_env == '\0') return;
+      const long ms = std::strtol(ms_env, nullptr, 10);
+      if (ms < 10 || ms > 60000) {
+        std::fprintf(stderr, "sightline: warning: SIGHTLINE_AB_PM_MS needs 10..60000 ms; "
+                             "nothing switched\n");
+        return;
+      }
+      period_ns_ = static_cast<uint64_t>(ms) * 1000000u;
+      next_ns_ = MonotonicNs() + period_ns_;
+      if (const char* path = std::getenv("SIGHTLINE_AB_LOG"); path != nullptr && *path != '\0') {
+        fd_ = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+        struct stat st {};
+        if (fd_ >= 0 && (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd_, 0) != 0)) {
+          close(fd_);
+          fd_ = -1;
+        }
+        if (fd_ < 0) std::fprintf(stderr, "sightline: warning: SIGHTLINE_AB_LOG: cannot write\n");
+      }
+      std::fprintf(stderr, "sightline: A/B: GPU metrics sampling stopped and started every %ld ms\n",
+                   ms);
+    }
+    ~AbSwitch() {
+      if (fd_ >= 0) close(fd_);
+      if (period_ns_ != 0) {
+        std::fprintf(stderr, "sightline: A/B: %llu switches, %llu restarts failed\n",
+                     static_cast<unsigned long long>(switches_),
+                     static_cast<unsigned long long>(failed_));
+      }
+    }
+    // How long the poll thread may sleep: its poll interval, cut to the next switch.
+    uint64_t Wait(uint64_t poll_ms) const {
+      if (period_ns_ == 0) return poll_ms;
+      const uint64_t now = MonotonicNs();
+      const uint64_t left_ms = next_ns_ > now ? (next_ns_ - now + 999999) / 1000000 : 0;
+      return std::min(poll_ms, std::max<uint64_t>(left_ms, 1));
+    }
+    // Under mu_, on the poll thread.
+    void MaybeSwitch(PmSamplerImpl* s) {
+      if (period_ns_ == 0) return;
+      const uint64_t t0 = MonotonicNs();
+      if (t0 < next_ns_) return;
+      next_ns_ = t0 + period_ns_;
+      on_ = !on_;
+      for (auto& d : s->devices_) {
+        if (!d->running) continue;
+        if (!on_) {
+          auto sp = SL_PARAMS(CUpti_PmSampling_Stop_Params);
+          sp.pPmSamplingObject = d->object;
+          if (cuptiPmSamplingStop(&sp) != CUPTI_SUCCESS) continue;
+          if (std::string error = s->Poll(d.get(), true); !error.empty()) {
+            s->warn_("GPU metrics: " + error);
+          }
+          d->paused = true;
+        } else if (d->paused) {
+          d->paused = false;
+          d->gaps = RecordingSpans::GapState();  // the stopped stretch is no loss
+          CUptiResult r = s->InitImage(d.get());
+          if (r == CUPTI_SUCCESS) {
+            auto st = SL_PARAMS(CUpti_PmSampling_Start_Params);
+            st.pPmSamplingObject = d->object;
+            r = cuptiPmSamplingStart(&st);
+          }
+          if (r != CUPTI_SUCCESS) {
+            ++failed_;
+            s->FailAndDisable(d.get(), Error("cuptiPmSamplingStart (A/B restart)", r));
+          }
+        }
+      }
+      ++switches_;
+      const uint64_t t1 = MonotonicNs();
+      if (fd_ >= 0) {
+        char line[80];
+        const int n = std::snprintf(line, sizeof(line), "ab %llu %llu %d\n",
+                                    static_cast<unsigned long long>(t0),
+                                    static_cast<unsigned long long>(t1), on_ ? 1 : 0);
+        if (n > 0 && write(fd_, line, static_cast<size_t>(n)) < 0) {
+          // A bench log: nothing else to do.
+        }
+      }
+    }
+
+   private:
+    uint64_t period_ns_ = 0;
+    uint64_t next_ns_ = 0;
+    bool on_ = true;
+    int fd_ = -1;
+    uint64_t switches_ = 0;
+    uint64_t failed_ = 0;
+  };
 
   bool Wanted(uint32_t ordinal) const {
     return config_.devices.empty() ||
@@ -577,6 +688,10 @@ class PmSamplerImpl final : public PmSampler {
     if (!d->running) return;
     d->running = false;
     d->done = true;
+    if (d->paused) {  // SIGHTLINE_AB_PM_MS: stopped and decoded at its switch
+      DisableObject(d);
+      return;
+    }
     Debug("stop");
     auto sp = SL_PARAMS(CUpti_PmSampling_Stop_Params);
     sp.pPmSamplingObject = d->object;

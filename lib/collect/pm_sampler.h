@@ -29,7 +29,9 @@
 // libcupti loads libnvperf_host by name: the one beside the libcupti in use
 // is loaded first (PyTorch wheels bring their own libcupti; a libnvperf_host
 // of another CUDA install found through LD_LIBRARY_PATH crashed decoding).
-// SIGHTLINE_GPU_METRICS_DEBUG=1 prints each CUPTI step.
+// SIGHTLINE_GPU_METRICS_DEBUG=1 prints each CUPTI step. Benchmarks only:
+// SIGHTLINE_AB_PM_MS=P stops and restarts the sampling every P ms and logs
+// each switch to SIGHTLINE_AB_LOG (bench/overhead/ab.sh, case sightline-pm).
 //
 // Recording: samples are kept only where they overlap a recording span
 // (SetRecording: the collector's capture windows; a whole-run capture is one
