@@ -635,6 +635,7 @@ bool CollectorImpl::SetUpCupti() {
       // Per-range metrics: every push and pop (the hook keeps each thread's
       // nesting depth).
       hook_wants_nvtx_ = hook_->WantsNvtx();
+      hook_wants_graphs_ = hook_->WantsGraphLaunches();
       if (hook_wants_nvtx_) {
         for (CUpti_CallbackId cbid :
              {CUPTI_CBID_NVTX_nvtxRangePushA, CUPTI_CBID_NVTX_nvtxRangePushEx,

@@ -164,13 +164,30 @@ void CollectorImpl::OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (hook_ != nullptr && !runtime) {
     if (IsStreamCaptureBeginCbid(cbid) || IsStreamCaptureEndCbid(cbid)) {
       OnStreamCaptureCall(cbid, data);
-    } else if (enter && IsUnhookedLaunchCbid(cbid)) {
-      // Before it submits: a graph's (a cooperative launch's) kernels must
-      // not run inside an open metric pass of any context (OnUnhookedWork
-      // ends it, and with it the untraced kind).
-      hook_->OnUnhookedWork(/*stream_capture=*/false);
-      if (untraced_passes_ && kernels_untraced_.load(std::memory_order_relaxed)) {
-        OnUnhookedLaunchWhileUntraced();  // still untraced (a failed switch): records
+    } else if (IsUnhookedLaunchCbid(cbid)) {
+      if (enter) {
+        // Before it submits: a graph's (a cooperative launch's) kernels must
+        // not run inside an open metric pass of any context (OnUnhookedWork
+        // ends it, and with it the untraced kind).
+        hook_->OnUnhookedWork(/*stream_capture=*/false);
+        if (untraced_passes_ && kernels_untraced_.load(std::memory_order_relaxed)) {
+          OnUnhookedLaunchWhileUntraced();  // still untraced (a failed switch): records
+        }
+      }
+      if (hook_wants_graphs_ && IsGraphLaunchCbid(cbid) && (activities_on_ || !enter)) {
+        // --metrics-range graph: the launch is the instance (its exit's
+        // Stop waits for the graph's work). Every parameter list of a graph
+        // launch starts with the executable; its key is CUPTI's id of it
+        // (cuptiGetGraphExecId), else its address.
+        uint64_t key = 0;
+        if (enter && data->functionParams != nullptr) {
+          const CUgraphExec exec = *static_cast<const CUgraphExec*>(data->functionParams);
+          uint32_t id = 0;
+          key = cuptiGetGraphExecId(exec, &id) == CUPTI_SUCCESS
+                    ? id
+                    : static_cast<uint64_t>(reinterpret_cast<uintptr_t>(exec));
+        }
+        hook_->OnGraphLaunch(enter, key, Now());
       }
     }
   }

@@ -259,6 +259,7 @@ class CollectorImpl final : public Collector {
   // writer's last drain).
   std::unique_ptr<PmSampler> pm_sampler_;
   bool hook_wants_nvtx_ = false;  // set once, before callbacks are enabled for it
+  bool hook_wants_graphs_ = false;  // --metrics-range graph; set as hook_wants_nvtx_
 
   Mutex control_mu_;
   // Set at initialisation; the state machine itself only under control_mu_.

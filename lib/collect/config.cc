@@ -224,14 +224,18 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_RANGE"); v != nullptr && *v != '\0') {
     if (std::strncmp(v, "nvtx:", 5) == 0 && v[5] != '\0') {
       c.metric_range_nvtx = v + 5;
+    } else if (std::strcmp(v, "graph") == 0) {
+      c.metric_range_graph = true;
     } else {
-      problem("SIGHTLINE_METRICS_RANGE", v, "is not nvtx:NAME");
+      problem("SIGHTLINE_METRICS_RANGE", v, "is not nvtx:NAME or graph");
     }
   }
-  if (!c.metric_range_nvtx.empty() && (c.metric_set.empty() || c.metric_set == "none")) {
+  if ((!c.metric_range_nvtx.empty() || c.metric_range_graph) &&
+      (c.metric_set.empty() || c.metric_set == "none")) {
     problem("SIGHTLINE_METRICS_RANGE", getenv_fn("SIGHTLINE_METRICS_RANGE"),
             "needs SIGHTLINE_METRICS (the metrics to measure over the range); ignored");
     c.metric_range_nvtx.clear();
+    c.metric_range_graph = false;
   }
   if (const char* v = getenv_fn("SIGHTLINE_GPU_METRICS"); v != nullptr && *v != '\0') {
     std::string_view list(v);

@@ -69,7 +69,9 @@
 //                        range_profiler_sequence.h; auto is refused)
 //   SIGHTLINE_METRICS_RANGE  nvtx:NAME: metrics per instance of the application's
 //                        NVTX range NAME (push/pop ranges; one pass per instance,
-//                        lib/collect/range_profiler_user.h) instead of per kernel
+//                        lib/collect/range_profiler_user.h) instead of per kernel;
+//                        graph: per launch of a CUDA graph (the first graph
+//                        launched twice; ncu's --graph-profiling graph)
 //   SIGHTLINE_METRICS_IMAGE  shared (default: one counter-data image per context,
 //                        re-initialised when full) | per_launch (a fresh image and
 //                        SetConfig for every profiled launch)
@@ -181,6 +183,7 @@ struct CollectorConfig {
   uint32_t metric_every_nth = 1;
   MetricsReplay metric_replay = MetricsReplay::kKernel;
   std::string metric_range_nvtx;           // SIGHTLINE_METRICS_RANGE=nvtx:NAME → NAME
+  bool metric_range_graph = false;         // SIGHTLINE_METRICS_RANGE=graph
   bool metric_image_per_launch = false;    // SIGHTLINE_METRICS_IMAGE=per_launch
   bool metric_batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
   bool metric_spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user

@@ -84,6 +84,9 @@ struct KernelLaunchHookConfig {
   // SIGHTLINE_METRICS_RANGE=nvtx:NAME: metrics per instance of the NVTX
   // range NAME (range_profiler_user.h) instead of per kernel; "" = per kernel.
   std::string range_nvtx;
+  // SIGHTLINE_METRICS_RANGE=graph: metrics per launch of a CUDA graph (the
+  // first graph launched twice, GraphRangeChooser) instead of per kernel.
+  bool range_graph = false;
   bool image_per_launch = false;    // SIGHTLINE_METRICS_IMAGE=per_launch
   bool batch_sessions = false;      // SIGHTLINE_METRICS_SESSION=batch
   bool spread_user_replay = false;  // SIGHTLINE_METRICS_SPREAD_REPLAY=user
@@ -129,6 +132,7 @@ inline KernelLaunchHookConfig HookConfigFromCollectorConfig(const CollectorConfi
   hc.every_nth = c.metric_every_nth;
   hc.replay = c.metric_replay;
   hc.range_nvtx = c.metric_range_nvtx;
+  hc.range_graph = c.metric_range_graph;
   hc.image_per_launch = c.metric_image_per_launch;
   hc.batch_sessions = c.metric_batch_sessions;
   hc.spread_user_replay = c.metric_spread_user_replay;
@@ -199,6 +203,12 @@ class KernelLaunchHook {
   virtual void OnNvtxPop(uint64_t /*now_ns*/) {}
   // True when the hook wants OnNvtxPush / OnNvtxPop.
   virtual bool WantsNvtx() const { return false; }
+  // Per-range metrics over graph launches (config.range_graph): the enter
+  // and the exit of each cuGraphLaunch(_ptsz) on the calling thread, inside
+  // its driver callback; `exec_key` identifies the graph executable (its
+  // CUPTI id), `now_ns` is the collector's clock.
+  virtual void OnGraphLaunch(bool /*enter*/, uint64_t /*exec_key*/, uint64_t /*now_ns*/) {}
+  virtual bool WantsGraphLaunches() const { return false; }
   // True when the kernel with this correlation id was replayed (its timing is
   // distorted). Called on the writer thread; must be thread-safe.
   virtual bool IsReplayedCorrelation(uint32_t correlation_id) const = 0;

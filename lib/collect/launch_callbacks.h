@@ -33,6 +33,11 @@ inline bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
 // launch: a CUDA graph's kernels, cooperative launches. While kernels
 // measured in place are not traced their kernels would have no record, so
 // the collector watches these (CollectorImpl::OnUnhookedLaunchWhileUntraced).
+inline bool IsGraphLaunchCbid(CUpti_CallbackId cbid) {
+  return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+         cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+}
+
 inline bool IsUnhookedLaunchCbid(CUpti_CallbackId cbid) {
   return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
          cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz ||

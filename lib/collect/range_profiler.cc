@@ -108,8 +108,9 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
 }
 
 bool RangeProfiler::Init(std::string* error) {
-  user_mode_ = !config_.range_nvtx.empty();
-  if (user_mode_) {
+  graph_mode_ = config_.range_nvtx.empty() && config_.range_graph;
+  user_mode_ = !config_.range_nvtx.empty() || graph_mode_;
+  if (!config_.range_nvtx.empty()) {
     user_ = std::make_unique<UserRangeSets>(static_cast<UserRangeTarget*>(this), config_.range_nvtx, 1);
   }
   image_per_launch_ = config_.image_per_launch;
@@ -629,6 +630,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   window_open_ = false;
   for (auto& state : contexts_) Flush(state.get());
   std::string user_line;
+  if (user_ == nullptr && graph_mode_) user_line = UserRangeLine();
   if (user_ != nullptr) {
     DebugUser("capture end");
     uint64_t now = 0;

@@ -113,7 +113,9 @@ class RangeProfiler final : public KernelLaunchHook,
   // Per-range metrics (range_profiler_user_target.cc).
   void OnNvtxPush(const char* message, uint64_t now_ns) override;
   void OnNvtxPop(uint64_t now_ns) override;
-  bool WantsNvtx() const override { return user_mode_; }
+  bool WantsNvtx() const override { return user_mode_ && !graph_mode_; }
+  void OnGraphLaunch(bool enter, uint64_t exec_key, uint64_t now_ns) override;
+  bool WantsGraphLaunches() const override { return graph_mode_; }
   std::string last_error() const override;
 
  private:
@@ -274,6 +276,16 @@ class RangeProfiler final : public KernelLaunchHook,
   std::vector<uint8_t> sequence_image_ SL_GUARDED_BY(mu_);
   // Per-range metrics (config_.range_nvtx non-empty): no per-kernel work.
   bool user_mode_ = false;
+  // --metrics-range graph: the instances are launches of one CUDA graph;
+  // user_ is made when the chooser picks it.
+  bool graph_mode_ = false;
+  GraphRangeChooser graph_chooser_ SL_GUARDED_BY(mu_);
+  uint64_t graph_reported_launches_ SL_GUARDED_BY(mu_) = 0;
+  uint64_t graph_reported_not_measured_ SL_GUARDED_BY(mu_) = 0;
+  // An instance's begin and end (mu_ held): NVTX push/pop or graph launch.
+  void BeginUserInstance(uintptr_t thread, uint32_t depth, uint64_t now_ns) SL_REQUIRES(mu_);
+  void EndUserInstance(uintptr_t thread, uint32_t depth, uint64_t now_ns) SL_REQUIRES(mu_);
+  std::string UserRangeLabel() const;
   std::unique_ptr<UserRangeSets> user_ SL_GUARDED_BY(mu_);
   std::vector<uint8_t> user_image_ SL_GUARDED_BY(mu_);
   // The thread key of the open instance (0: none): a pop on another thread

@@ -142,6 +142,49 @@ class UserRangeSets {
   std::vector<UserRangeSet> done_;
 };
 
+// `--metrics-range graph`: which CUDA graph launches are instances. One
+// range-profiler object per context counts one set's passes, so one graph
+// is measured at a time: the first graph (executable) launched a second
+// time — a graph launched once (a warm-up, a one-off) would never complete
+// a set — and from then on every launch of it is an instance (a series of
+// sets, as NVTX ranges give). Launches of other graphs are counted, not
+// measured. Pure bookkeeping: tests/collect/user_range_sets_test.cc.
+class GraphRangeChooser {
+ public:
+  // A graph launch of the executable `exec_key` (any stable key, e.g. its
+  // CUPTI id). True when it is an instance of the measured graph.
+  bool OnLaunch(uint64_t exec_key) {
+    ++launches_;
+    if (!chosen_) {
+      bool seen = false;
+      for (uint64_t k : seen_) seen = seen || k == exec_key;
+      if (seen) {
+        chosen_ = true;
+        chosen_key_ = exec_key;
+      } else if (seen_.size() < kMaxSeen) {  // bounded: no graph may ever repeat
+        seen_.push_back(exec_key);
+      }
+    }
+    if (chosen_ && exec_key == chosen_key_) return true;
+    ++not_measured_;
+    return false;
+  }
+  bool chosen() const { return chosen_; }
+  uint64_t chosen_key() const { return chosen_key_; }
+  uint64_t launches() const { return launches_; }
+  // Launches that were no instance: of another graph, or before the
+  // measured one was chosen (its own first launch included).
+  uint64_t not_measured() const { return not_measured_; }
+
+ private:
+  static constexpr size_t kMaxSeen = 4096;
+  bool chosen_ = false;
+  uint64_t chosen_key_ = 0;
+  uint64_t launches_ = 0;
+  uint64_t not_measured_ = 0;
+  std::vector<uint64_t> seen_;
+};
+
 }  // namespace sightline::collect
 
 #endif  // SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_USER_H_

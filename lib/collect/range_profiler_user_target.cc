@@ -20,6 +20,10 @@ namespace {
 thread_local uint32_t t_user_depth = 0;
 // A key per thread: the address of its depth counter.
 uintptr_t ThreadKey() { return reinterpret_cast<uintptr_t>(&t_user_depth); }
+// --metrics-range graph: a graph launch's instance is keyed by the thread's
+// own marker (graph launches do not nest; NVTX depth plays no part).
+thread_local char t_graph_marker = 0;
+uintptr_t GraphThreadKey() { return reinterpret_cast<uintptr_t>(&t_graph_marker); }
 }  // namespace
 
 void RangeProfiler::ResolveDriver() {
@@ -35,39 +39,73 @@ void RangeProfiler::ResolveDriver() {
 }
 
 void RangeProfiler::OnNvtxPush(const char* message, uint64_t now_ns) {
-  if (!user_mode_) return;
+  if (!user_mode_ || graph_mode_) return;
   const uint32_t depth = t_user_depth++;
   if (off_.load() || t_in_hook || message == nullptr || config_.range_nvtx != message) return;
   t_in_hook = true;
   ResolveDriver();
   {
     MutexLock lock(mu_);
-    if (CaptureInProgress()) {
-      ++user_skipped_by_capture_;  // its Start would invalidate the capture
-    } else if (window_open_ && user_ != nullptr && !user_->failed()) {
-      if (!profiler_ready_) {
-        std::string error;
-        if (!InitProfiler(&error)) TurnOff(error);
+    BeginUserInstance(ThreadKey(), depth, now_ns);
+  }
+  t_in_hook = false;
+}
+
+void RangeProfiler::BeginUserInstance(uintptr_t thread, uint32_t depth, uint64_t now_ns) {
+  if (CaptureInProgress()) {
+    ++user_skipped_by_capture_;  // its Start would invalidate the capture
+    return;
+  }
+  if (!window_open_ || user_ == nullptr || user_->failed()) return;
+  if (!profiler_ready_) {
+    std::string error;
+    if (!InitProfiler(&error)) TurnOff(error);
+  }
+  CUcontext context = nullptr;
+  CUdevice device = 0;
+  const CtxGetCurrentFn get_current = ctx_get_current_.load();
+  const CtxGetDeviceFn get_device = ctx_get_device_.load();
+  if (off_.load() || get_current == nullptr || get_current(&context) != 0) context = nullptr;
+  ContextState* state = nullptr;
+  if (context != nullptr) {
+    if (get_device == nullptr || get_device(&device) != 0) device = 0;
+    state = StateFor(context, static_cast<uint32_t>(device));
+    if (!EnableOn(state)) state = nullptr;  // off now, with the reason
+  }
+  if (off_.load()) return;
+  user_->set_passes_needed(passes_.load());
+  if (user_->OnPush(state, static_cast<uint32_t>(device), thread, depth, now_ns)) {
+    user_open_thread_.store(thread);
+  }
+  CollectUser();
+  NoteInPlace();  // the range's kernels run after this push
+}
+
+void RangeProfiler::EndUserInstance(uintptr_t thread, uint32_t depth, uint64_t now_ns) {
+  if (user_ != nullptr && user_->OnPop(thread, depth, now_ns)) {
+    user_open_thread_.store(0);
+    DebugUser("pass ended");
+    CollectUser();
+    NoteInPlace();
+  }
+}
+
+void RangeProfiler::OnGraphLaunch(bool enter, uint64_t exec_key, uint64_t now_ns) {
+  if (!graph_mode_ || off_.load() || t_in_hook) return;
+  if (!enter && user_open_thread_.load() != GraphThreadKey()) return;  // not this thread's
+  t_in_hook = true;
+  if (enter) ResolveDriver();
+  {
+    MutexLock lock(mu_);
+    if (!enter) {
+      // Stop waits for the graph's work: the instance covers it.
+      EndUserInstance(GraphThreadKey(), 0, now_ns);
+    } else if (window_open_ && graph_chooser_.OnLaunch(exec_key)) {
+      if (user_ == nullptr) {
+        user_ = std::make_unique<UserRangeSets>(static_cast<UserRangeTarget*>(this),
+                                                "CUDA graph " + std::to_string(exec_key), 1);
       }
-      CUcontext context = nullptr;
-      CUdevice device = 0;
-      const CtxGetCurrentFn get_current = ctx_get_current_.load();
-      const CtxGetDeviceFn get_device = ctx_get_device_.load();
-      if (off_.load() || get_current == nullptr || get_current(&context) != 0) context = nullptr;
-      ContextState* state = nullptr;
-      if (context != nullptr) {
-        if (get_device == nullptr || get_device(&device) != 0) device = 0;
-        state = StateFor(context, static_cast<uint32_t>(device));
-        if (!EnableOn(state)) state = nullptr;  // off now, with the reason
-      }
-      if (!off_.load()) {
-        user_->set_passes_needed(passes_.load());
-        if (user_->OnPush(state, static_cast<uint32_t>(device), ThreadKey(), depth, now_ns)) {
-          user_open_thread_.store(ThreadKey());
-        }
-        CollectUser();
-        NoteInPlace();  // the range's kernels run after this push
-      }
+      BeginUserInstance(GraphThreadKey(), 0, now_ns);
     }
   }
   t_in_hook = false;
@@ -85,20 +123,19 @@ void RangeProfiler::DebugUser(const char* where) {
 }
 
 void RangeProfiler::OnNvtxPop(uint64_t now_ns) {
-  if (!user_mode_) return;
+  if (!user_mode_ || graph_mode_) return;
   if (t_user_depth > 0) --t_user_depth;
   if (t_in_hook || user_open_thread_.load() != ThreadKey()) return;
   t_in_hook = true;
   {
     MutexLock lock(mu_);
-    if (user_ != nullptr && user_->OnPop(ThreadKey(), t_user_depth, now_ns)) {
-      user_open_thread_.store(0);
-      DebugUser("pass ended");
-      CollectUser();
-      NoteInPlace();
-    }
+    EndUserInstance(ThreadKey(), t_user_depth, now_ns);
   }
   t_in_hook = false;
+}
+
+std::string RangeProfiler::UserRangeLabel() const {
+  return graph_mode_ ? "CUDA graph launches" : "NVTX range '" + config_.range_nvtx + "'";
 }
 
 void RangeProfiler::CollectUser() {
@@ -124,16 +161,32 @@ void RangeProfiler::CollectUser() {
   off_.store(true);
   pending_.error = "per-range metrics stopped: " + why;
   std::fprintf(stderr,
-               "sightline: warning: per-range metrics for NVTX range '%s' stopped (%s); tracing "
-               "continues\n",
-               config_.range_nvtx.c_str(), why.c_str());
+               "sightline: warning: per-range metrics for %s stopped (%s); tracing continues\n",
+               UserRangeLabel().c_str(), why.c_str());
 }
 
 std::string RangeProfiler::UserRangeLine() {
+  std::string graphs;
+  if (graph_mode_) {
+    // Launches since the last line; the chooser's counts are cumulative.
+    const uint64_t launches = graph_chooser_.launches() - graph_reported_launches_;
+    const uint64_t other = graph_chooser_.not_measured() - graph_reported_not_measured_;
+    graph_reported_launches_ = graph_chooser_.launches();
+    graph_reported_not_measured_ = graph_chooser_.not_measured();
+    graphs = "; graph launches: " + std::to_string(launches) + ", " + std::to_string(other) +
+             " no instance (another graph, or before a graph was launched a second time)";
+    if (user_ == nullptr) {
+      return "per-range metrics for CUDA graph launches: no graph was launched twice, nothing "
+             "measured" + graphs;
+    }
+  }
   if (user_ == nullptr) return "";
   const UserRangeStats& s = user_->stats();
   const UserRangeStats& r = user_reported_;
-  std::string line = "per-range metrics for NVTX range '" + config_.range_nvtx + "': " +
+  const std::string label =
+      graph_mode_ ? "CUDA graph launches (" + user_->name() + ", the first graph launched twice)"
+                  : UserRangeLabel();
+  std::string line = "per-range metrics for " + label + ": " +
                      std::to_string(s.completed - r.completed) + " sets complete from " +
                      std::to_string(s.passes - r.passes) + " instances (" +
                      std::to_string(passes_.load()) + " passes a set, one per instance), " +
@@ -152,6 +205,7 @@ std::string RangeProfiler::UserRangeLine() {
     user_cut_by_capture_ = 0;
     user_skipped_by_capture_ = 0;
   }
+  line += graphs;
   if (user_->failed()) line += "; stopped: " + user_->error();
   user_reported_ = s;
   return line;

@@ -283,13 +283,30 @@ TEST_F(ConfigTest, MetricsPerNvtxRange) {
   EXPECT_NE(problems_[0].find("needs SIGHTLINE_METRICS"), std::string::npos) << problems_[0];
   EXPECT_TRUE(c.metric_range_nvtx.empty());
   env_ = {{"SIGHTLINE_METRICS", "full"}};
-  for (const char* bad : {"train_step", "nvtx:", "cuda:step"}) {
+  for (const char* bad : {"train_step", "nvtx:", "cuda:step", "graphs"}) {
     env_["SIGHTLINE_METRICS_RANGE"] = bad;
     c = Parse();
     ASSERT_EQ(problems_.size(), 1u) << bad;
     EXPECT_NE(problems_[0].find("SIGHTLINE_METRICS_RANGE"), std::string::npos) << problems_[0];
     EXPECT_TRUE(c.metric_range_nvtx.empty());
+    EXPECT_FALSE(c.metric_range_graph);
   }
+}
+
+// SIGHTLINE_METRICS_RANGE=graph: per CUDA graph launch (ncu's
+// --graph-profiling graph); refused without metrics, as nvtx:NAME is.
+TEST_F(ConfigTest, MetricsPerGraphLaunch) {
+  env_ = {{"SIGHTLINE_METRICS", "full"}, {"SIGHTLINE_METRICS_RANGE", "graph"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(problems_.empty()) << problems_[0];
+  EXPECT_TRUE(c.metric_range_graph);
+  EXPECT_TRUE(c.metric_range_nvtx.empty());
+  EXPECT_TRUE(HookConfigFromCollectorConfig(c).range_graph);
+  env_ = {{"SIGHTLINE_METRICS_RANGE", "graph"}};
+  c = Parse();
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("needs SIGHTLINE_METRICS"), std::string::npos) << problems_[0];
+  EXPECT_FALSE(c.metric_range_graph);
 }
 
 TEST_F(ConfigTest, BadMetricSelectionValuesAreNamed) {

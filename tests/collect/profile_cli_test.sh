@@ -70,7 +70,9 @@ check "bad --capture-range is a usage error" "[ $rc -eq 2 ] && grep -q cudaProfi
 out=$("$SL" profile -q --metrics full --metrics-range nvtx:train_step -- env 2>&1)
 check "maps --metrics-range" "grep -qx 'SIGHTLINE_METRICS_RANGE=nvtx:train_step' <<<\"\$out\""
 err=$("$SL" profile --metrics full --metrics-range train_step -- true 2>&1); rc=$?
-check "bad --metrics-range is a usage error" "[ $rc -eq 2 ] && grep -q 'is not nvtx:NAME' <<<\"\$err\""
+check "bad --metrics-range is a usage error" "[ $rc -eq 2 ] && grep -q 'is not nvtx:NAME or graph' <<<\"\$err\""
+out=$("$SL" profile -q --metrics full --metrics-range graph -- env 2>&1)
+check "maps --metrics-range graph" "grep -qx 'SIGHTLINE_METRICS_RANGE=graph' <<<\"\$out\""
 err=$("$SL" profile --metrics-range nvtx:train_step -- true 2>&1); rc=$?
 check "--metrics-range without --metrics is a usage error" \
   "[ $rc -eq 2 ] && grep -q 'needs --metrics SET' <<<\"\$err\""

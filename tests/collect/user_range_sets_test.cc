@@ -202,5 +202,30 @@ TEST(UserRangeSetsTest, FailuresStopIt) {
   }
 }
 
+// --metrics-range graph: the first graph launched a second time is
+// measured, every later launch of it is an instance, others are counted.
+TEST(GraphRangeChooserTest, TheFirstGraphLaunchedTwiceIsMeasured) {
+  GraphRangeChooser c;
+  EXPECT_FALSE(c.OnLaunch(7));   // warm-up graph, once
+  EXPECT_FALSE(c.OnLaunch(3));   // the step's graph, first launch
+  EXPECT_FALSE(c.chosen());
+  EXPECT_TRUE(c.OnLaunch(3));    // its second launch: chosen, an instance
+  EXPECT_TRUE(c.chosen());
+  EXPECT_EQ(c.chosen_key(), 3u);
+  EXPECT_FALSE(c.OnLaunch(7));   // another graph, even one seen before
+  EXPECT_TRUE(c.OnLaunch(3));
+  EXPECT_EQ(c.launches(), 5u);
+  EXPECT_EQ(c.not_measured(), 3u);
+}
+
+TEST(GraphRangeChooserTest, GraphsThatNeverRepeatAreNeverMeasuredAndMemoryIsBounded) {
+  GraphRangeChooser c;
+  for (uint64_t k = 1; k <= 100000; ++k) EXPECT_FALSE(c.OnLaunch(k));
+  EXPECT_FALSE(c.chosen());
+  EXPECT_EQ(c.not_measured(), 100000u);
+  // Past the bound a repeat of an early graph is still recognised.
+  EXPECT_TRUE(c.OnLaunch(5));
+}
+
 }  // namespace
 }  // namespace sightline::collect

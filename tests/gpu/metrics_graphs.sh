@@ -6,7 +6,9 @@
 #    graph trees capture the forward in global mode, replay it each step;
 #    backward and optimizer eager);
 #  - the corpus LM's CUDA-graph variant (torch.cuda.graph around the whole
-#    step, eager warm-up first).
+#    step, eager warm-up first);
+# and the LM's graph variant under --metrics-range graph (case graph_range:
+# one metric pass per launch of the step's graph).
 # Each must exit 0 with its result as without sightline (the range profiler
 # must never run during a capture: it would invalidate it and the program
 # would fail at cudaStreamEndCapture), leave a complete trace with 0 records
@@ -17,7 +19,7 @@ if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; th
 fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 E=$(cd "$HERE/../../examples/pytorch" && pwd)
-CASES=${METRICS_GRAPHS_CASES:-"compile lm_graph"}  # a subset when device time is short
+CASES=${METRICS_GRAPHS_CASES:-"compile lm_graph graph_range"}  # a subset when device time is short
 
 if [[ " $CASES " == *" compile "* ]]; then
 python3 "$HERE/metrics_graphs_app.py" 60 >"$WORK/compile.plain.out" 2>"$WORK/compile.plain.err" ||
@@ -56,5 +58,30 @@ d = json.load(sys.stdin)
 print("  complete=%s lost=%s kernels=%s" % (d["complete"], d["lost_records"], d["counts"].get("kernel")))
 sys.exit(0 if d["complete"] and d["lost_records"] == 0 else 1)' || { echo "FAIL lm_graph: trace incomplete or lossy"; fail=1; }
 fi
+if [[ " $CASES " == *" graph_range "* ]]; then
+# --metrics-range graph (ncu's --graph-profiling graph): the LM's graph
+# variant, no NVTX; every step is one launch of the same graph, so sets
+# complete after the metric set's passes, as an NVTX range around the step
+# gives them.
+(cd "$E" && "$SL" profile --metrics full --metrics-range graph -o "$WORK/graph_range.sltrace" -- \
+  python3 lm_train.py --variant graph --steps 30 --warmup 10) >"$WORK/graph_range.out" 2>"$WORK/graph_range.err"
+rc=$?
+[ $rc -eq 0 ] || { echo "FAIL graph_range: profiled run exited $rc"; tail -8 "$WORK/graph_range.err"; fail=1; }
+grep -E "SIGHTLINE_STEPS" "$WORK/graph_range.out" | tail -1
+grep -E "per-range metrics|warning" "$WORK/graph_range.err" | cut -c1-500 | head -4
+"$SL" analyze "$WORK/graph_range.sltrace" --format json >"$WORK/graph_range.json" 2>/dev/null
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["traces"][0]
+rows = [r for r in d.get("range_metrics", []) if r["range"].startswith("CUDA graph ")]
+print("  lost=%s complete_sets=%s range=%s" % (t["lost_records"], [r.get("complete_sets") for r in rows], [r["range"] for r in rows]))
+ok = t["complete"] and t["lost_records"] == 0 and rows and rows[0].get("complete_sets", 0) >= 1 \
+     and rows[0]["metrics"].get("gpu__time_duration.sum", 0) > 0
+sys.exit(0 if ok else 1)' "$WORK/graph_range.json" &&
+  echo "PASS graph_range: metric sets per launch of the step graph, 0 lost" ||
+  { echo "FAIL graph_range: no complete set of the graph, or records lost"; fail=1; }
+fi
+
 [ $fail -eq 0 ] && echo "ALL PASS"
 exit $fail

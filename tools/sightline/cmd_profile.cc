@@ -132,8 +132,9 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       // accepted here and then refused by the collector with a warning.
       return "profile: " + name + " '" + value + "' is not a count (0..100000000)";
     }
-    if (var == "SIGHTLINE_METRICS_RANGE" && !(value.rfind("nvtx:", 0) == 0 && value.size() > 5)) {
-      return "profile: --metrics-range '" + value + "' is not nvtx:NAME";
+    if (var == "SIGHTLINE_METRICS_RANGE" && value != "graph" &&
+        !(value.rfind("nvtx:", 0) == 0 && value.size() > 5)) {
+      return "profile: --metrics-range '" + value + "' is not nvtx:NAME or graph";
     }
     if (var == "SIGHTLINE_GPU_METRICS" && !ValidGpuMetricsDevices(value)) {
       return "profile: " + name + " '" + value +
@@ -520,7 +521,7 @@ SIGHTLINE_COMMAND("profile",
                   "[-t cuda,cuda-driver,cuda-memory,nvtx,nccl,backtrace,python,graph-launches] [--metrics SET] "
                   "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
-                  "[--metrics-range nvtx:NAME] [--gpu-metrics[=all|N,...]] "
+                  "[--metrics-range nvtx:NAME|graph] [--gpu-metrics[=all|N,...]] "
                   "[--gpu-metrics-frequency HZ] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",
