@@ -308,9 +308,11 @@ class PmSamplerImpl final : public PmSampler {
   // collector_stack_ab.cc. Steps between switches then alternate between
   // sampling and not on the same machine state, which rounds of separate
   // processes (±15 % on the launch-bound LM) could not resolve. The trace
-  // of such a run has gaps where sampling was stopped (counted as missing
-  // samples): time with it, do not analyse it. A device whose restart
-  // fails is left stopped with a warning (the log then says nothing more).
+  // of such a run has gaps where sampling was stopped (not counted as
+  // missing): time with it, do not analyse it. A device whose restart
+  // fails is left off with a warning and counted in the summary line
+  // ("restarts failed"); the switches logged after that price nothing.
+  // The switching begins once a device samples. Benchmarks on one GPU.
   class AbSwitch {
    public:
     AbSwitch() {
@@ -357,6 +359,13 @@ class PmSamplerImpl final : public PmSampler {
       const uint64_t t0 = MonotonicNs();
       if (t0 < next_ns_) return;
       next_ns_ = t0 + period_ns_;
+      // Nothing to switch before a device samples: a switch then would
+      // leave the log's state opposite to the sampling's from the device's
+      // start on. (A device that starts during an off stretch samples in it:
+      // for one-GPU runs only.)
+      const bool any = std::any_of(s->devices_.begin(), s->devices_.end(),
+                                   [](const auto& d) { return d->running; });
+      if (!any) return;
       on_ = !on_;
       for (auto& d : s->devices_) {
         if (!d->running) continue;
