@@ -4,7 +4,8 @@
 // Self-contained: links only cudart and libcupti (which loads nvperf_host).
 //
 //   spread_probe [--only A,B2,F3] [--timeout S (15)] [--budget S (55)]
-//                [--trace none|concurrent|kernel] [--kernel fma|small] 2>&1
+//                [--trace none|concurrent|kernel] [--kernel fma|small]
+//                [--launch kernel|graph] 2>&1
 //
 // --trace enables that CUPTI activity kind (records counted and discarded)
 // before the context exists, as a tracer does: CUPTI instruments kernel code
@@ -12,6 +13,12 @@
 // application/user replay variants) sees that code, a kernel-replay pass may
 // not. --kernel small launches one element per thread (a few instructions a
 // warp, so a fixed per-warp addition shows); fma (default) is compute-heavy.
+// --launch graph replaces each launch by one launch of a CUDA graph of three
+// kernel nodes (the kernel, Small, the kernel; captured from a stream before
+// any profiling): how many ranges, and which names, each replay mode gives a
+// graph launch — one per kernel node (as ncu's --graph-profiling node) or
+// one for the whole graph — decides whether per-kernel metrics of a graph's
+// own kernels are within reach of the range profiler (issue 14). Not run yet.
 //
 // Each variant runs in a forked child with an alarm(S) watchdog; the parent
 // never touches CUDA, reports a crash/timeout as "killed by signal N" and goes
@@ -106,8 +113,37 @@ bool g_small = false;   // --kernel small
 CUpti_ActivityKind g_trace_kind = CUPTI_ACTIVITY_KIND_INVALID;  // --trace
 unsigned long long g_trace_records = 0;
 
-void LaunchWork(float* x) {
+bool g_graph = false;   // --launch graph
+cudaStream_t g_graph_stream = nullptr;
+cudaGraphExec_t g_graph_exec = nullptr;
+
+void LaunchKernel(float* x, cudaStream_t stream) {
   if (g_small) {
+    Small<<<kN / kBlock, kBlock, 0, stream>>>(x, kN);
+  } else {
+    Work<<<kGrid, kBlock, 0, stream>>>(x, kN);
+  }
+}
+// The graph of --launch graph: the kernel, Small, the kernel, on one stream.
+bool BuildGraph(float* x) {
+  cudaGraph_t graph = nullptr;
+  if (cudaStreamCreateWithFlags(&g_graph_stream, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaStreamBeginCapture(g_graph_stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    return false;
+  }
+  LaunchKernel(x, g_graph_stream);
+  Small<<<kN / kBlock, kBlock, 0, g_graph_stream>>>(x, kN);
+  LaunchKernel(x, g_graph_stream);
+  if (cudaStreamEndCapture(g_graph_stream, &graph) != cudaSuccess || graph == nullptr) return false;
+  const bool ok = cudaGraphInstantiate(&g_graph_exec, graph, 0) == cudaSuccess;
+  cudaGraphDestroy(graph);
+  return ok;
+}
+
+void LaunchWork(float* x) {
+  if (g_graph) {
+    cudaGraphLaunch(g_graph_exec, g_graph_stream);
+  } else if (g_small) {
     Small<<<kN / kBlock, kBlock>>>(x, kN);
   } else {
     Work<<<kGrid, kBlock>>>(x, kN);
@@ -245,6 +281,10 @@ bool Setup(Probe* pr, bool verbose) {
   }
   cudaMalloc(&pr->x, sizeof(float) * kN);
   cudaMemset(pr->x, 0, sizeof(float) * kN);
+  if (g_graph && !BuildGraph(pr->x)) {
+    std::printf("  cannot capture the graph: %s\n", cudaGetErrorString(cudaGetLastError()));
+    return false;
+  }
   LaunchWork(pr->x);  // warm-up, not profiled
   if (cudaDeviceSynchronize() != cudaSuccess) {
     std::printf("  warm-up launch failed: %s\n", cudaGetErrorString(cudaGetLastError()));
@@ -579,6 +619,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_small = k == "small";
+    } else if (std::strcmp(argv[i], "--launch") == 0) {
+      const std::string l = argv[i + 1];
+      if (l != "kernel" && l != "graph") {
+        std::fprintf(stderr, "spread_probe: --launch takes kernel or graph, not '%s'\n", l.c_str());
+        return 2;
+      }
+      g_graph = l == "graph";
     } else if (std::strcmp(argv[i], "--trace") == 0) {
       const std::string t = argv[i + 1];
       if (t != "none" && t != "concurrent" && t != "kernel") {
@@ -591,8 +638,9 @@ int main(int argc, char** argv) {
                                        : CUPTI_ACTIVITY_KIND_INVALID;
     }
   }
-  std::printf("spread_probe: per-variant watchdog %.0f s, total budget %.0f s, kernel %s, grid %dx%d, %d floats\n",
-              timeout, budget, g_small ? "small" : "fma", g_small ? kN / kBlock : kGrid, kBlock, kN);
+  std::printf("spread_probe: per-variant watchdog %.0f s, total budget %.0f s, kernel %s, grid %dx%d, %d floats%s\n",
+              timeout, budget, g_small ? "small" : "fma", g_small ? kN / kBlock : kGrid, kBlock, kN,
+              g_graph ? ", each launch a graph of 3 kernel nodes" : "");
   struct Row { const char* id; Outcome o; bool got; std::string end; };
   std::vector<Row> rows;
   const double t0 = Now();
