@@ -23,8 +23,6 @@
 // launch callbacks too (runs AA, AB, AE, AP).
 // Only for a whole-run capture with Python stacks on (else a warning and
 // nothing switched).
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -32,6 +30,7 @@
 #include <string>
 #include <thread>
 
+#include "lib/collect/ab_log.h"
 #include "lib/collect/collector_impl.h"
 #include "lib/collect/self_cost.h"
 
@@ -50,16 +49,7 @@ void CollectorImpl::StartStackAb() {
          "nothing switched");
     return;
   }
-  int fd = -1;
-  if (const char* path = std::getenv("SIGHTLINE_AB_LOG"); path != nullptr && *path != '\0') {
-    fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-    struct stat st {};
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd, 0) != 0)) {
-      close(fd);
-      fd = -1;
-    }
-    if (fd < 0) Warn(std::string("SIGHTLINE_AB_LOG: cannot write ") + path);
-  }
+  const int fd = OpenAbLog();
   const char* part_env = std::getenv("SIGHTLINE_AB_STACKS_PART");
   const std::string part = part_env != nullptr && *part_env != '\0' ? part_env : "all";
   if (part != "all" && part != "python") {
@@ -102,16 +92,7 @@ void CollectorImpl::StartStackAb() {
       }
       if (walk_only) python_walk_on_.store(on, std::memory_order_relaxed);
       ab_generation_.fetch_add(1, std::memory_order_relaxed);
-      const uint64_t t1 = SelfCost::NowNs();
-      if (fd >= 0) {
-        char line[80];
-        const int n = std::snprintf(line, sizeof(line), "ab %llu %llu %d\n",
-                                    static_cast<unsigned long long>(t0),
-                                    static_cast<unsigned long long>(t1), on ? 1 : 0);
-        if (n > 0 && write(fd, line, static_cast<size_t>(n)) < 0) {
-          // A bench log: nothing else to do.
-        }
-      }
+      WriteAbSwitch(fd, t0, SelfCost::NowNs(), on);
     }
   }).detach();
 }

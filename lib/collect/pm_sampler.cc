@@ -10,9 +10,7 @@
 #include <dlfcn.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -30,6 +28,7 @@
 #include <thread>
 #include <utility>
 
+#include "lib/collect/ab_log.h"
 #include "lib/collect/cupti_params.h"
 #include "lib/collect/pm_config.h"
 #include "lib/trace/events.h"
@@ -326,15 +325,7 @@ class PmSamplerImpl final : public PmSampler {
       }
       period_ns_ = static_cast<uint64_t>(ms) * 1000000u;
       next_ns_ = MonotonicNs() + period_ns_;
-      if (const char* path = std::getenv("SIGHTLINE_AB_LOG"); path != nullptr && *path != '\0') {
-        fd_ = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
-        struct stat st {};
-        if (fd_ >= 0 && (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode) || ftruncate(fd_, 0) != 0)) {
-          close(fd_);
-          fd_ = -1;
-        }
-        if (fd_ < 0) std::fprintf(stderr, "sightline: warning: SIGHTLINE_AB_LOG: cannot write\n");
-      }
+      fd_ = OpenAbLog();
       std::fprintf(stderr, "sightline: A/B: GPU metrics sampling stopped and started every %ld ms\n",
                    ms);
     }
@@ -393,16 +384,7 @@ class PmSamplerImpl final : public PmSampler {
         }
       }
       ++switches_;
-      const uint64_t t1 = MonotonicNs();
-      if (fd_ >= 0) {
-        char line[80];
-        const int n = std::snprintf(line, sizeof(line), "ab %llu %llu %d\n",
-                                    static_cast<unsigned long long>(t0),
-                                    static_cast<unsigned long long>(t1), on_ ? 1 : 0);
-        if (n > 0 && write(fd_, line, static_cast<size_t>(n)) < 0) {
-          // A bench log: nothing else to do.
-        }
-      }
+      WriteAbSwitch(fd_, t0, MonotonicNs(), on_);
     }
 
    private:
