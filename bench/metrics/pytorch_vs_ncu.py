@@ -15,7 +15,10 @@ usage: pytorch_vs_ncu.py SIGHTLINE SCRIPT VARIANT --out DIR [--steps 30 --warmup
    are profiled by `ncu --clock-control none --cache-control none` with the
    same metric list, `--launch-skip` past the warm-up, `--launch-count`
    launches of those kernels, kernel names mangled as ours.
-3. Per kernel name and launch configuration (grid and block sizes), the mean
+3. Per kernel name and launch configuration (grid and block dimensions,
+   x, y and z: before 2026-12-06 only their products, which merged e.g. a
+   batch-norm kernel's (8, 128, 1) and (16, 64, 1) launches on ncu's side
+   while ours kept one of them), the mean
    of each metric is compared: within 2 % of ncu, or 0.5 points for
    percentages both under 5 %; gpu__time_duration.sum is listed, not judged
    (clocks are not locked). Prints one line per value, the counts, the
@@ -42,8 +45,8 @@ UNJUDGED = {"gpu__time_duration.sum"}
 
 def parse_ncu_raw(text):
     """ncu --csv --page raw: a header row of columns, a units row, one row per
-    profiled launch. Returns [(kernel name, grid size, block size, {metric:
-    value}, {metric: unit})]."""
+    profiled launch. Returns [(kernel name, grid label, block label, {metric:
+    value}, {metric: unit})], the labels from config_label."""
     start = text.find('"ID"')
     if start < 0:
         return []
@@ -63,9 +66,9 @@ def parse_ncu_raw(text):
                 metrics[h] = float(t)
             except ValueError:
                 pass
-        dims = lambda s: prod(int(x) for x in re.findall(r"\d+", s)) if s else 0
-        out.append((row[col["Kernel Name"]], dims(row[col.get("Grid Size", 0)]),
-                    dims(row[col.get("Block Size", 0)]), metrics,
+        dims = lambda s: [int(x) for x in re.findall(r"\d+", s)] if s else []
+        out.append((row[col["Kernel Name"]], config_label(dims(row[col.get("Grid Size", 0)])),
+                    config_label(dims(row[col.get("Block Size", 0)])), metrics,
                     {h: units[i] for i, h in enumerate(header) if i < len(units)}))
     return out
 
@@ -75,6 +78,20 @@ def prod(v):
     for x in v:
         n *= int(x)
     return n
+
+
+def label_order(label):
+    """Sort key of a config_label: by its size, then its text."""
+    return (prod(re.findall(r"\d+", str(label))), str(label))
+
+
+def config_label(dims):
+    """A grid's or block's (x, y, z) as one key: the product where y = z = 1
+    (as earlier compare.json files wrote every configuration), else "XxYxZ"."""
+    d = (list(dims) + [1, 1, 1])[:3] if dims else []
+    if not d:
+        return 0
+    return prod(d) if d[1] == 1 and d[2] == 1 else "x".join(str(x) for x in d)
 
 
 def main():
@@ -216,8 +233,9 @@ def compare(args, report, ncu_text, ours_s, ncu_s, steps_line):
         ours_by_key = {}
         if k.get("metrics_by_config"):
             for c in k["metrics_by_config"]:
-                ours_by_key[(prod(c["grid"]), prod(c["block"]))] = c["metrics"]
-        for (name, grid, block), acc in sorted(theirs.items()):
+                ours_by_key[(config_label(c["grid"]), config_label(c["block"]))] = c["metrics"]
+        for (name, grid, block), acc in sorted(theirs.items(), key=lambda kv: (
+                kv[0][0], label_order(kv[0][1]), label_order(kv[0][2]))):
             if name != k["name"]:
                 continue
             ours_m = ours_by_key.get((grid, block), k["metrics"] if not ours_by_key else None)
@@ -238,7 +256,7 @@ def compare(args, report, ncu_text, ours_s, ncu_s, steps_line):
                              "metric": metric, "ours": ours_m[metric], "ncu": ncu_v, "rel_pct": rel,
                              "ok": ok, "judged": judge})
                 flag = "ok " if ok else ("BAD" if judge else "n/j")
-                print(f"{flag} {k['short_name'][:36]:36} g{grid:<6} b{block:<5} {metric[:62]:62} "
+                print(f"{flag} {k['short_name'][:36]:36} g{str(grid):<6} b{str(block):<5} {metric[:62]:62} "
                       f"ours={ours_m[metric]:14.4f} ncu={ncu_v:14.4f} rel={rel:7.3f}%")
     summary = {"coverage_pct": coverage, "ours_wall_s": ours_s, "ncu_wall_s": ncu_s,
                "ncu_launches": len(launches), "kernels": names, "metrics": len(metric_names),
