@@ -233,7 +233,11 @@ def compare(args, report, ncu_text, ours_s, ncu_s, steps_line):
         ours_by_key = {}
         if k.get("metrics_by_config"):
             for c in k["metrics_by_config"]:
-                ours_by_key[(config_label(c["grid"]), config_label(c["block"]))] = c["metrics"]
+                key = (config_label(c["grid"]), config_label(c["block"]))
+                if key in ours_by_key:  # ncu's CSV has no shared memory column to tell them apart
+                    print(f"note {k['short_name'][:40]} grid {key[0]} block {key[1]}: several of our "
+                          f"configurations (shared memory differs); the last is compared")
+                ours_by_key[key] = c["metrics"]
         for (name, grid, block), acc in sorted(theirs.items(), key=lambda kv: (
                 kv[0][0], label_order(kv[0][1]), label_order(kv[0][2]))):
             if name != k["name"]:
