@@ -67,6 +67,10 @@
 //   SIGHTLINE_METRICS_REPLAY  kernel (default) | spread | sequence: how multi-pass
 //                        metric sets are collected (lib/collect/range_profiler_spread.h,
 //                        range_profiler_sequence.h; auto is refused)
+//   SIGHTLINE_METRICS_SEQUENCES N  sequence replay: complete sequences of each
+//                        learned step per capture window, so every launch
+//                        position gets N sets (one per sequence; the report
+//                        averages them per configuration); 1..8, default 1
 //   SIGHTLINE_METRICS_RANGE  nvtx:NAME: metrics per instance of the application's
 //                        NVTX range NAME (push/pop ranges; one pass per instance,
 //                        lib/collect/range_profiler_user.h) instead of per kernel;
@@ -181,6 +185,7 @@ struct CollectorConfig {
   uint32_t metric_max_ranges = 2000;
   uint32_t metric_launches_per_kernel = 0;  // 0 = no cap
   uint32_t metric_every_nth = 1;
+  uint32_t metric_sequences = 1;           // SIGHTLINE_METRICS_SEQUENCES
   MetricsReplay metric_replay = MetricsReplay::kKernel;
   std::string metric_range_nvtx;           // SIGHTLINE_METRICS_RANGE=nvtx:NAME → NAME
   bool metric_range_graph = false;         // SIGHTLINE_METRICS_RANGE=graph

@@ -75,6 +75,9 @@ struct KernelLaunchHookConfig {
   // (each from num_passes consecutive launches of the configuration).
   uint32_t launches_per_kernel = 0;
   uint32_t every_nth = 1;
+  // Sequence replay: complete sequences of each learned step per capture
+  // window (SIGHTLINE_METRICS_SEQUENCES): N sets per launch position.
+  uint32_t sequences_per_step = 1;
   uint32_t device_id = 0;
   // SIGHTLINE_METRICS_REPLAY: kernel (CUPTI kernel replay, default), spread
   // (pass p on the p-th launch of a configuration, no replay; see
@@ -130,6 +133,7 @@ inline KernelLaunchHookConfig HookConfigFromCollectorConfig(const CollectorConfi
   hc.max_ranges = c.metric_max_ranges;
   hc.launches_per_kernel = c.metric_launches_per_kernel;
   hc.every_nth = c.metric_every_nth;
+  hc.sequences_per_step = c.metric_sequences;
   hc.replay = c.metric_replay;
   hc.range_nvtx = c.metric_range_nvtx;
   hc.range_graph = c.metric_range_graph;

@@ -119,6 +119,7 @@ bool RangeProfiler::Init(std::string* error) {
   if (config_.replay == MetricsReplay::kSequence) {
     sequence_ = std::make_unique<SequenceSpread>(static_cast<SequenceTarget*>(this), 1);
     sequence_->set_debug(config_.debug);
+    sequence_->set_sequences_per_step(config_.sequences_per_step);
   }
   spread_on_ = config_.replay == MetricsReplay::kSpread || config_.replay == MetricsReplay::kAuto;
   if (spread_on_) {

@@ -253,10 +253,10 @@ bool SequenceSpread::EndPass(bool begin_next) {
     }
     ++stats_.sequences;
     ++sequences_in_window_;
-    collected_periods_.insert(pattern_.size());
+    ++collected_periods_[pattern_.size()];
     for (const Position& p : first_) covered_keys_.insert(p.key);
     collecting_ = false;
-    return true;  // one sequence per capture window: this launch runs unprofiled
+    return true;  // complete: this launch runs unprofiled (a next sequence starts later)
   }
   if (passes_done_ >= num_passes_) {
     Fail("sequence: CUPTI wants more than the " + std::to_string(num_passes_) +
@@ -348,7 +348,10 @@ bool SequenceSpread::Learn(const SpreadLaunch& launch) {
 }
 
 bool SequenceSpread::WorthStarting(const PeriodFinder& f) const {
-  if (collected_periods_.count(f.period()) != 0) return false;  // cheap: the usual case
+  // A step already collected: again only while it has fewer sequences than
+  // asked for (the usual case, one, answers at once).
+  auto done = collected_periods_.find(f.period());
+  if (done != collected_periods_.end()) return done->second < sequences_per_step_;
   for (uint64_t key : f.Pattern()) {
     if (covered_keys_.count(key) == 0) return true;
   }

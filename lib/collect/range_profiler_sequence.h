@@ -150,6 +150,12 @@ class SequenceSpread {
                  size_t min_run = 32);
 
   void set_num_passes(uint32_t n) { num_passes_ = n == 0 ? 1 : n; }
+  // Complete sequences of each learned step per capture window (default 1):
+  // every launch position gets that many sets, one per sequence, each from
+  // its own num_passes steps — the means per configuration then average
+  // more launches (SIGHTLINE_METRICS_SEQUENCES). The next sequence starts
+  // at the launch after the previous one completed.
+  void set_sequences_per_step(uint32_t n) { sequences_per_step_ = n == 0 ? 1 : n; }
   // SIGHTLINE_METRICS_DEBUG: one stderr line per pass (launches we saw,
   // CUPTI's ranges, the first position that differed).
   void set_debug(bool on) { debug_ = on; }
@@ -160,14 +166,17 @@ class SequenceSpread {
   // passes ended by Interrupt, a collecting sequence measures nothing).
   bool measuring() const { return collecting_ && pass_open_; }
   void* context() const { return context_; }
-  // Sequences per capture window: one per learned step. A shorter period
-  // that completed first (a layer repeated more often than the passes) does
-  // not stop the step from being collected after it: a sequence starts when
-  // the confirmed period is not one already collected in this window and
-  // its launches include configurations no set of the window covers; at
-  // most kMaxSequencesPerWindow.
+  // Sequences per capture window: sequences_per_step per learned step (one
+  // by default). A shorter period that completed first (a layer repeated
+  // more often than the passes) does not stop the step from being collected
+  // after it: a sequence starts when the confirmed period was collected
+  // fewer than sequences_per_step times in this window, or its launches
+  // include configurations no set of the window covers; at most
+  // kMaxSequencesPerWindow + sequences_per_step - 1.
   static constexpr uint32_t kMaxSequencesPerWindow = 4;
-  bool done_for_window() const { return sequences_in_window_ >= kMaxSequencesPerWindow; }
+  bool done_for_window() const {
+    return sequences_in_window_ >= kMaxSequencesPerWindow + sequences_per_step_ - 1;
+  }
   void NewWindow() {
     sequences_in_window_ = 0;
     realign_.clear();
@@ -261,7 +270,8 @@ class SequenceSpread {
   std::vector<uint64_t> pattern_;    // the learned step
   uint32_t passes_done_ = 0;
   uint32_t sequences_in_window_ = 0;
-  std::unordered_set<size_t> collected_periods_;  // this window's completed periods
+  std::unordered_map<size_t, uint32_t> collected_periods_;  // this window's completed periods: times
+  uint32_t sequences_per_step_ = 1;
   std::unordered_set<uint64_t> covered_keys_;     // configurations with a set this window
   // Would a sequence at the confirmed period measure something new? (mu_)
   bool WorthStarting(const PeriodFinder& f) const;

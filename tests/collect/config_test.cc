@@ -221,7 +221,13 @@ TEST_F(ConfigTest, KernelReplayUsesMoreSmallerBuffers) {
   EXPECT_EQ(c.buffer_bytes, CollectorConfig::kReplayBufferBytes);
   EXPECT_EQ(c.max_buffers, CollectorConfig::kReplayMaxBuffers);
   EXPECT_EQ(uint64_t{c.buffer_bytes} * c.max_buffers, uint64_t{8u << 20} * 32);
-  env_["SIGHTLINE_METRICS_REPLAY"] = "sequence";  // no replay: the defaults
+  // Sequence replay's passes hold buffers back too (runs BF-BH: 14507
+  // records lost with 32 of 8 MiB over 33 passes, 0 with 256 of 1 MiB).
+  env_["SIGHTLINE_METRICS_REPLAY"] = "sequence";
+  c = Parse();
+  EXPECT_EQ(c.buffer_bytes, CollectorConfig::kReplayBufferBytes);
+  EXPECT_EQ(c.max_buffers, CollectorConfig::kReplayMaxBuffers);
+  env_["SIGHTLINE_METRICS_REPLAY"] = "spread";  // one launch a pass: the defaults
   c = Parse();
   EXPECT_EQ(c.buffer_bytes, 8u << 20);
   EXPECT_EQ(c.max_buffers, 32u);
@@ -256,6 +262,21 @@ TEST_F(ConfigTest, MetricSelectionAndReplay) {
   EXPECT_TRUE(problems_.empty()) << problems_[0];
   EXPECT_EQ(c.metric_replay, MetricsReplay::kSequence);
   EXPECT_STREQ(MetricsReplayName(c.metric_replay), "sequence");
+  EXPECT_EQ(c.metric_sequences, 1u);
+  EXPECT_EQ(HookConfigFromCollectorConfig(c).sequences_per_step, 1u);
+  env_["SIGHTLINE_METRICS_SEQUENCES"] = "3";
+  c = Parse();
+  EXPECT_TRUE(problems_.empty()) << problems_[0];
+  EXPECT_EQ(HookConfigFromCollectorConfig(c).sequences_per_step, 3u);
+  for (const char* bad : {"0", "9", "3x"}) {
+    env_["SIGHTLINE_METRICS_SEQUENCES"] = bad;
+    c = Parse();
+    ASSERT_EQ(problems_.size(), 1u) << bad;
+    EXPECT_EQ(problems_[0], std::string("SIGHTLINE_METRICS_SEQUENCES: '") + bad +
+                                "' is not a count in [1, 8] (sequences of each step, sequence replay)");
+    EXPECT_EQ(c.metric_sequences, 1u);
+  }
+  env_.erase("SIGHTLINE_METRICS_SEQUENCES");
   // auto (kernel replay and spread passes on one object) crashed on the
   // H200 (CUDA 13.0): refused with the reason, kernel replay kept.
   env_["SIGHTLINE_METRICS_REPLAY"] = "auto";

@@ -270,6 +270,40 @@ TEST(SequenceSpread, OnePassPerStepEveryKernelGetsASet) {
   EXPECT_EQ(s.TakeCompleted().size(), 3u);
 }
 
+// SIGHTLINE_METRICS_SEQUENCES=3: the step is collected three times in a
+// window, one after the other, each sequence from its own passes; every
+// position then has three sets. No fourth, until a new window.
+TEST(SequenceSpread, SequencesPerStepGiveEachPositionThatManySets) {
+  FakeSequenceTarget t(3);
+  SequenceSpread s(&t, 3, 16, /*min_run=*/0);
+  s.set_sequences_per_step(3);
+  uint32_t corr = 0;
+  Steps(&s, &t, 2, &corr);
+  Steps(&s, &t, 12, &corr);
+  ASSERT_FALSE(s.failed()) << s.error();
+  std::vector<SpreadCollection> done = s.TakeCompleted();
+  ASSERT_EQ(done.size(), 9u);
+  EXPECT_EQ(s.stats().sequences, 3u);
+  EXPECT_EQ(s.stats().passes, 9u);
+  EXPECT_EQ(s.stats().discarded, 0u);
+  std::map<std::string, int> per_name;
+  for (const SpreadCollection& c : done) {
+    ++per_name[c.name];
+    EXPECT_EQ(c.passes_done, 3u);
+  }
+  EXPECT_EQ(per_name, (std::map<std::string, int>{{"a", 3}, {"b", 3}, {"c", 3}}));
+  // Each set is tied to its own sequence's launches.
+  EXPECT_LT(done[0].last_correlation_id, done[3].first_correlation_id);
+  EXPECT_LT(done[3].last_correlation_id, done[6].first_correlation_id);
+  EXPECT_EQ(Count(t.log, "begin"), 9);
+  const size_t calls = t.log.size();
+  Steps(&s, &t, 4, &corr);
+  EXPECT_EQ(t.log.size(), calls);
+  s.NewWindow();
+  Steps(&s, &t, 5, &corr);
+  EXPECT_EQ(s.TakeCompleted().size(), 3u);
+}
+
 // The kernel selector is asked only where a sequence could start: at the
 // launches after the step is known, while none is collected.
 TEST(SequenceSpread, LearnSaysWhereASequenceCouldStart) {

@@ -27,10 +27,18 @@ mode=${3:-sequence}
 out="${OUT:-$(mktemp -d)}/${mode}_vs_ncu"; mkdir -p "$out"
 reps=40  # the workload's kernels repeat: learned after 2-3 repetitions, 11 passes
 [ "$mode" = spread ] && reps=110
-SIGHTLINE_METRICS_DEBUG=1 "$sl" profile --metrics full --metrics-replay "$mode" -o "$out/seq.sltrace" -- \
+# Sequence mode collects the step twice (--metrics-sequences 2): every
+# position gets two sets, each from its own 11 steps, averaged per
+# configuration (the counters of work are the same in both).
+seq=(); [ "$mode" = sequence ] && seq=(--metrics-sequences 2)
+SIGHTLINE_METRICS_DEBUG=1 "$sl" profile --metrics full --metrics-replay "$mode" "${seq[@]}" -o "$out/seq.sltrace" -- \
   "$workload" --repeat $reps > "$out/profile.log" 2>&1 || { tail -20 "$out/profile.log"; echo "FAIL: profile"; exit 1; }
 grep -E "sequence replay|spread replay|wrote" "$out/profile.log"
 if [ "$mode" = sequence ]; then
+  line=$(grep -o "sequence replay (application replay): [0-9]* sequences, [0-9]* kernel sets complete from [0-9]* passes (one per step of [0-9]* launches)" "$out/profile.log" | tail -1)
+  read -r nseq nsets period <<< "$(echo "$line" | sed -E 's/.*: ([0-9]+) sequences, ([0-9]+) kernel sets.* step of ([0-9]+) launches.*/\1 \2 \3/')"
+  [ "${nseq:-0}" = 2 ] && [ "${nsets:-0}" = $((2 * ${period:-0})) ] ||
+    { echo "FAIL: --metrics-sequences 2 gave '${line:-no summary line}'"; exit 1; }
   to=$(grep -c "kernels traced with no kind" "$out/profile.log")
   back=$(grep -c "kernels traced with CONCURRENT_KERNEL again" "$out/profile.log")
   [ "$to" -ge 1 ] || { echo "FAIL: kernels were still traced during the passes"; exit 1; }

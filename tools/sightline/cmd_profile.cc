@@ -59,6 +59,7 @@ constexpr EnvOption kFlags[] = {
     {"--metrics-kernels", nullptr, "SIGHTLINE_METRICS_KERNELS"},
     {"--metrics-launches", nullptr, "SIGHTLINE_METRICS_LAUNCHES"},
     {"--metrics-every", nullptr, "SIGHTLINE_METRICS_EVERY"},
+    {"--metrics-sequences", nullptr, "SIGHTLINE_METRICS_SEQUENCES"},
     {"--metrics-replay", nullptr, "SIGHTLINE_METRICS_REPLAY"},
     {"--metrics-range", nullptr, "SIGHTLINE_METRICS_RANGE"},
     {"--gpu-metrics-devices", nullptr, "SIGHTLINE_GPU_METRICS"},
@@ -521,7 +522,7 @@ SIGHTLINE_COMMAND("profile",
                   "[-t cuda,cuda-driver,cuda-memory,nvtx,nccl,backtrace,python,graph-launches] [--metrics SET] "
                   "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
-                  "[--metrics-range nvtx:NAME|graph] [--gpu-metrics[=all|N,...]] "
+                  "[--metrics-sequences N] [--metrics-range nvtx:NAME|graph] [--gpu-metrics[=all|N,...]] "
                   "[--gpu-metrics-frequency HZ] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",
