@@ -10,6 +10,7 @@ so two runs of ours against one ncu can be read side by side.
   compare_summary.py DIR [DIR ...]
   compare_summary.py --between DIR_A DIR_B
   compare_summary.py --by-size BYTES DIR
+  compare_summary.py --per-kernel DIR [DIR ...]
 
 --between: two runs over the same kernels (e.g. a 7-metric set and the
 full set, or one ours against ncu's kernel and application replay): per
@@ -20,11 +21,25 @@ change and how many configurations moved by at most 2 %.
 
 --by-size: the byte metrics (dram__bytes*) split at BYTES of ncu's value:
 small transfers are dominated by what earlier kernels left in L2.
+
+--per-kernel: each kernel (name) over all its configurations, the way a
+per-kernel summary (nsys, HTA) reads it: a counter, cycle or duration is
+the mean per launch over every launch of the kernel (each configuration's
+mean weighted by its launches, the same count on both sides); a
+percentage or ratio is weighted by launches times that side's own
+duration (time-weighted utilisation). Judged as the configurations are
+(within 2 %, or 0.5 points for percentages both under 5 %).
 """
 import json
 import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                                "gpu_metrics"))
+from compare_ncu import agrees  # noqa: E402
+
+TIME = "gpu__time_duration.sum"
 
 
 def compared_rows(path):
@@ -95,7 +110,75 @@ def by_size(path, threshold):
             print(f"{metric:40s} {label:>6s} {len(rs):4d} {ok:4d} {med:13.2f}")
 
 
+def is_rate(metric):
+    """Percentages and ratios: averaged over time, not over launches."""
+    return "pct" in metric or metric.endswith(".ratio")
+
+
+def per_kernel_values(path):
+    """{kernel: {metric: (ours, ncu, configurations, launches)}}, each
+    kernel's configurations aggregated as the docstring says."""
+    rows = compared_rows(path)
+    dur = {(r["kernel"], r["grid"], r["block"]): r for r in rows if r["metric"] == TIME}
+    acc = {}
+    for r in rows:
+        cfg = (r["kernel"], r["grid"], r["block"])
+        n = r.get("ncu_launches") or 1
+        if is_rate(r["metric"]):
+            d = dur.get(cfg)
+            if d is None:
+                continue
+            w_ours, w_ncu = n * d["ours"], n * d["ncu"]
+        else:
+            w_ours = w_ncu = n
+        a = acc.setdefault(r["kernel"], {}).setdefault(r["metric"], [0.0, 0.0, 0.0, 0.0, 0, 0])
+        a[0] += w_ours * r["ours"]
+        a[1] += w_ours
+        a[2] += w_ncu * r["ncu"]
+        a[3] += w_ncu
+        a[4] += 1
+        a[5] += n
+    out = {}
+    for kernel, metrics in acc.items():
+        for metric, (so, wo, sn, wn, c, n) in metrics.items():
+            if wo > 0 and wn > 0:
+                out.setdefault(kernel, {})[metric] = (so / wo, sn / wn, c, n)
+    return out
+
+
+def per_kernel(path, tol=2.0, near_zero=0.5):
+    values = per_kernel_values(path)
+    print(f"## {path}: per kernel, all configurations aggregated")
+    totals = {}
+    for kernel in sorted(values):
+        metrics = values[kernel]
+        any_m = next(iter(metrics.values()))
+        short = kernel if len(kernel) < 70 else kernel[:67] + "..."
+        print(f"# {short}: {any_m[2]} configurations, {any_m[3]} launches")
+        for metric in sorted(metrics):
+            ours, ncu, _, _ = metrics[metric]
+            ok, rel = agrees(metric, ours, ncu, "", tol, near_zero)
+            t = totals.setdefault(metric, [0, 0, []])
+            t[0] += 1
+            t[1] += ok
+            t[2].append(rel)
+            print(f"  {'ok ' if ok else 'BAD'} {metric:62s} ours={ours:14.4f} ncu={ncu:14.4f} "
+                  f"rel={rel:7.3f}%")
+    print(f"{'metric':60s} {'kernels':>8s} {'ok':>4s} {'median rel %':>13s} {'max rel %':>10s}")
+    for metric in sorted(totals):
+        n, ok, rel = totals[metric]
+        print(f"{metric:60s} {n:8d} {ok:4d} {statistics.median(rel):13.2f} {max(rel):10.2f}")
+
+
 def main(argv):
+    if len(argv) >= 3 and argv[1] == "--per-kernel":
+        for d in argv[2:]:
+            try:
+                per_kernel(d)
+            except (OSError, ValueError, KeyError, StopIteration) as e:
+                print(f"{d}: cannot read compare.json: {e}", file=sys.stderr)
+                return 1
+        return 0
     if len(argv) == 4 and argv[1] == "--by-size":
         try:
             by_size(argv[3], float(argv[2]))

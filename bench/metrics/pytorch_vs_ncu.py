@@ -4,10 +4,11 @@
 usage: pytorch_vs_ncu.py SIGHTLINE SCRIPT VARIANT --out DIR [--steps 30 --warmup 10]
                          [--top 5] [--ncu-steps N] [--ncu-replay kernel|application]
                          [--ncu-metrics M1,M2] [--ours-metrics SET|M1,M2]
-                         [--reuse-ours DIR] [--ncu PATH]
+                         [--ours-sequences N] [--reuse-ours DIR] [--ncu PATH]
 
 1. `sightline profile --metrics full --metrics-replay sequence` (or
-   --ours-metrics, --ours-replay) runs the
+   --ours-metrics, --ours-replay; --ours-sequences N: N sets per launch
+   position, `--metrics-sequences N`, averaged per configuration) runs the
    example (examples/pytorch/SCRIPT --variant VARIANT), timed; `sightline
    analyze --format json` gives kernels[].metrics and the coverage
    (summary.metrics_coverage_pct).
@@ -121,6 +122,9 @@ def main():
     ap.add_argument("--ours-metrics", default="full",
                     help="sightline's --metrics (a set name or a comma-separated list): the "
                          "passes' schedule depends on it, as ncu's does on its list")
+    ap.add_argument("--ours-sequences", type=int, default=1,
+                    help="sequence replay: sets per launch position (--metrics-sequences), "
+                         "to average as many steps as --ncu-steps does")
     ap.add_argument("--ncu", default="/usr/local/cuda/bin/ncu")
     ap.add_argument("--tolerance-pct", type=float, default=2.0)
     ap.add_argument("--near-zero", type=float, default=0.5)
@@ -156,8 +160,9 @@ def main():
         trace = os.path.join(args.out, "ours.sltrace")
         env_debug = dict(os.environ, SIGHTLINE_METRICS_DEBUG="1")
         t0 = time.monotonic()
+        seq = ["--metrics-sequences", str(args.ours_sequences)] if args.ours_sequences > 1 else []
         p = subprocess.run([args.sightline, "profile", "--metrics", args.ours_metrics, "--metrics-replay",
-                            args.ours_replay, "-o", trace, "--"] + app, capture_output=True, text=True,
+                            args.ours_replay] + seq + ["-o", trace, "--"] + app, capture_output=True, text=True,
                            cwd=examples, env=env_debug)
         ours_s = time.monotonic() - t0
         open(os.path.join(args.out, "ours.stderr"), "w").write(p.stderr)
