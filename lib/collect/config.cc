@@ -249,6 +249,11 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     c.metric_range_nvtx.clear();
     c.metric_range_graph = false;
   }
+  if (c.metric_sequences > 1 && c.metric_replay != MetricsReplay::kSequence) {
+    problem("SIGHTLINE_METRICS_SEQUENCES", getenv_fn("SIGHTLINE_METRICS_SEQUENCES"),
+            "needs SIGHTLINE_METRICS_REPLAY=sequence; ignored");
+    c.metric_sequences = 1;
+  }
   if (const char* v = getenv_fn("SIGHTLINE_GPU_METRICS"); v != nullptr && *v != '\0') {
     std::string_view list(v);
     if (list == "all") {

@@ -276,6 +276,15 @@ TEST_F(ConfigTest, MetricSelectionAndReplay) {
                                 "' is not a count in [1, 8] (sequences of each step, sequence replay)");
     EXPECT_EQ(c.metric_sequences, 1u);
   }
+  // Without sequence replay it means nothing: named and ignored.
+  env_["SIGHTLINE_METRICS_SEQUENCES"] = "3";
+  env_["SIGHTLINE_METRICS_REPLAY"] = "kernel";
+  c = Parse();
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_EQ(problems_[0],
+            "SIGHTLINE_METRICS_SEQUENCES: '3' needs SIGHTLINE_METRICS_REPLAY=sequence; ignored");
+  EXPECT_EQ(c.metric_sequences, 1u);
+  env_["SIGHTLINE_METRICS_REPLAY"] = "sequence";
   env_.erase("SIGHTLINE_METRICS_SEQUENCES");
   // auto (kernel replay and spread passes on one object) crashed on the
   // H200 (CUDA 13.0): refused with the reason, kernel replay kept.

@@ -76,6 +76,14 @@ check "maps --metrics-range graph" "grep -qx 'SIGHTLINE_METRICS_RANGE=graph' <<<
 err=$("$SL" profile --metrics-range nvtx:train_step -- true 2>&1); rc=$?
 check "--metrics-range without --metrics is a usage error" \
   "[ $rc -eq 2 ] && grep -q 'needs --metrics SET' <<<\"\$err\""
+out=$("$SL" profile -q --metrics full --metrics-replay sequence --metrics-sequences 3 -- env 2>&1)
+check "maps --metrics-sequences" "grep -qx 'SIGHTLINE_METRICS_SEQUENCES=3' <<<\"\$out\""
+err=$("$SL" profile --metrics full --metrics-replay sequence --metrics-sequences 9 -- true 2>&1); rc=$?
+check "--metrics-sequences over the collector's range is a usage error" \
+  "[ $rc -eq 2 ] && grep -q \"'9' is not a count (1..8)\" <<<\"\$err\""
+err=$("$SL" profile --metrics full --metrics-sequences 2 -- true 2>&1); rc=$?
+check "--metrics-sequences without sequence replay is a usage error" \
+  "[ $rc -eq 2 ] && grep -q 'needs --metrics SET --metrics-replay sequence' <<<\"\$err\""
 out=$("$SL" profile -q --gpu-metrics -- env 2>&1)
 check "maps --gpu-metrics" "grep -qx 'SIGHTLINE_GPU_METRICS=all' <<<\"\$out\""
 out=$("$SL" profile -q --gpu-metrics=0,1 --gpu-metrics-frequency 10000 -- env 2>&1)

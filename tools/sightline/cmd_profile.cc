@@ -133,6 +133,11 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       // accepted here and then refused by the collector with a warning.
       return "profile: " + name + " '" + value + "' is not a count (0..100000000)";
     }
+    if (var == "SIGHTLINE_METRICS_SEQUENCES" &&
+        !trace::ParseCountValue(value.c_str(), 1, 8, &count)) {
+      // The collector's range (lib/collect/config.cc).
+      return "profile: " + name + " '" + value + "' is not a count (1..8)";
+    }
     if (var == "SIGHTLINE_METRICS_RANGE" && value != "graph" &&
         !(value.rfind("nvtx:", 0) == 0 && value.size() > 5)) {
       return "profile: --metrics-range '" + value + "' is not nvtx:NAME or graph";
@@ -154,9 +159,11 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   std::string problem =
       ScanLauncherArgs("profile", args, std::begin(kFlags), std::end(kFlags), own, check, o);
   if (!problem.empty()) return problem;
-  bool range = false, metrics = false, gpu_metrics = false;
+  bool range = false, metrics = false, gpu_metrics = false, sequences = false, sequence = false;
   for (const auto& [variable, value] : o->env) {
     range = range || variable == "SIGHTLINE_METRICS_RANGE";
+    sequences = sequences || variable == "SIGHTLINE_METRICS_SEQUENCES";
+    if (variable == "SIGHTLINE_METRICS_REPLAY") sequence = value == "sequence";
     if (variable == "SIGHTLINE_METRICS") metrics = !value.empty() && value != "none";
     if (variable == "SIGHTLINE_GPU_METRICS") gpu_metrics = value != "none";
   }
@@ -166,6 +173,9 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   }
   if (range && !metrics) {
     return "profile: --metrics-range needs --metrics SET (the metrics to measure over the range)";
+  }
+  if (sequences && (!metrics || !sequence)) {
+    return "profile: --metrics-sequences needs --metrics SET --metrics-replay sequence";
   }
   return "";
 }
