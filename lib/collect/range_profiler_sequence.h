@@ -172,10 +172,12 @@ class SequenceSpread {
   // after it: a sequence starts when the confirmed period was collected
   // fewer than sequences_per_step times in this window, or its launches
   // include configurations no set of the window covers; at most
-  // kMaxSequencesPerWindow + sequences_per_step - 1.
+  // kMaxSequencesPerWindow periods, each sequences_per_step times (a layer
+  // collected first is repeated too: which period is the step shows only
+  // once the longer one is confirmed).
   static constexpr uint32_t kMaxSequencesPerWindow = 4;
   bool done_for_window() const {
-    return sequences_in_window_ >= kMaxSequencesPerWindow + sequences_per_step_ - 1;
+    return sequences_in_window_ >= kMaxSequencesPerWindow * sequences_per_step_;
   }
   void NewWindow() {
     sequences_in_window_ = 0;

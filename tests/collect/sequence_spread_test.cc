@@ -304,6 +304,34 @@ TEST(SequenceSpread, SequencesPerStepGiveEachPositionThatManySets) {
   EXPECT_EQ(s.TakeCompleted().size(), 3u);
 }
 
+// With sequences per step, a layer confirmed first is repeated too, while
+// it stays the confirmed period (here twice: its four repetitions in a
+// step hold two sequences of two passes, and by the next step the step
+// itself is confirmed); the step after it still gets all its sequences:
+// the window's cap counts periods, not sequences.
+TEST(SequenceSpread, SequencesPerStepRepeatALayerAndTheStepAlike) {
+  std::vector<uint64_t> step = {4};
+  for (int l = 0; l < 4; ++l) step.insert(step.end(), {1, 2, 3});
+  step.push_back(5);
+  FakeSequenceTarget t(2);
+  SequenceSpread s(&t, 2, 64, /*min_run=*/0);
+  s.set_sequences_per_step(3);
+  uint32_t corr = 0;
+  RunSteps(&s, &t, step, 16, &corr);
+  ASSERT_FALSE(s.failed()) << s.error();
+  EXPECT_EQ(s.stats().sequences, 5u);
+  EXPECT_EQ(s.stats().period, step.size());
+  std::map<std::string, int> per_name;
+  for (const SpreadCollection& c : s.TakeCompleted()) ++per_name[c.name];
+  // Keys 4 and 5 occur only in the step: one set per step sequence.
+  EXPECT_EQ(per_name["d"], 3);
+  EXPECT_EQ(per_name["e"], 3);
+  // The layer's kernels: 2 layer sequences + 4 positions in each of 3 steps.
+  EXPECT_EQ(per_name["a"], 2 + 3 * 4);
+  RunSteps(&s, &t, step, 4, &corr);
+  EXPECT_EQ(s.stats().sequences, 5u);
+}
+
 // The kernel selector is asked only where a sequence could start: at the
 // launches after the step is known, while none is collected.
 TEST(SequenceSpread, LearnSaysWhereASequenceCouldStart) {
