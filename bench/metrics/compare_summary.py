@@ -11,6 +11,7 @@ so two runs of ours against one ncu can be read side by side.
   compare_summary.py --between DIR_A DIR_B
   compare_summary.py --by-size BYTES DIR
   compare_summary.py --per-kernel DIR [DIR ...]
+  compare_summary.py --per-kernel-ncu DIR_A DIR_B
 
 --between: two runs over the same kernels (e.g. a 7-metric set and the
 full set, or one ours against ncu's kernel and application replay): per
@@ -29,6 +30,10 @@ mean weighted by its launches, the same count on both sides); a
 percentage or ratio is weighted by launches times that side's own
 duration (time-weighted utilisation). Judged as the configurations are
 (within 2 %, or 0.5 points for percentages both under 5 %).
+
+--per-kernel-ncu: the same for ncu against itself: DIR_A's ncu values in
+place of ours, against DIR_B's (e.g. two steps of one run split by
+ncu_split_steps.py): whether ncu repeats its own per-kernel values.
 """
 import json
 import os
@@ -115,10 +120,21 @@ def is_rate(metric):
     return "pct" in metric or metric.endswith(".ratio")
 
 
-def per_kernel_values(path):
+def ncu_against_ncu_rows(a_dir, b_dir):
+    """B's rows with A's ncu value as "ours", for the configurations both hold."""
+    a = by_config(a_dir)
+    out = []
+    for r in compared_rows(b_dir):
+        ra = a.get((r["metric"], r["kernel"], r["grid"], r["block"]))
+        if ra is not None:
+            out.append(dict(r, ours=ra["ncu"]))
+    return out
+
+
+def per_kernel_values(rows):
     """{kernel: {metric: (ours, ncu, configurations, launches)}}, each
-    kernel's configurations aggregated as the docstring says."""
-    rows = compared_rows(path)
+    kernel's configurations (compare.json rows) aggregated as the docstring
+    says."""
     dur = {(r["kernel"], r["grid"], r["block"]): r for r in rows if r["metric"] == TIME}
     acc = {}
     for r in rows:
@@ -146,9 +162,9 @@ def per_kernel_values(path):
     return out
 
 
-def per_kernel(path, tol=2.0, near_zero=0.5):
-    values = per_kernel_values(path)
-    print(f"## {path}: per kernel, all configurations aggregated")
+def per_kernel(label, rows, tol=2.0, near_zero=0.5):
+    values = per_kernel_values(rows)
+    print(f"## {label}: per kernel, all configurations aggregated")
     totals = {}
     for kernel in sorted(values):
         metrics = values[kernel]
@@ -171,10 +187,17 @@ def per_kernel(path, tol=2.0, near_zero=0.5):
 
 
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--per-kernel-ncu":
+        try:
+            per_kernel(f"ncu {argv[2]} (as ours) vs ncu {argv[3]}", ncu_against_ncu_rows(argv[2], argv[3]))
+        except (OSError, ValueError, KeyError, StopIteration) as e:
+            print(f"cannot read compare.json: {e}", file=sys.stderr)
+            return 1
+        return 0
     if len(argv) >= 3 and argv[1] == "--per-kernel":
         for d in argv[2:]:
             try:
-                per_kernel(d)
+                per_kernel(d, compared_rows(d))
             except (OSError, ValueError, KeyError, StopIteration) as e:
                 print(f"{d}: cannot read compare.json: {e}", file=sys.stderr)
                 return 1

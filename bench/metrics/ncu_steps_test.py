@@ -79,6 +79,14 @@ def main():
                 failures.append(f"--per-kernel {metric}: {rows.get(metric)}; expected {text}")
         if "2 configurations, 3 launches" not in pk.stdout:
             failures.append(f"--per-kernel header: {pk.stdout[:300]}")
+        # ncu against itself per kernel: instructions (2 x 100 + 200) / 3 in
+        # step 1, (2 x 100 + 220) / 3 in step 2: +5 %, outside 2 %.
+        pn = run([os.path.join(HERE, "compare_summary.py"), "--per-kernel-ncu",
+                  os.path.join(d, "step1"), os.path.join(d, "step2")])
+        rows = {l.split()[1]: l for l in pn.stdout.splitlines() if l.startswith("  ok") or l.startswith("  BAD")}
+        text = "ours=      133.3333 ncu=      140.0000 rel=  4.762%"
+        if INST not in rows or text not in rows[INST] or not rows[INST].startswith("  BAD"):
+            failures.append(f"--per-kernel-ncu {INST}: {rows.get(INST)}; expected BAD {text}")
         open(os.path.join(d, "ncu.csv"), "w").write(ncu_csv(step1 + step2[:2]))
         p = run([os.path.join(HERE, "ncu_split_steps.py"), d, "2"])
         if p.returncode != 1 or "ncu.csv: 5 launches do not split into 2 equal steps" not in p.stderr:
