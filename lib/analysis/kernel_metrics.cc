@@ -36,7 +36,7 @@ std::vector<KernelMetricValue> ValuesOf(const std::vector<MetricAggregate>& metr
   out.reserve(metrics.size());
   for (const MetricAggregate& m : metrics) {
     if (m.samples == 0) continue;
-    out.push_back(KernelMetricValue{m.name, m.mean, m.samples});
+    out.push_back(KernelMetricValue{m.name, m.mean, m.samples, m.min, m.max});
   }
   return out;
 }
@@ -256,10 +256,17 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
   // Speed of light.
   KernelPageSection sol{"GPU speed of light", {}};
   const double dur = pv.Metric(kDuration);
+  const MetricAggregate* dur_agg = pv.Find(kDuration);
+  // The spread of the launches the mean is over (ncu lists each launch).
+  const std::string dur_spread =
+      dur_agg != nullptr && dur_agg->samples > 1
+          ? " (" + FormatNs(dur_agg->min) + " to " + FormatNs(dur_agg->max) + ")"
+          : "";
   sol.rows.push_back(MetricRow(pv, "Duration (measured)", kDuration, FormatNs(dur),
                                "gpu__time_duration.sum, mean over " +
-                                   std::to_string(pv.samples) + " measured launches" +
-                                   (pv.per_config ? " of this configuration" : "")));
+                                   std::to_string(dur_agg != nullptr ? dur_agg->samples : pv.samples) +
+                                   " measured launches" +
+                                   (pv.per_config ? " of this configuration" : "") + dur_spread));
   const double sm = pv.Metric(kSmThroughput);
   const double mem = std::max(pv.Metric(kMemoryThroughput), pv.Metric(kDramThroughput));
   sol.rows.push_back(MetricRow(pv, "Compute (SM) throughput", kSmThroughput, PctOrNa(sm),

@@ -191,8 +191,9 @@ struct Summary {
 // One hardware metric of a kernel: the mean over its profiled launches.
 struct KernelMetricValue {
   std::string name;  // ncu's name, e.g. "sm__throughput.avg.pct_of_peak_sustained_elapsed"
-  double value = 0;
+  double value = 0;  // mean over the measured launches (metric sets)
   uint64_t samples = 0;
+  double min = 0, max = 0;  // over the same sets: how far one launch's value strays
 };
 
 // A kernel's metrics for one launch configuration (kernels measured with

@@ -219,6 +219,17 @@ void WriteMetricValues(JsonWriter& w, const char* key,
   w.EndObject();
 }
 
+// metric name -> [min, max] over the sets the mean of WriteMetricValues is
+// taken over (equal for a single set).
+void WriteMetricRanges(JsonWriter& w, const char* key,
+                       const std::vector<analysis::KernelMetricValue>& values) {
+  w.Key(key).BeginObject();
+  for (const analysis::KernelMetricValue& m : values) {
+    w.Key(m.name).BeginArray().Double(m.min).Double(m.max).EndArray();
+  }
+  w.EndObject();
+}
+
 void WriteKernels(JsonWriter& w, const Report& r) {
   w.Key("kernels").BeginArray();
   for (const analysis::KernelRow& k : r.kernels) {
@@ -247,6 +258,7 @@ void WriteKernels(JsonWriter& w, const Report& r) {
     w.Key("op").String(k.op);
     w.Key("metric_samples").Uint(k.metric_samples);
     WriteMetricValues(w, "metrics", k.metrics);
+    WriteMetricRanges(w, "metrics_range", k.metrics);
     w.Key("metrics_by_config").BeginArray();
     for (const analysis::KernelConfigMetrics& c : k.metrics_by_config) {
       w.BeginObject();
@@ -257,6 +269,7 @@ void WriteKernels(JsonWriter& w, const Report& r) {
       w.Key("count").Uint(c.count);
       w.Key("metric_samples").Uint(c.samples);
       WriteMetricValues(w, "metrics", c.metrics);
+      WriteMetricRanges(w, "metrics_range", c.metrics);
       w.EndObject();
     }
     w.EndArray();

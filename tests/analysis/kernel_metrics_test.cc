@@ -91,11 +91,17 @@ TEST(KernelMetrics, PerKernelAndPerConfigurationValues) {
   ASSERT_NE(gemm, nullptr);
   EXPECT_EQ(gemm->metric_samples, 2u);
   EXPECT_DOUBLE_EQ(Value(gemm->metrics, kSm), 55);  // mean of the two sets
+  for (const KernelMetricValue& m : gemm->metrics) {  // and their spread
+    if (m.name != kSm) continue;
+    EXPECT_DOUBLE_EQ(m.min, 30);
+    EXPECT_DOUBLE_EQ(m.max, 80);
+  }
   ASSERT_EQ(gemm->metrics_by_config.size(), 2u);
   for (const KernelConfigMetrics& c : gemm->metrics_by_config) {
     EXPECT_EQ(c.samples, 1u);
     EXPECT_EQ(c.count, 4u);
     EXPECT_DOUBLE_EQ(Value(c.metrics, kSm), c.grid[0] == 10 ? 80 : 30);
+    for (const KernelMetricValue& m : c.metrics) EXPECT_EQ(m.min, m.max) << m.name;  // one set
   }
   const KernelRow* copy = Row(r, "copy");
   ASSERT_NE(copy, nullptr);
