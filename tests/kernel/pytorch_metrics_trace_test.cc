@@ -86,6 +86,42 @@ TEST(PytorchMetricsTrace, TheConvolutionIsComputeBoundOnTensorCores) {
   EXPECT_NE(text.find("Findings on this kernel"), std::string::npos);
 }
 
+// One launch configuration of cuDNN's persistent implicit-GEMM kernel (one
+// block per SM, grid 132) is five positions of the step doing different
+// work: the range of each averaged metric says so (JSON metrics_range, the
+// page's duration line).
+TEST(PytorchMetricsTrace, ARangeShowsAConfigurationThatIsSeveralWorkloads) {
+  Report r = Load("cnn_fixed_sequence_h200.sltrace", "fprop_implicit_gemm");
+  const KernelConfigMetrics* five = nullptr;
+  for (const KernelRow& k : r.kernels) {
+    if (k.name.find("execute_segment_k_off") == std::string::npos ||
+        k.name.find("fprop_implicit_gemm") == std::string::npos) {
+      continue;
+    }
+    for (const KernelConfigMetrics& c : k.metrics_by_config) {
+      if (c.grid[0] == 132 && c.samples == 5) five = &c;
+    }
+  }
+  ASSERT_NE(five, nullptr);
+  bool found = false;
+  for (const KernelMetricValue& m : five->metrics) {
+    if (m.name != "smsp__inst_executed.sum") continue;
+    found = true;
+    EXPECT_DOUBLE_EQ(m.min, 8785678);
+    EXPECT_DOUBLE_EQ(m.max, 24002039);
+    EXPECT_GT(m.value, m.min);
+    EXPECT_LT(m.value, m.max);
+  }
+  EXPECT_TRUE(found);
+  const std::string json = exporter::RenderReportJson(r);
+  EXPECT_NE(json.find("\"metrics_range\": {"), std::string::npos);
+  const size_t at = json.find("8785678,");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_NE(json.substr(at, 60).find("24002039"), std::string::npos);  // [min, max]
+  const std::string text = exporter::RenderKernelPagesText(r.kernel_pages, 100);
+  EXPECT_NE(text.find("(29.7 us to 112.3 us)"), std::string::npos) << text.substr(0, 800);
+}
+
 TEST(PytorchMetricsTrace, TheLanguageModelsSmallKernelsAreLatencyBound) {
   Report r = Load("lm_eager_sequence_h200.sltrace", "reduce_kernel");
   ASSERT_FALSE(r.kernel_pages.empty());
