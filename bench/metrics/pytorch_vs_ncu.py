@@ -4,7 +4,8 @@
 usage: pytorch_vs_ncu.py SIGHTLINE SCRIPT VARIANT --out DIR [--steps 30 --warmup 10]
                          [--top 5] [--ncu-steps N] [--ncu-replay kernel|application]
                          [--ncu-metrics M1,M2] [--ours-metrics SET|M1,M2]
-                         [--ours-sequences N] [--reuse-ours DIR] [--ncu PATH]
+                         [--ours-sequences N] [--ncu-all-kernels] [--reuse-ours DIR]
+                         [--ncu PATH]
 
 1. `sightline profile --metrics full --metrics-replay sequence` (or
    --ours-metrics, --ours-replay; --ours-sequences N: N sets per launch
@@ -95,6 +96,20 @@ def config_label(dims):
     return prod(d) if d[1] == 1 and d[2] == 1 else "x".join(str(x) for x in d)
 
 
+def ncu_selection(report, top, warmup, ncu_steps, all_kernels):
+    """ncu's kernel filter and launch window: (filter arguments, launches per
+    step, --launch-skip, --launch-count). Per step from the analysed window
+    (steady state): the top kernels' launches, or with all_kernels every
+    kernel's (no -k: ncu measures each kernel of the step, as sequence
+    passes do, and the comparison still reads the top kernels)."""
+    steps = max(1, int(report["summary"]["steps"].get("count") or 1))
+    counted = report["kernels"] if all_kernels else top
+    per_step = max(1, round(sum(k["count"] for k in counted) / steps))
+    select = [] if all_kernels else [
+        "-k", "regex:^(" + "|".join(re.escape(k["name"]) for k in top) + ")$"]
+    return select, per_step, per_step * (warmup + 2), per_step * ncu_steps
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("sightline")
@@ -107,6 +122,9 @@ def main():
     ap.add_argument("--ncu-steps", type=int, default=1,
                     help="steady-state steps ncu profiles (launches of the top kernels in that many "
                          "steps, after warm-up + 2 steps): the same launches ours are means over")
+    ap.add_argument("--ncu-all-kernels", action="store_true",
+                    help="ncu measures every kernel of the step (no -k), as sequence passes do; "
+                         "the top kernels are compared")
     ap.add_argument("--ncu-replay", default="kernel", choices=["kernel", "application"],
                     help="ncu --replay-mode: 'application' measures kernels in place, as our "
                          "sequence replay does (the app runs once per pass)")
@@ -194,18 +212,16 @@ def main():
             return 1
         metric_names = wanted
     names = [k["name"] for k in top]
-    # Launches of these kernels per steady-state step (the analysed window).
-    steps = max(1, int(report["summary"]["steps"].get("count") or 1))
-    per_step = max(1, round(sum(k["count"] for k in top) / steps))
-    skip = per_step * (args.warmup + 2)
-    regex = "regex:^(" + "|".join(re.escape(n) for n in names) + ")$"
+    select, per_step, skip, count = ncu_selection(report, top, args.warmup, args.ncu_steps,
+                                                  args.ncu_all_kernels)
     ncu_cmd = [args.ncu, "--clock-control", "none", "--cache-control", "none",
                "--replay-mode", args.ncu_replay, "--metrics", ",".join(metric_names),
-               "--kernel-name-base", "mangled", "--print-kernel-base", "mangled", "-k", regex,
-               "--launch-skip", str(skip), "--launch-count", str(per_step * args.ncu_steps),
+               "--kernel-name-base", "mangled", "--print-kernel-base", "mangled"] + select + [
+               "--launch-skip", str(skip), "--launch-count", str(count),
                "--csv", "--page", "raw"] + app
-    print(f"ncu: {per_step} launches of the top {len(names)} kernels per step, skipping {skip}, "
-          f"--replay-mode {args.ncu_replay}", flush=True)
+    print(f"ncu: {per_step} launches of {'every kernel' if args.ncu_all_kernels else 'the top kernels'} "
+          f"per step (top {len(names)} compared), skipping {skip}, --replay-mode {args.ncu_replay}",
+          flush=True)
     ncu_s, n = run_timed(ncu_cmd, cwd=examples)
     open(os.path.join(args.out, "ncu.csv"), "w").write(n.stdout)
     open(os.path.join(args.out, "ncu.stderr"), "w").write(n.stderr)

@@ -5,8 +5,9 @@ grids (8, 128, 1) and (16, 64, 1) — the same 1024 blocks — and (2, 1, 1).
 Each configuration must be compared with ncu's launches of that
 configuration alone (before 2026-12-06 the harness keyed configurations by
 the grid's product and merged the first two on ncu's side: the CNN's
-batch-norm kernels read 22-33 % apart on counters of work). Run by ctest
-(bench_pytorch_vs_ncu)."""
+batch-norm kernels read 22-33 % apart on counters of work). Also ncu's
+kernel selection and launch window, for the top kernels and with
+--ncu-all-kernels. Run by ctest (bench_pytorch_vs_ncu)."""
 import json
 import os
 import subprocess
@@ -62,6 +63,17 @@ def main():
             failures.append(f"{key}: {v}, expected ncu={ncu} over {n} launches, ok")
     if len(values) != 6:
         failures.append(f"{len(values)} rows, expected 6 (3 configurations x 2 metrics)")
+    # ncu's selection: the top kernels by regex, or every kernel of the step.
+    sys.path.insert(0, HERE)
+    import pytorch_vs_ncu  # noqa: E402
+    rep = {"summary": {"steps": {"count": 4}},
+           "kernels": [{"name": NAME, "count": 8}, {"name": "_Z5otherv", "count": 32}]}
+    sel, per, skip, count = pytorch_vs_ncu.ncu_selection(rep, rep["kernels"][:1], 10, 3, False)
+    if sel != ["-k", "regex:^(_Z9bn_kernelPf)$"] or (per, skip, count) != (2, 24, 6):
+        failures.append(f"top-kernel selection: {sel} {per} {skip} {count}")
+    sel, per, skip, count = pytorch_vs_ncu.ncu_selection(rep, rep["kernels"][:1], 10, 3, True)
+    if sel != [] or (per, skip, count) != (10, 120, 30):
+        failures.append(f"every-kernel selection: {sel} {per} {skip} {count}")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0
