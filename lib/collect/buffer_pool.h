@@ -49,6 +49,19 @@ struct BufferPoolStats {
   uint64_t completed_bytes = 0;
 };
 
+// Whether the writer's next cuptiActivityFlushAll must be forced: at least
+// three quarters of the pool's max_buffers are out with CUPTI. A plain flush
+// returns only buffers whose records are all complete; CUPTI keeps a buffer
+// per kernel-replayed launch (and per sequence pass) that such a flush never
+// returns (H200, CUDA 13.0, 2026-12-06: 256 requested for 256 replayed LM
+// launches, every one still out, then 1334 records refused). A forced flush
+// returns them; a record still incomplete in one (a kernel in flight on
+// another stream) comes back without timestamps and is counted as invalid,
+// where a refused buffer would lose all its records.
+inline bool PoolNeedsForcedFlush(const BufferPoolStats& s, uint32_t max_buffers) {
+  return max_buffers > 0 && s.outstanding * 4 >= uint64_t{max_buffers} * 3;
+}
+
 class ActivityBufferPool {
  public:
   // `notify` is called (outside no lock but the pool's) after a completion;
@@ -60,6 +73,7 @@ class ActivityBufferPool {
   ActivityBufferPool& operator=(const ActivityBufferPool&) = delete;
 
   size_t buffer_bytes() const { return buffer_bytes_; }
+  uint32_t max_buffers() const { return max_buffers_; }
 
   // CUPTI buffer-requested path. Returns an 8-byte aligned buffer of
   // buffer_bytes() or nullptr (counted) when the pool is exhausted.

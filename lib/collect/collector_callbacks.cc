@@ -344,9 +344,11 @@ void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch,
     untraced_launches_.fetch_add(1, std::memory_order_relaxed);
     PushHostEvent(std::move(h));
   }
-  // CUPTI closes the activity buffer at every kernel-replay pass: the writer
-  // collects the closed ones now, not at its next period, so replays never
-  // run the pool dry (config.cc sizes it for this).
+  // CUPTI takes a new activity buffer at every kernel-replayed launch and
+  // keeps each one out until a forced flush (H200 2026-12-06: 256 out
+  // after 256 replays, then records refused): the writer flushes now, not at
+  // its next period, and forces the flush once the pool runs low
+  // (buffer_pool.h PoolNeedsForcedFlush; config.cc sizes the pool).
   if (hook_->IsReplayedCorrelation(correlation_id)) {
     flush_requested_ = true;
     Wake();

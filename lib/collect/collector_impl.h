@@ -358,6 +358,7 @@ class CollectorImpl final : public Collector {
   LossReport last_loss_report_;
   // Writer thread only: periodic cuptiActivityFlushAll calls (SIGHTLINE_METRICS_DEBUG line).
   uint64_t flush_calls_ = 0, flush_ns_total_ = 0, flush_ns_max_ = 0;
+  uint64_t forced_flushes_ = 0;  // of those, forced because the pool ran low
   NcclJoinStats nccl_join_stats_;
   // Monitor mode: read once at initialisation; the agent owns its thread and
   // opens/closes capture windows through ApiStart/ApiStop/ApiFlush.

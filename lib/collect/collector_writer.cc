@@ -380,7 +380,10 @@ void CollectorImpl::WriterMain() {
       if (CuptiCall cupti(this); cupti.ok()) {
         // One timing for both the metric-debug totals and the self-cost part.
         const uint64_t t0 = SelfCost::NowNs();
-        cuptiActivityFlushAll(signalled ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+        // Forced when the pool runs low (buffer_pool.h PoolNeedsForcedFlush).
+        const bool pool_low = PoolNeedsForcedFlush(pool_->stats(), pool_->max_buffers());
+        if (pool_low) ++forced_flushes_;
+        cuptiActivityFlushAll(signalled || pool_low ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
         const uint64_t took = SelfCost::NowNs() - t0;
         if (SelfCost::Enabled()) SelfCost::Add(CostPart::kFlush, took);
         flush_ns_total_ += took;
@@ -435,10 +438,11 @@ void CollectorImpl::WriterMain() {
       }
       if (config_.metric_debug) {
         std::fprintf(stderr,
-                     "sightline: writer: %llu periodic flushes, %llu ms in them (max %llu ms); "
-                     "buffers: %llu allocated, %llu completed (%llu bytes), %llu refused, %llu "
-                     "outstanding\n",
+                     "sightline: writer: %llu periodic flushes (%llu forced: pool low), %llu ms "
+                     "in them (max %llu ms); buffers: %llu allocated, %llu completed (%llu bytes), "
+                     "%llu refused, %llu outstanding\n",
                      static_cast<unsigned long long>(flush_calls_),
+                     static_cast<unsigned long long>(forced_flushes_),
                      static_cast<unsigned long long>(flush_ns_total_ / 1000000),
                      static_cast<unsigned long long>(flush_ns_max_ / 1000000),
                      static_cast<unsigned long long>(ps.allocated),

@@ -249,6 +249,16 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     c.metric_range_nvtx.clear();
     c.metric_range_graph = false;
   }
+  // Per-kernel values attach to kernel records: with -t none (no cuda) a run
+  // measured every launch and the trace held 24 metric ranges and 0 kernels
+  // (H200, 2026-12-06), which the analyzer cannot place.
+  if (!c.metric_set.empty() && c.metric_set != "none" && c.metric_range_nvtx.empty() &&
+      !c.metric_range_graph && !c.trace_cuda) {
+    problem("SIGHTLINE_TRACE", getenv_fn("SIGHTLINE_TRACE"),
+            "leaves out cuda, which SIGHTLINE_METRICS needs (each kernel's values attach to its "
+            "kernel record); cuda tracing turned on");
+    c.trace_cuda = true;
+  }
   if (c.metric_sequences > 1 && c.metric_replay != MetricsReplay::kSequence) {
     problem("SIGHTLINE_METRICS_SEQUENCES", getenv_fn("SIGHTLINE_METRICS_SEQUENCES"),
             "needs SIGHTLINE_METRICS_REPLAY=sequence; ignored");
@@ -329,7 +339,10 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   // buffer at every replay pass and asks for a new one (H200, CUDA 13.0: 67
   // buffers of ~4.6 KB each for 75 replayed launches, and 17463 records lost
   // once 32 were out), so the 256 MiB bound is spent on more, smaller
-  // buffers unless the user chose the sizes.
+  // buffers unless the user chose the sizes. A plain flush does not return
+  // them all (LM in a capture window, 2026-12-06: 256 out after 256 replays,
+  // 1334 records refused): the writer forces its flush once three quarters
+  // are out (buffer_pool.h PoolNeedsForcedFlush).
   const bool sizes_chosen = (getenv_fn("SIGHTLINE_BUFFER_KB") != nullptr &&
                              *getenv_fn("SIGHTLINE_BUFFER_KB") != '\0') ||
                             (getenv_fn("SIGHTLINE_BUFFERS") != nullptr &&

@@ -57,6 +57,32 @@ TEST(BufferPoolTest, ExhaustionReturnsNullAndCounts) {
   EXPECT_EQ(s.outstanding, 2u);
 }
 
+// CUPTI keeps a buffer per kernel-replayed launch out until a forced flush
+// (H200 2026-12-06: 256 of 256 out, then records refused): the writer forces
+// its flush once three quarters of the pool are out, before Acquire fails.
+TEST(BufferPoolTest, ForcedFlushOnceThreeQuartersAreOut) {
+  ActivityBufferPool pool(1024, 0, 8);
+  EXPECT_EQ(pool.max_buffers(), 8u);
+  std::vector<uint8_t*> out;
+  for (int i = 0; i < 5; ++i) out.push_back(pool.Acquire());
+  EXPECT_FALSE(PoolNeedsForcedFlush(pool.stats(), pool.max_buffers()));  // 5 of 8
+  out.push_back(pool.Acquire());
+  EXPECT_TRUE(PoolNeedsForcedFlush(pool.stats(), pool.max_buffers()));  // 6 of 8
+  // Returned (what the forced flush does): below the mark again.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(pool.Complete(out[i], 0));
+  EXPECT_FALSE(PoolNeedsForcedFlush(pool.stats(), pool.max_buffers()));
+  std::vector<CompletedBuffer> done;
+  pool.TakeCompleted(&done);
+  for (const CompletedBuffer& b : done) pool.Release(b.data, b.valid_bytes);
+  // The default replay pool (256): forced from 192 out.
+  BufferPoolStats s;
+  s.outstanding = 191;
+  EXPECT_FALSE(PoolNeedsForcedFlush(s, 256));
+  s.outstanding = 192;
+  EXPECT_TRUE(PoolNeedsForcedFlush(s, 256));
+  EXPECT_FALSE(PoolNeedsForcedFlush(s, 0));
+}
+
 TEST(BufferPoolTest, ForeignBuffersAreRefused) {
   ActivityBufferPool pool(64, 1, 2);
   uint8_t other[64];

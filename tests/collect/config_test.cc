@@ -590,6 +590,23 @@ TEST_F(ConfigTest, InPlaceTraceResolvesPerMode) {
   EXPECT_EQ(c.metric_inplace_trace, T::kAuto);
 }
 
+// Metrics without kernel records cannot be placed: -t none gains cuda, said.
+TEST_F(ConfigTest, PerKernelMetricsTurnCudaTracingOn) {
+  env_ = {{"SIGHTLINE_TRACE", "none"}, {"SIGHTLINE_METRICS", "full"}};
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(c.trace_cuda);
+  ASSERT_EQ(problems_.size(), 1u);
+  EXPECT_NE(problems_[0].find("cuda"), std::string::npos);
+  env_ = {{"SIGHTLINE_TRACE", "nvtx"}, {"SIGHTLINE_METRICS", "full"},
+          {"SIGHTLINE_METRICS_RANGE", "nvtx:step"}};  // range values stand alone
+  c = Parse();
+  EXPECT_FALSE(c.trace_cuda);
+  EXPECT_TRUE(problems_.empty());
+  env_ = {{"SIGHTLINE_TRACE", "none"}};
+  EXPECT_FALSE(Parse().trace_cuda);
+  EXPECT_TRUE(problems_.empty());
+}
+
 TEST_F(ConfigTest, CaptureSetIsKnownToTheCollector) {
   EXPECT_FALSE(Parse().capture_set);
   env_ = {{"SIGHTLINE_CAPTURE", ""}};
