@@ -381,7 +381,8 @@ void CollectorImpl::WriterMain() {
         // One timing for both the metric-debug totals and the self-cost part.
         const uint64_t t0 = SelfCost::NowNs();
         // Forced when the pool runs low (buffer_pool.h PoolNeedsForcedFlush).
-        const bool pool_low = PoolNeedsForcedFlush(pool_->stats(), pool_->max_buffers());
+        const bool pool_low = config_.metric_passes_hold_buffers() &&
+                              PoolNeedsForcedFlush(pool_->stats(), pool_->max_buffers());
         if (pool_low) ++forced_flushes_;
         cuptiActivityFlushAll(signalled || pool_low ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
         const uint64_t took = SelfCost::NowNs() - t0;

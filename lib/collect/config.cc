@@ -352,10 +352,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   // lost 14507 records in its last passes once the 32 buffers of 8 MiB were
   // all out; with 256 of 1 MiB, 0 lost and 51 buffers in use, 100 after 66
   // passes; one sequence's 11 passes had fitted in 32).
-  const bool passes_hold_buffers =
-      c.metric_replay == MetricsReplay::kKernel || c.metric_replay == MetricsReplay::kSequence;
-  if (!sizes_chosen && !c.metric_set.empty() && c.metric_set != "none" && passes_hold_buffers &&
-      c.metric_range_nvtx.empty()) {
+  if (!sizes_chosen && c.metric_passes_hold_buffers() && c.metric_range_nvtx.empty()) {
     c.buffer_bytes = CollectorConfig::kReplayBufferBytes;
     c.max_buffers = CollectorConfig::kReplayMaxBuffers;
   }

@@ -210,6 +210,16 @@ struct CollectorConfig {
            metric_replay == MetricsReplay::kSequence && metric_range_nvtx.empty();
   }
 
+  // Whether metric passes keep CUPTI's activity buffers out (kernel replay:
+  // one per replayed launch; sequence passes: ~1.5 each), returned only by a
+  // forced flush: the writer forces its flush when the pool runs low
+  // (buffer_pool.h PoolNeedsForcedFlush). Not in plain tracing, where many
+  // buffers out means many threads filling them, with records in flight.
+  bool metric_passes_hold_buffers() const {
+    return !metric_set.empty() && metric_set != "none" &&
+           (metric_replay == MetricsReplay::kKernel || metric_replay == MetricsReplay::kSequence);
+  }
+
   bool gpu_metrics = false;                   // SIGHTLINE_GPU_METRICS set (not none)
   std::vector<uint32_t> gpu_metrics_devices;  // empty = every device used
   uint32_t gpu_metrics_hz = 1000;             // SIGHTLINE_GPU_METRICS_FREQUENCY

@@ -590,6 +590,22 @@ TEST_F(ConfigTest, InPlaceTraceResolvesPerMode) {
   EXPECT_EQ(c.metric_inplace_trace, T::kAuto);
 }
 
+// The writer forces its flush on a low pool only where metric passes keep
+// buffers out (kernel replay, sequence passes), never in plain tracing.
+TEST_F(ConfigTest, OnlyReplayPassesHoldBuffers) {
+  EXPECT_FALSE(Parse().metric_passes_hold_buffers());
+  env_ = {{"SIGHTLINE_METRICS", "full"}};  // kernel replay, the default
+  CollectorConfig c = Parse();
+  EXPECT_TRUE(c.metric_passes_hold_buffers());
+  EXPECT_EQ(c.max_buffers, CollectorConfig::kReplayMaxBuffers);
+  env_["SIGHTLINE_METRICS_REPLAY"] = "sequence";
+  EXPECT_TRUE(Parse().metric_passes_hold_buffers());
+  env_["SIGHTLINE_METRICS_REPLAY"] = "spread";
+  EXPECT_FALSE(Parse().metric_passes_hold_buffers());
+  env_ = {{"SIGHTLINE_METRICS", "none"}};
+  EXPECT_FALSE(Parse().metric_passes_hold_buffers());
+}
+
 // Metrics without kernel records cannot be placed: -t none gains cuda, said.
 TEST_F(ConfigTest, PerKernelMetricsTurnCudaTracingOn) {
   env_ = {{"SIGHTLINE_TRACE", "none"}, {"SIGHTLINE_METRICS", "full"}};
