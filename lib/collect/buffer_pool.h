@@ -51,10 +51,11 @@ struct BufferPoolStats {
 
 // Whether the writer's next cuptiActivityFlushAll must be forced: at least
 // three quarters of the pool's max_buffers are out with CUPTI. A plain flush
-// returns only buffers whose records are all complete; CUPTI keeps a buffer
-// per kernel-replayed launch (and per sequence pass) that such a flush never
-// returns (H200, CUDA 13.0, 2026-12-06: 256 requested for 256 replayed LM
-// launches, every one still out, then 1334 records refused). A forced flush
+// returns only buffers whose records are all complete; CUPTI can keep a
+// buffer per kernel-replayed launch (and ~1.5 per sequence pass) out past
+// such flushes (H200, CUDA 13.0, 2026-12-06: the LM's measured steps, a
+// buffer requested per replayed launch, 256 out after 71 s, then 1334
+// records refused). A forced flush
 // returns them; a record still incomplete in one (a kernel in flight on
 // another stream) comes back without timestamps and is counted as invalid,
 // where a refused buffer would lose all its records.

@@ -345,8 +345,8 @@ void CollectorImpl::AfterHookedLaunch(const KernelLaunchInfo& launch,
     PushHostEvent(std::move(h));
   }
   // CUPTI takes a new activity buffer at every kernel-replayed launch and
-  // keeps each one out until a forced flush (H200 2026-12-06: 256 out
-  // after 256 replays, then records refused): the writer flushes now, not at
+  // can keep each one out past plain flushes (H200 2026-12-06: 256 out
+  // after 71 s of replays, then records refused): the writer flushes now, not at
   // its next period, and forces the flush once the pool runs low
   // (buffer_pool.h PoolNeedsForcedFlush; config.cc sizes the pool).
   if (hook_->IsReplayedCorrelation(correlation_id)) {
