@@ -242,8 +242,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
       problem("SIGHTLINE_METRICS_RANGE", v, "is not nvtx:NAME or graph");
     }
   }
-  if ((!c.metric_range_nvtx.empty() || c.metric_range_graph) &&
-      (c.metric_set.empty() || c.metric_set == "none")) {
+  if ((!c.metric_range_nvtx.empty() || c.metric_range_graph) && !c.metrics_on()) {
     problem("SIGHTLINE_METRICS_RANGE", getenv_fn("SIGHTLINE_METRICS_RANGE"),
             "needs SIGHTLINE_METRICS (the metrics to measure over the range); ignored");
     c.metric_range_nvtx.clear();
@@ -252,8 +251,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
   // Per-kernel values attach to kernel records: with -t none (no cuda) a run
   // measured every launch and the trace held 24 metric ranges and 0 kernels
   // (H200, 2026-12-06), which the analyzer cannot place.
-  if (!c.metric_set.empty() && c.metric_set != "none" && c.metric_range_nvtx.empty() &&
-      !c.metric_range_graph && !c.trace_cuda) {
+  if (c.metrics_on() && c.metric_range_nvtx.empty() && !c.metric_range_graph && !c.trace_cuda) {
     problem("SIGHTLINE_TRACE", getenv_fn("SIGHTLINE_TRACE"),
             "leaves out cuda, which SIGHTLINE_METRICS needs (each kernel's values attach to its "
             "kernel record); cuda tracing turned on");
@@ -287,7 +285,7 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
               "is not a sampling frequency in Hz (100..100000); using 1000");
     }
   }
-  if (c.gpu_metrics && !c.metric_set.empty() && c.metric_set != "none") {
+  if (c.gpu_metrics && c.metrics_on()) {
     problem("SIGHTLINE_GPU_METRICS", getenv_fn("SIGHTLINE_GPU_METRICS"),
             "cannot be combined with SIGHTLINE_METRICS (both need the GPU's performance "
             "monitors); no PM sampling");

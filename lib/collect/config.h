@@ -210,13 +210,16 @@ struct CollectorConfig {
            metric_replay == MetricsReplay::kSequence && metric_range_nvtx.empty();
   }
 
+  // SIGHTLINE_METRICS names a set or list (not unset, not "none").
+  bool metrics_on() const { return !metric_set.empty() && metric_set != "none"; }
+
   // Whether metric passes keep CUPTI's activity buffers out (kernel replay:
   // one per replayed launch; sequence passes: ~1.5 each), returned only by a
   // forced flush: the writer forces its flush when the pool runs low
   // (buffer_pool.h PoolNeedsForcedFlush). Not in plain tracing, where many
   // buffers out means many threads filling them, with records in flight.
   bool metric_passes_hold_buffers() const {
-    return !metric_set.empty() && metric_set != "none" &&
+    return metrics_on() &&
            (metric_replay == MetricsReplay::kKernel || metric_replay == MetricsReplay::kSequence);
   }
 

@@ -12,3 +12,11 @@ mkdir -p "$WORK"
 fail=0
 note() { echo "== $*"; }
 expect_ok() { if "$@"; then :; else echo "FAIL: $*"; fail=1; fi; }
+# Trace PATH is complete with 0 records lost; else "FAIL LABEL: ..." and fail=1.
+trace_complete_lossless() {
+  "$SL" info "$1" --format json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print("  complete=%s lost=%s kernels=%s" % (d["complete"], d["lost_records"], d["counts"].get("kernel")))
+sys.exit(0 if d["complete"] and d["lost_records"] == 0 else 1)' || { echo "FAIL $2: trace incomplete or lossy"; fail=1; }
+}

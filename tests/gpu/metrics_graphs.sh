@@ -38,11 +38,7 @@ if grep -q "graph capture was in progress" "$WORK/compile.err"; then
 else
   echo "FAIL compile: no capture seen (did torch.compile capture a graph?)"; fail=1
 fi
-"$SL" info "$WORK/compile.sltrace" --format json | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print("  complete=%s lost=%s kernels=%s" % (d["complete"], d["lost_records"], d["counts"].get("kernel")))
-sys.exit(0 if d["complete"] and d["lost_records"] == 0 else 1)' || { echo "FAIL compile: trace incomplete or lossy"; fail=1; }
+trace_complete_lossless "$WORK/compile.sltrace" compile
 fi
 
 if [[ " $CASES " == *" lm_graph "* ]]; then
@@ -52,11 +48,7 @@ rc=$?
 [ $rc -eq 0 ] || { echo "FAIL lm_graph: profiled run exited $rc"; tail -8 "$WORK/lm_graph.err"; fail=1; }
 grep -E "SIGHTLINE_STEPS" "$WORK/lm_graph.out" | tail -1
 grep -E "graph capture was in progress|sequence replay" "$WORK/lm_graph.err" | cut -c1-400 | head -3
-"$SL" info "$WORK/lm_graph.sltrace" --format json | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-print("  complete=%s lost=%s kernels=%s" % (d["complete"], d["lost_records"], d["counts"].get("kernel")))
-sys.exit(0 if d["complete"] and d["lost_records"] == 0 else 1)' || { echo "FAIL lm_graph: trace incomplete or lossy"; fail=1; }
+trace_complete_lossless "$WORK/lm_graph.sltrace" lm_graph
 fi
 if [[ " $CASES " == *" graph_range "* ]]; then
 # --metrics-range graph (ncu's --graph-profiling graph): the LM's graph

@@ -8,13 +8,10 @@
 # PoolNeedsForcedFlush). The workload's 9 kernels x --repeat 40 = 360
 # launches, every one replayed (--metrics-launches 0: no cap).
 # Usage: kernel_replay_buffers.sh SIGHTLINE WORKLOAD. Exit 77 without a GPU.
-set -u
-sl="$1"; workload="$2"
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "SKIPPED: no GPU"; exit 77
-fi
-out="${OUT:-$(mktemp -d)}/kernel_replay_buffers"; mkdir -p "$out"
-SIGHTLINE_METRICS_DEBUG=1 "$sl" profile --metrics full --metrics-replay kernel --metrics-launches 0 \
+source "$(dirname "$0")/../gpu/lib.sh"
+SL="$1"; workload="$2"
+out="${OUT:-$WORK}/kernel_replay_buffers"; mkdir -p "$out"
+SIGHTLINE_METRICS_DEBUG=1 "$SL" profile --metrics full --metrics-replay kernel --metrics-launches 0 \
   -o "$out/kr.sltrace" -- "$workload" --repeat 40 > "$out/profile.log" 2>&1 ||
   { tail -20 "$out/profile.log"; echo "FAIL: profile"; exit 1; }
 grep -E "launches profiled by kernel replay|writer:|lost" "$out/profile.log"
@@ -22,10 +19,6 @@ replayed=$(grep -o "[0-9]* launches profiled by kernel replay" "$out/profile.log
 if [ "${replayed:-0}" -le 256 ]; then
   echo "FAIL: ${replayed:-0} launches replayed, expected more than the pool's 256"; exit 1
 fi
-info=$("$sl" info "$out/kr.sltrace" 2>&1)
-echo "$info" | grep -E "^status|^losses|^  kernel"
-echo "$info" | grep -qE "^status +COMPLETE" || { echo "FAIL: trace not complete"; exit 1; }
-if ! echo "$info" | grep -qE "^losses +none"; then
-  echo "FAIL: records lost with $replayed replayed launches"; exit 1
-fi
-echo "PASS: $replayed replayed launches, 0 lost"
+trace_complete_lossless "$out/kr.sltrace" "$replayed replayed launches"
+[ $fail -eq 0 ] && echo "PASS: $replayed replayed launches, 0 lost"
+exit $fail
