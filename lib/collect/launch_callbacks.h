@@ -29,18 +29,18 @@ inline bool IsLaunchCbid(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   return false;
 }
 
-// Driver calls that run kernels the metrics hook does not see launch by
-// launch: a CUDA graph's kernels, cooperative launches. While kernels
-// measured in place are not traced their kernels would have no record, so
-// the collector watches these (CollectorImpl::OnUnhookedLaunchWhileUntraced).
+// A CUDA graph launch (--metrics-range graph measures these).
 inline bool IsGraphLaunchCbid(CUpti_CallbackId cbid) {
   return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
          cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
 }
 
+// Driver calls that run kernels the metrics hook does not see launch by
+// launch: a CUDA graph's kernels, cooperative launches. While kernels
+// measured in place are not traced their kernels would have no record, so
+// the collector watches these (CollectorImpl::OnUnhookedLaunchWhileUntraced).
 inline bool IsUnhookedLaunchCbid(CUpti_CallbackId cbid) {
-  return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
-         cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz ||
+  return IsGraphLaunchCbid(cbid) ||
          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel ||
          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice;
