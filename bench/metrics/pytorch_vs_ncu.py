@@ -33,6 +33,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -143,6 +144,12 @@ def main():
     ap.add_argument("--ours-sequences", type=int, default=1,
                     help="sequence replay: sets per launch position (--metrics-sequences), "
                          "to average as many steps as --ncu-steps does")
+    ap.add_argument("--ours-args", default="",
+                    help="more `sightline profile` options (shell words), e.g. kernel replay's "
+                         "'--metrics-launches 3 --capture-range cudaProfilerApi'")
+    ap.add_argument("--ours-app-args", default="",
+                    help="more arguments for the script in our run only (ncu's run is left as "
+                         "it is), e.g. '--cuda-profiler-range' for a cudaProfilerApi capture")
     ap.add_argument("--ncu", default="/usr/local/cuda/bin/ncu")
     ap.add_argument("--tolerance-pct", type=float, default=2.0)
     ap.add_argument("--near-zero", type=float, default=0.5)
@@ -180,7 +187,8 @@ def main():
         t0 = time.monotonic()
         seq = ["--metrics-sequences", str(args.ours_sequences)] if args.ours_sequences > 1 else []
         p = subprocess.run([args.sightline, "profile", "--metrics", args.ours_metrics, "--metrics-replay",
-                            args.ours_replay] + seq + ["-o", trace, "--"] + app, capture_output=True, text=True,
+                            args.ours_replay] + seq + shlex.split(args.ours_args) + ["-o", trace, "--"] +
+                           app + shlex.split(args.ours_app_args), capture_output=True, text=True,
                            cwd=examples, env=env_debug)
         ours_s = time.monotonic() - t0
         open(os.path.join(args.out, "ours.stderr"), "w").write(p.stderr)

@@ -36,7 +36,7 @@ std::vector<KernelMetricValue> ValuesOf(const std::vector<MetricAggregate>& metr
   out.reserve(metrics.size());
   for (const MetricAggregate& m : metrics) {
     if (m.samples == 0) continue;
-    out.push_back(KernelMetricValue{m.name, m.mean, m.samples, m.min, m.max});
+    out.push_back(KernelMetricValue{m.name, m.mean, m.samples, m.min, m.max, m.kernel_replay});
   }
   return out;
 }
@@ -242,6 +242,14 @@ KernelPageRow MetricRow(const PageValues& v, std::string label, std::string_view
     return KernelPageRow{std::move(label), "n/a",
                          std::string("not collected (--metrics ") + SetFor(metric) + " or full)"};
   }
+  const MetricAggregate* m = v.Find(metric);
+  if (m->kernel_replay) {
+    // Sequence replay's --metrics-replay-top: in-place passes add DRAM
+    // write-backs of their own, so these come from kernel replay.
+    note += std::string(note.empty() ? "" : "; ") + "from " + std::to_string(m->samples) +
+            " kernel-replayed launch" + (m->samples == 1 ? "" : "es") +
+            " (in-place passes add write-backs)";
+  }
   return KernelPageRow{std::move(label), std::move(value), std::move(note)};
 }
 
@@ -317,6 +325,9 @@ KernelPage PageFor(const TimelineModel& model, const Report& report, const Kerne
     if (v.device != nullptr && v.device->memory_bandwidth_gbps > 0) {
       note = FormatPct(100.0 * gbps / v.device->memory_bandwidth_gbps) + " of the device's " +
              Num(v.device->memory_bandwidth_gbps, "%.0f") + " GB/s";
+    }
+    if (pv.Find(kDramBytes)->kernel_replay) {
+      note += std::string(note.empty() ? "" : "; ") + "replayed bytes over the in-place duration";
     }
     memw.rows.push_back({"DRAM bandwidth", Num(gbps, "%.1f") + " GB/s", note});
   }

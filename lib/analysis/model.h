@@ -288,6 +288,7 @@ struct MetricSample {
   uint32_t range_name = 0;
   uint32_t kernel_name = 0;  // joined by correlation id (0 = unmatched)
   uint32_t config = kNone;   // the joined kernel's launch configuration (launch_configs)
+  bool in_place = false;     // the kernel ran once, as launched (sequence / spread), not replayed
   std::vector<std::pair<uint32_t, double>> values;  // (metric name, value)
 };
 
@@ -309,6 +310,9 @@ struct MetricAggregate {
   std::string name;
   uint64_t samples = 0;
   double mean = 0, min = 0, max = 0;
+  // The kernel (configuration) has in-place and kernel-replayed sets and
+  // this value comes from the replayed ones only (dram__* metrics).
+  bool kernel_replay = false;
 };
 
 struct LaunchConfigUse {

@@ -194,6 +194,9 @@ struct KernelMetricValue {
   double value = 0;  // mean over the measured launches (metric sets)
   uint64_t samples = 0;
   double min = 0, max = 0;  // over the same sets: how far one launch's value strays
+  // Taken from kernel-replayed sets where in-place sets exist too (dram__*
+  // values after sequence replay's --metrics-replay-top; MetricAggregate).
+  bool kernel_replay = false;
 };
 
 // A kernel's metrics for one launch configuration (kernels measured with

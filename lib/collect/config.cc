@@ -209,6 +209,16 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
               "is not a count in [1, 8] (sequences of each step, sequence replay)");
     }
   }
+  bool replay_top_given = false;
+  if (const char* v = getenv_fn("SIGHTLINE_METRICS_REPLAY_TOP"); v != nullptr && *v != '\0') {
+    if (trace::ParseCountValue(v, 0, 64, &n)) {
+      c.metric_replay_top = static_cast<uint32_t>(n);
+      replay_top_given = true;
+    } else {
+      problem("SIGHTLINE_METRICS_REPLAY_TOP", v,
+              "is not a count in [0, 64] (configurations kernel-replayed after sequence replay)");
+    }
+  }
   if (const char* v = getenv_fn("SIGHTLINE_METRICS_EVERY"); v != nullptr && *v != '\0') {
     if (trace::ParseCountValue(v, 1, 1u << 24, &n)) {
       c.metric_every_nth = static_cast<uint32_t>(n);
@@ -261,6 +271,13 @@ CollectorConfig ConfigFromEnvironment(const char* (*getenv_fn)(const char*),
     problem("SIGHTLINE_METRICS_SEQUENCES", getenv_fn("SIGHTLINE_METRICS_SEQUENCES"),
             "needs SIGHTLINE_METRICS_REPLAY=sequence; ignored");
     c.metric_sequences = 1;
+  }
+  if (c.metric_replay != MetricsReplay::kSequence) {
+    if (replay_top_given && c.metric_replay_top > 0) {
+      problem("SIGHTLINE_METRICS_REPLAY_TOP", getenv_fn("SIGHTLINE_METRICS_REPLAY_TOP"),
+              "needs SIGHTLINE_METRICS_REPLAY=sequence; ignored");
+    }
+    c.metric_replay_top = 0;
   }
   if (const char* v = getenv_fn("SIGHTLINE_GPU_METRICS"); v != nullptr && *v != '\0') {
     std::string_view list(v);

@@ -71,6 +71,13 @@
 //                        learned step per capture window, so every launch
 //                        position gets N sets (one per sequence; the report
 //                        averages them per configuration); 1..8, default 1
+//   SIGHTLINE_METRICS_REPLAY_TOP K  sequence replay: after the sequences, one
+//                        launch of each of the K configurations with the most
+//                        measured kernel time is kernel-replayed, and the
+//                        report takes their dram__* values from it (in-place
+//                        passes add write-backs of their own,
+//                        range_profiler_sequence.h ReplayTopChooser); 0..64,
+//                        default 5; only when the metrics include dram__ ones
 //   SIGHTLINE_METRICS_RANGE  nvtx:NAME: metrics per instance of the application's
 //                        NVTX range NAME (push/pop ranges; one pass per instance,
 //                        lib/collect/range_profiler_user.h) instead of per kernel;
@@ -186,6 +193,7 @@ struct CollectorConfig {
   uint32_t metric_launches_per_kernel = 0;  // 0 = no cap
   uint32_t metric_every_nth = 1;
   uint32_t metric_sequences = 1;           // SIGHTLINE_METRICS_SEQUENCES
+  uint32_t metric_replay_top = 5;          // SIGHTLINE_METRICS_REPLAY_TOP
   MetricsReplay metric_replay = MetricsReplay::kKernel;
   std::string metric_range_nvtx;           // SIGHTLINE_METRICS_RANGE=nvtx:NAME → NAME
   bool metric_range_graph = false;         // SIGHTLINE_METRICS_RANGE=graph

@@ -78,6 +78,9 @@ struct KernelLaunchHookConfig {
   // Sequence replay: complete sequences of each learned step per capture
   // window (SIGHTLINE_METRICS_SEQUENCES): N sets per launch position.
   uint32_t sequences_per_step = 1;
+  // Sequence replay: configurations kernel-replayed once for their DRAM
+  // counters (SIGHTLINE_METRICS_REPLAY_TOP; ReplayTopChooser); 0 = none.
+  uint32_t replay_top = 0;
   uint32_t device_id = 0;
   // SIGHTLINE_METRICS_REPLAY: kernel (CUPTI kernel replay, default), spread
   // (pass p on the p-th launch of a configuration, no replay; see
@@ -134,6 +137,7 @@ inline KernelLaunchHookConfig HookConfigFromCollectorConfig(const CollectorConfi
   hc.launches_per_kernel = c.metric_launches_per_kernel;
   hc.every_nth = c.metric_every_nth;
   hc.sequences_per_step = c.metric_sequences;
+  hc.replay_top = c.metric_replay_top;
   hc.replay = c.metric_replay;
   hc.range_nvtx = c.metric_range_nvtx;
   hc.range_graph = c.metric_range_graph;

@@ -172,6 +172,14 @@ bool RangeProfiler::InitProfiler(std::string* error) {
   metrics_ = selection.metrics;
   metric_ptrs_.clear();
   for (const std::string& m : metrics_) metric_ptrs_.push_back(m.c_str());
+  if (sequence_ != nullptr && config_.replay_top > 0) {
+    bool dram = false;
+    for (size_t i = 0; i < metrics_.size(); ++i) {
+      dram = dram || metrics_[i].rfind("dram__", 0) == 0;
+      if (metrics_[i] == "gpu__time_duration.sum") top_duration_ = static_cast<int>(i);
+    }
+    if (dram) top_ = std::make_unique<ReplayTopChooser>(config_.replay_top);
+  }
   // Host-side validation and pass count now (no context needed); the
   // counter-availability image of the first context refines it later.
   if (!BuildHost(nullptr, error)) return false;
@@ -343,6 +351,11 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
       keep_lock = true;
     } else if (route == SpreadRoute::kNotSpread) {
       keep_lock = EnterKernelReplay(state, launch, name);
+      if (!keep_lock && top_replay_active_) {  // not replayed: counted, the object reset
+        top_replay_active_ = false;
+        top_->NoteFailed();
+        DisableObject(state);
+      }
     } else if (state->started) {
       Flush(state);  // an unprofiled kernel must not run inside an open session
     }
@@ -425,7 +438,15 @@ void RangeProfiler::OnLaunchExit(const KernelLaunchInfo& /*launch*/) {
     MutexLock lock(replayed_mu_);
     replayed_.insert(state->undecoded.back().correlation_id);
   }
-  if (!batch_sessions_ || state->undecoded.size() >= kBatchLimit) Flush(state);
+  if (top_replay_active_) {
+    // Back to a fresh object before the next sequence's application-replay
+    // passes (the converse of spread_probe F2/F3 was never tried).
+    top_replay_active_ = false;
+    Flush(state);
+    DisableObject(state);
+  } else if (!batch_sessions_ || state->undecoded.size() >= kBatchLimit) {
+    Flush(state);
+  }
   t_holding_launch = false;
   mu_.Unlock();
   t_in_hook = false;
@@ -700,7 +721,8 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
                                       " passes ended at a CUDA graph or cooperative launch or a "
                                       "stream capture after the step's launches (its kernels "
                                       "run outside the passes, without metrics)"
-                                : std::string());
+                                : std::string()) +
+                  TopReplayLine();
   }
   if (config_.debug) {
     std::string line = "sightline: range profiler: " + std::to_string(launches_profiled_) +

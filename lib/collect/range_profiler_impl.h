@@ -305,6 +305,21 @@ class RangeProfiler final : public KernelLaunchHook,
   std::atomic<CtxGetCurrentFn> ctx_get_current_{nullptr};
   std::atomic<CtxGetDeviceFn> ctx_get_device_{nullptr};
   void ResolveDriver();
+  // Sequence replay's kernel replay of the heaviest configurations
+  // (config_.replay_top; ReplayTopChooser): made once the metric list is
+  // known and holds a dram__ metric. top_duration_ is gpu__time_duration.sum's
+  // index in metrics_ (-1: absent, sets are counted instead).
+  std::unique_ptr<ReplayTopChooser> top_ SL_GUARDED_BY(mu_);
+  int top_duration_ SL_GUARDED_BY(mu_) = -1;
+  // The launch holding mu_ is such a replay: its object is disabled after
+  // it (and before it: kernel replay on an object that ran application-
+  // replay passes crashed, spread_probe F2/F3).
+  bool top_replay_active_ SL_GUARDED_BY(mu_) = false;
+  // Whether this launch is one: the sequence is idle and its configuration
+  // is pending (the object is then fresh, the selector not asked).
+  bool TakeTopReplay(ContextState* state, uint64_t key) SL_REQUIRES(mu_);
+  // The summary line's part ("" when off).
+  std::string TopReplayLine() SL_REQUIRES(mu_);
   size_t sequence_ranges_ SL_GUARDED_BY(mu_) = 0;
   std::string sequence_failed_ SL_GUARDED_BY(mu_);                // why it stopped ("" while fine)
   SequenceStats sequence_final_ SL_GUARDED_BY(mu_);               // its stats when it stopped

@@ -464,4 +464,38 @@ std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
   return out;
 }
 
+// ---- ReplayTopChooser -------------------------------------------------------------
+
+void ReplayTopChooser::AddSet(uint64_t key, double duration_ns) {
+  if (top_ == 0) return;
+  if (tally_.size() >= kMaxKeys && tally_.count(key) == 0) return;
+  Tally& t = tally_[key];
+  if (duration_ns > 0) t.ns += duration_ns;
+  ++t.sets;
+  changed_ = true;
+}
+
+void ReplayTopChooser::Choose() {
+  if (!changed_) return;
+  changed_ = false;
+  std::vector<std::pair<uint64_t, Tally>> ranked(tally_.begin(), tally_.end());
+  const size_t k = std::min<size_t>(top_, ranked.size());
+  std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end(),
+                    [](const auto& a, const auto& b) {
+                      if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;
+                      if (a.second.sets != b.second.sets) return a.second.sets > b.second.sets;
+                      return a.first < b.first;
+                    });
+  for (size_t i = 0; i < k; ++i) {
+    if (done_.count(ranked[i].first) == 0) pending_.insert(ranked[i].first);
+  }
+}
+
+bool ReplayTopChooser::TakeIfPending(uint64_t key) {
+  if (pending_.empty() || pending_.erase(key) == 0) return false;
+  done_.insert(key);
+  ++taken_;
+  return true;
+}
+
 }  // namespace sightline::collect

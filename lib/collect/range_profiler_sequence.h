@@ -284,6 +284,51 @@ class SequenceSpread {
   SequenceStats stats_;
 };
 
+// After sequence replay: which kernel configurations get one launch
+// kernel-replayed for their DRAM counters (--metrics-replay-top K,
+// SIGHTLINE_METRICS_REPLAY_TOP). Measured in place, a kernel's DRAM bytes
+// written include write-backs the in-place measurement itself adds: on the
+// L2 probe (bench/metrics/l2_idle_probe.cu, H100 and H200, runs BK-BM) 4 to
+// 31 % more than ncu, while CUPTI's kernel replay agreed with ncu within
+// 1.7 % after a sync; reads agreed either way. The K configurations with
+// the most measured kernel time (gpu__time_duration.sum summed over their
+// completed sets; the set count where the metric is absent) are chosen
+// whenever no sequence is being collected, and each gets its next launch
+// replayed once. The analyzer takes a configuration's dram__* values from
+// that replay and every other value from the in-place sets. Pure C++.
+class ReplayTopChooser {
+ public:
+  explicit ReplayTopChooser(uint32_t top) : top_(top) {}
+  // A completed set of configuration `key`; `duration_ns` < 0 when unknown.
+  void AddSet(uint64_t key, double duration_ns);
+  // Re-ranks after new sets (no-op otherwise): the top K configurations not
+  // replayed yet become pending; pending ones that fell out stay pending
+  // (a replay already wanted costs one launch).
+  void Choose();
+  // True (and no longer pending) when this launch's configuration is to be
+  // replayed now.
+  bool TakeIfPending(uint64_t key);
+  // The replay of a taken configuration failed: counted, not retried.
+  void NoteFailed() { ++failed_; }
+  uint32_t top() const { return top_; }
+  size_t pending() const { return pending_.size(); }
+  uint64_t replayed() const { return taken_ - failed_; }
+  uint64_t failed() const { return failed_; }
+
+ private:
+  struct Tally {
+    double ns = 0;
+    uint64_t sets = 0;
+  };
+  uint32_t top_;
+  bool changed_ = false;
+  std::unordered_map<uint64_t, Tally> tally_;
+  std::unordered_set<uint64_t> pending_;
+  std::unordered_set<uint64_t> done_;  // taken (replayed or failed)
+  uint64_t taken_ = 0;
+  uint64_t failed_ = 0;
+};
+
 }  // namespace sightline::collect
 
 #endif  // SIGHTLINE_LIB_COLLECT_RANGE_PROFILER_SEQUENCE_H_

@@ -90,6 +90,11 @@ void RangeProfiler::ExitSpread() {
 
 void RangeProfiler::CollectSpread(std::vector<SpreadCollection> sets) {
   for (SpreadCollection& c : sets) {
+    if (top_ != nullptr && !c.values.empty()) {
+      top_->AddSet(c.key, top_duration_ >= 0 && static_cast<size_t>(top_duration_) < c.values.size()
+                              ? c.values[static_cast<size_t>(top_duration_)]
+                              : -1.0);
+    }
     MetricRangeEvent event;
     event.device_id = c.device_id;
     event.correlation_id = c.last_correlation_id;
@@ -320,7 +325,30 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
     active_ = state;
     return SpreadRoute::kProfiled;
   }
+  if (TakeTopReplay(state, sl.key)) {
+    rescue_keys_.insert(sl.key);  // EnterKernelReplay profiles it, the selector not asked
+    return SpreadRoute::kNotSpread;
+  }
   return SpreadRoute::kSkip;  // unprofiled (idle, or another context)
+}
+
+bool RangeProfiler::TakeTopReplay(ContextState* state, uint64_t key) {
+  if (top_ == nullptr || sequence_->collecting()) return false;
+  top_->Choose();
+  if (!top_->TakeIfPending(key)) return false;
+  DisableObject(state);  // EnterKernelReplay enables a fresh one (spread_probe variant F)
+  top_replay_active_ = true;
+  return true;
+}
+
+std::string RangeProfiler::TopReplayLine() {
+  if (top_ == nullptr) return "";
+  return "; kernel replay of the " + std::to_string(top_->top()) +
+         " heaviest configurations for their DRAM counters: " + std::to_string(top_->replayed()) +
+         " replayed" +
+         (top_->failed() > 0 ? ", " + std::to_string(top_->failed()) + " failed" : std::string()) +
+         (top_->pending() > 0 ? ", " + std::to_string(top_->pending()) + " not launched again"
+                              : std::string());
 }
 
 bool RangeProfiler::SettleSequence() {

@@ -230,6 +230,16 @@ void WriteMetricRanges(JsonWriter& w, const char* key,
   w.EndObject();
 }
 
+// The metrics whose values come from kernel-replayed sets in place of
+// in-place ones (sequence replay's --metrics-replay-top): sorted names.
+void WriteKernelReplayed(JsonWriter& w, const std::vector<analysis::KernelMetricValue>& values) {
+  w.Key("metrics_from_kernel_replay").BeginArray();
+  for (const analysis::KernelMetricValue& m : values) {
+    if (m.kernel_replay) w.String(m.name);
+  }
+  w.EndArray();
+}
+
 void WriteKernels(JsonWriter& w, const Report& r) {
   w.Key("kernels").BeginArray();
   for (const analysis::KernelRow& k : r.kernels) {
@@ -259,6 +269,7 @@ void WriteKernels(JsonWriter& w, const Report& r) {
     w.Key("metric_samples").Uint(k.metric_samples);
     WriteMetricValues(w, "metrics", k.metrics);
     WriteMetricRanges(w, "metrics_range", k.metrics);
+    WriteKernelReplayed(w, k.metrics);
     w.Key("metrics_by_config").BeginArray();
     for (const analysis::KernelConfigMetrics& c : k.metrics_by_config) {
       w.BeginObject();
@@ -270,6 +281,7 @@ void WriteKernels(JsonWriter& w, const Report& r) {
       w.Key("metric_samples").Uint(c.samples);
       WriteMetricValues(w, "metrics", c.metrics);
       WriteMetricRanges(w, "metrics_range", c.metrics);
+      WriteKernelReplayed(w, c.metrics);
       w.EndObject();
     }
     w.EndArray();

@@ -173,6 +173,68 @@ TEST(KernelMetrics, DetailsPagesNameTheBoundAndSayWhatWasNotCollected) {
   EXPECT_FALSE(r.kernel_pages.empty());
 }
 
+// Sequence replay's --metrics-replay-top: a configuration with in-place
+// sets and a kernel-replayed one takes its dram__* values from the replay
+// (in-place passes add write-backs) and every other value from the
+// in-place sets; a configuration measured only in place keeps all of its.
+TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
+  constexpr char kBytes[] = "dram__bytes.sum";
+  constexpr char kDur[] = "gpu__time_duration.sum";
+  TraceBuilder b;
+  b.trace().header.devices.push_back(testing::H200());
+  b.trace().header.metric_set = "full";
+  uint64_t t = ms(1);
+  for (int i = 0; i < 3; ++i) {
+    uint32_t a = b.KernelWithConfig("gemm", t, t + us(100), Config(10));
+    Set(&b, a, {{kBytes, 1200}, {kDur, 100000}, {kSm, 70 + 2 * i}});
+    t += us(110);
+    uint32_t c = b.KernelWithConfig("gemm", t, t + us(50), Config(20));
+    Set(&b, c, {{kBytes, 500}, {kDur, 50000}, {kSm, 40}});
+    t += us(60);
+  }
+  KernelEvent replayed = Config(10);
+  replayed.replayed = true;
+  uint32_t r = b.KernelWithConfig("gemm", t, t + us(100), replayed);
+  b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+  Set(&b, r, {{kBytes, 1000}, {kDur, 130000}, {kSm, 60}});
+  for (testing::BuildPath path : {testing::BuildPath::kDirect, testing::BuildPath::kWireFormat}) {
+    TimelineModel model = *testing::Build({b.trace()}, path);
+    Report rep = AnalyzeModel(model, AnalysisOptions{});
+    const KernelRow* gemm = Row(rep, "gemm");
+    ASSERT_NE(gemm, nullptr);
+    ASSERT_EQ(gemm->metrics_by_config.size(), 2u);
+    for (const KernelConfigMetrics& c : gemm->metrics_by_config) {
+      for (const KernelMetricValue& m : c.metrics) {
+        EXPECT_EQ(m.kernel_replay, c.grid[0] == 10 && m.name == kBytes) << m.name;
+      }
+      if (c.grid[0] == 10) {
+        EXPECT_EQ(c.samples, 4u);
+        EXPECT_DOUBLE_EQ(Value(c.metrics, kBytes), 1000);   // the replay's
+        EXPECT_DOUBLE_EQ(Value(c.metrics, kDur), 100000);   // in place
+        EXPECT_DOUBLE_EQ(Value(c.metrics, kSm), 72);        // in place, mean of 70, 72, 74
+      } else {
+        EXPECT_DOUBLE_EQ(Value(c.metrics, kBytes), 500);
+      }
+    }
+    // The kernel's means: bytes from the replay (grid 10) and grid 20's in-place sets.
+    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kBytes), (1000.0 + 3 * 500) / 4);
+    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kDur), 75000);
+    const std::string json = exporter::RenderReportJson(rep);
+    // The kernel's list and grid 10's name the bytes; grid 20's is empty.
+    size_t at = json.find("\"metrics_from_kernel_replay\"");
+    ASSERT_NE(at, std::string::npos);
+    std::string list = json.substr(at, json.find(']', at) - at);
+    EXPECT_NE(list.find("dram__bytes.sum"), std::string::npos) << list;
+    EXPECT_EQ(list.find("gpu__time"), std::string::npos) << list;
+    absl::StatusOr<std::vector<KernelPage>> pages = BuildKernelPages(model, rep, "^gemm$", 0);
+    ASSERT_TRUE(pages.ok());
+    ASSERT_EQ(pages->size(), 1u);
+    const std::string text = exporter::RenderKernelPagesText(*pages, 140);
+    EXPECT_NE(text.find("from 1 kernel-replayed launch (in-place passes add write-backs)"),
+              std::string::npos) << text;
+  }
+}
+
 // Kernel replay: CUPTI reports a replayed kernel without timestamps. The
 // model places it at its launch call's start for the duration its metric
 // range measured: on the timeline and in the device's kernel count, not in

@@ -84,6 +84,14 @@ check "--metrics-sequences over the collector's range is a usage error" \
 err=$("$SL" profile --metrics full --metrics-sequences 2 -- true 2>&1); rc=$?
 check "--metrics-sequences without sequence replay is a usage error" \
   "[ $rc -eq 2 ] && grep -q 'needs --metrics SET --metrics-replay sequence' <<<\"\$err\""
+out=$("$SL" profile -q --metrics full --metrics-replay sequence --metrics-replay-top 0 -- env 2>&1)
+check "maps --metrics-replay-top" "grep -qx 'SIGHTLINE_METRICS_REPLAY_TOP=0' <<<\"\$out\""
+err=$("$SL" profile --metrics full --metrics-replay sequence --metrics-replay-top 65 -- true 2>&1); rc=$?
+check "--metrics-replay-top over the collector's range is a usage error" \
+  "[ $rc -eq 2 ] && grep -q \"'65' is not a count (0..64)\" <<<\"\$err\""
+err=$("$SL" profile --metrics full --metrics-replay-top 2 -- true 2>&1); rc=$?
+check "--metrics-replay-top without sequence replay is a usage error" \
+  "[ $rc -eq 2 ] && grep -q 'needs --metrics SET --metrics-replay sequence' <<<\"\$err\""
 out=$("$SL" profile -q --gpu-metrics -- env 2>&1)
 check "maps --gpu-metrics" "grep -qx 'SIGHTLINE_GPU_METRICS=all' <<<\"\$out\""
 out=$("$SL" profile -q --gpu-metrics=0,1 --gpu-metrics-frequency 10000 -- env 2>&1)

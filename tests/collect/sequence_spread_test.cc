@@ -751,5 +751,48 @@ TEST(SequenceSpread, UnexpectedPassIndexFails) {
   EXPECT_NE(s.error().find("CUPTI reported pass 3 after pass 0"), std::string::npos) << s.error();
 }
 
+// --metrics-replay-top: the K configurations with the most measured time
+// become pending once, each is taken at most once, and a re-ranking after
+// later sets adds the newcomers without taking back the replayed ones.
+TEST(ReplayTopChooser, TakesTheHeaviestOnce) {
+  ReplayTopChooser c(2);
+  c.AddSet(1, 100.0);
+  c.AddSet(2, 500.0);
+  c.AddSet(3, 300.0);
+  c.AddSet(1, 100.0);  // 200 over two sets
+  EXPECT_FALSE(c.TakeIfPending(2));  // nothing chosen before Choose
+  c.Choose();
+  EXPECT_EQ(c.pending(), 2u);
+  EXPECT_FALSE(c.TakeIfPending(1));  // 200 < 300: not in the top 2
+  EXPECT_TRUE(c.TakeIfPending(2));
+  EXPECT_FALSE(c.TakeIfPending(2));  // once
+  // A later sequence makes 1 the heaviest: 1 joins, 2 is not taken again,
+  // 3 (now third) stays pending.
+  c.AddSet(1, 1000.0);
+  c.Choose();
+  EXPECT_EQ(c.pending(), 2u);
+  EXPECT_TRUE(c.TakeIfPending(1));
+  EXPECT_TRUE(c.TakeIfPending(3));
+  c.NoteFailed();
+  EXPECT_EQ(c.replayed(), 2u);
+  EXPECT_EQ(c.failed(), 1u);
+  EXPECT_EQ(c.pending(), 0u);
+}
+
+// Without gpu__time_duration.sum in the list (duration < 0) the set count ranks.
+TEST(ReplayTopChooser, CountsSetsWithoutDurations) {
+  ReplayTopChooser c(1);
+  c.AddSet(7, -1);
+  c.AddSet(8, -1);
+  c.AddSet(8, -1);
+  c.Choose();
+  EXPECT_FALSE(c.TakeIfPending(7));
+  EXPECT_TRUE(c.TakeIfPending(8));
+  ReplayTopChooser off(0);
+  off.AddSet(7, 5.0);
+  off.Choose();
+  EXPECT_EQ(off.pending(), 0u);
+}
+
 }  // namespace
 }  // namespace sightline::collect

@@ -60,6 +60,7 @@ constexpr EnvOption kFlags[] = {
     {"--metrics-launches", nullptr, "SIGHTLINE_METRICS_LAUNCHES"},
     {"--metrics-every", nullptr, "SIGHTLINE_METRICS_EVERY"},
     {"--metrics-sequences", nullptr, "SIGHTLINE_METRICS_SEQUENCES"},
+    {"--metrics-replay-top", nullptr, "SIGHTLINE_METRICS_REPLAY_TOP"},
     {"--metrics-replay", nullptr, "SIGHTLINE_METRICS_REPLAY"},
     {"--metrics-range", nullptr, "SIGHTLINE_METRICS_RANGE"},
     {"--gpu-metrics-devices", nullptr, "SIGHTLINE_GPU_METRICS"},
@@ -138,6 +139,10 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
       // The collector's range (lib/collect/config.cc).
       return "profile: " + name + " '" + value + "' is not a count (1..8)";
     }
+    if (var == "SIGHTLINE_METRICS_REPLAY_TOP" &&
+        !trace::ParseCountValue(value.c_str(), 0, 64, &count)) {
+      return "profile: " + name + " '" + value + "' is not a count (0..64)";
+    }
     if (var == "SIGHTLINE_METRICS_RANGE" && value != "graph" &&
         !(value.rfind("nvtx:", 0) == 0 && value.size() > 5)) {
       return "profile: --metrics-range '" + value + "' is not nvtx:NAME or graph";
@@ -159,10 +164,12 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   std::string problem =
       ScanLauncherArgs("profile", args, std::begin(kFlags), std::end(kFlags), own, check, o);
   if (!problem.empty()) return problem;
-  bool range = false, metrics = false, gpu_metrics = false, sequences = false, sequence = false;
+  bool range = false, metrics = false, gpu_metrics = false, sequences = false, sequence = false,
+       replay_top = false;
   for (const auto& [variable, value] : o->env) {
     range = range || variable == "SIGHTLINE_METRICS_RANGE";
     sequences = sequences || variable == "SIGHTLINE_METRICS_SEQUENCES";
+    replay_top = replay_top || variable == "SIGHTLINE_METRICS_REPLAY_TOP";
     if (variable == "SIGHTLINE_METRICS_REPLAY") sequence = value == "sequence";
     if (variable == "SIGHTLINE_METRICS") metrics = !value.empty() && value != "none";
     if (variable == "SIGHTLINE_GPU_METRICS") gpu_metrics = value != "none";
@@ -176,6 +183,9 @@ std::string ParseArgs(const std::vector<std::string>& args, ProfileOptions* o) {
   }
   if (sequences && (!metrics || !sequence)) {
     return "profile: --metrics-sequences needs --metrics SET --metrics-replay sequence";
+  }
+  if (replay_top && (!metrics || !sequence)) {
+    return "profile: --metrics-replay-top needs --metrics SET --metrics-replay sequence";
   }
   return "";
 }
@@ -532,7 +542,7 @@ SIGHTLINE_COMMAND("profile",
                   "[-t cuda,cuda-driver,cuda-memory,nvtx,nccl,backtrace,python,graph-launches] [--metrics SET] "
                   "[--python-backtrace[=on|off|gil]] [--pytorch[=ops|shapes|off]] "
                   "[--metrics-replay kernel|spread|sequence] [--metrics-launches K] [--metrics-every N] "
-                  "[--metrics-sequences N] [--metrics-range nvtx:NAME|graph] [--gpu-metrics[=all|N,...]] "
+                  "[--metrics-sequences N] [--metrics-replay-top K] [--metrics-range nvtx:NAME|graph] [--gpu-metrics[=all|N,...]] "
                   "[--gpu-metrics-frequency HZ] "
                   "[--buffer-kb N] [--flush-ms N] [--backtrace-us N] [-q] -- CMD [ARGS...]",
                   "Run a command with the CUPTI collector injected and write a trace",
