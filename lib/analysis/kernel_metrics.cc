@@ -246,9 +246,12 @@ KernelPageRow MetricRow(const PageValues& v, std::string label, std::string_view
   if (m->kernel_replay) {
     // Sequence replay's --metrics-replay-top: in-place passes add DRAM
     // write-backs of their own, so these come from kernel replay.
-    note += std::string(note.empty() ? "" : "; ") + "from " + std::to_string(m->samples) +
-            " kernel-replayed launch" + (m->samples == 1 ? "" : "es") +
-            " (in-place passes add write-backs)";
+    // At the kernel level other configurations' in-place sets may share
+    // the mean (model.h MetricAggregate).
+    note += std::string(note.empty() ? "" : "; ") +
+            (m->replayed_sets < m->samples && !v.per_config ? "partly " : "") + "from " +
+            std::to_string(m->replayed_sets) + " kernel-replayed launch" +
+            (m->replayed_sets == 1 ? "" : "es") + " (in-place passes add write-backs)";
   }
   return KernelPageRow{std::move(label), std::move(value), std::move(note)};
 }

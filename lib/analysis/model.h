@@ -310,9 +310,12 @@ struct MetricAggregate {
   std::string name;
   uint64_t samples = 0;
   double mean = 0, min = 0, max = 0;
-  // The kernel (configuration) has in-place and kernel-replayed sets and
-  // this value comes from the replayed ones only (dram__* metrics).
+  // Some configuration (this configuration) has in-place and kernel-
+  // replayed sets and this value comes from its replayed ones (dram__*
+  // metrics; at the kernel level each such value weighs as many sets as
+  // its configuration's in-place ones, so `samples` counts those).
   bool kernel_replay = false;
+  uint64_t replayed_sets = 0;  // of those replayed sets
 };
 
 struct LaunchConfigUse {

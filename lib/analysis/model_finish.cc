@@ -374,15 +374,18 @@ void ModelBuilder::Impl::AggregateKernels() {
     std::map<uint32_t, std::map<uint32_t, MetricAggregate>> config_metrics;
     std::map<uint32_t, uint64_t> config_samples;
   };
-  auto accumulate = [&](MetricAggregate& agg, uint32_t metric, double value) {
+  // `weight`: how many sets the value stands for (a replayed value in
+  // place of its configuration's in-place sets, at the kernel level).
+  auto accumulate = [&](MetricAggregate& agg, uint32_t metric, double value,
+                        uint64_t weight = 1) {
     if (agg.samples == 0) {
       agg.name = model.strings[metric];
       agg.min = agg.max = value;
     }
     agg.min = std::min(agg.min, value);
     agg.max = std::max(agg.max, value);
-    agg.mean += (value - agg.mean) / double(agg.samples + 1);
-    agg.samples++;
+    agg.mean += double(weight) * (value - agg.mean) / double(agg.samples + weight);
+    agg.samples += weight;
   };
   std::vector<uint32_t> by_name(model.strings.size(), kNone);  // name → acc index
   std::vector<Acc> accs;
@@ -500,7 +503,9 @@ void ModelBuilder::Impl::AggregateKernels() {
     // (4-31 % more bytes written than ncu on the L2 probe, while kernel
     // replay agreed within 1.7 %; bench/metrics/README.md, runs BK-BM), and
     // a replay times the kernel alone (sequence replay's --metrics-replay-top).
-    absl::flat_hash_map<uint64_t, uint8_t> kinds;  // (name, config or kNone) → bits
+    // Sets of unknown configuration (kNone) are never mixed: all their values count.
+    absl::flat_hash_map<uint64_t, uint8_t> kinds;  // (name, config) → bits
+    absl::flat_hash_map<uint64_t, uint64_t> in_place_sets;  // (name, config) → count
     constexpr uint8_t kInPlace = 1, kReplayed = 2;
     for (MetricSample& m : model.metric_samples) {
       const uint64_t key = CorrelationKey(m.trace, m.correlation_id);
@@ -517,7 +522,9 @@ void ModelBuilder::Impl::AggregateKernels() {
       m.config = it->second.config < model.launch_configs.size() ? it->second.config : kNone;
       if (m.values.empty()) continue;
       const uint8_t bit = m.in_place ? kInPlace : kReplayed;
+      if (m.config == kNone) continue;
       kinds[(uint64_t{m.kernel_name} << 32) | m.config] |= bit;
+      if (m.in_place) in_place_sets[(uint64_t{m.kernel_name} << 32) | m.config]++;
     }
     auto both = [&](uint32_t name, uint32_t config) {
       auto k = kinds.find((uint64_t{name} << 32) | config);
@@ -538,18 +545,31 @@ void ModelBuilder::Impl::AggregateKernels() {
         acc.agg.metric_samples++;
         if (m.config != kNone) acc.config_samples[m.config]++;
       }
-      // Decided per configuration (the kernel as a whole where the set has
-      // none): a configuration measured only one way keeps all its values.
-      const bool mixed = both(m.kernel_name, m.config);
+      // Decided per configuration: one measured only one way keeps all its
+      // values. At the kernel level a replayed value stands for its
+      // configuration's in-place sets (their weight), so configurations
+      // weigh as they do in the other metrics' means.
+      const bool mixed = m.config != kNone && both(m.kernel_name, m.config);
+      const bool replayed_value = mixed && !m.in_place;
+      const uint64_t weight =
+          replayed_value ? std::max<uint64_t>(
+                               1, in_place_sets[(uint64_t{m.kernel_name} << 32) | m.config])
+                         : 1;
       for (const auto& [metric, value] : m.values) {
         if (mixed && !used(m, metric)) continue;
         MetricAggregate& agg = acc.metrics[metric];
-        accumulate(agg, metric, value);
-        agg.kernel_replay = agg.kernel_replay || (mixed && !m.in_place);
+        accumulate(agg, metric, value, weight);
+        if (replayed_value) {
+          agg.kernel_replay = true;
+          agg.replayed_sets++;
+        }
         if (m.config != kNone) {
           MetricAggregate& cagg = acc.config_metrics[m.config][metric];
           accumulate(cagg, metric, value);
-          cagg.kernel_replay = cagg.kernel_replay || (mixed && !m.in_place);
+          if (replayed_value) {
+            cagg.kernel_replay = true;
+            cagg.replayed_sets++;
+          }
         }
       }
     }

@@ -292,10 +292,13 @@ class SequenceSpread {
 // 31 % more than ncu, while CUPTI's kernel replay agreed with ncu within
 // 1.7 % after a sync; reads agreed either way. The K configurations with
 // the most measured kernel time (gpu__time_duration.sum summed over their
-// completed sets; the set count where the metric is absent) are chosen
-// whenever no sequence is being collected, and each gets its next launch
-// replayed once. The analyzer takes a configuration's dram__* values from
-// that replay and every other value from the in-place sets. Pure C++.
+// completed sets; the set count where the metric is absent) are ranked
+// after each completed sequence, and each gets its next launch while no
+// sequence is being collected replayed, once per run: a configuration that
+// joins the top K after a later sequence (the step found after a layer)
+// is replayed too, so more than K can be over a run. The analyzer takes a
+// configuration's dram__* values from that replay and every other value
+// from the in-place sets. Pure C++.
 class ReplayTopChooser {
  public:
   explicit ReplayTopChooser(uint32_t top) : top_(top) {}

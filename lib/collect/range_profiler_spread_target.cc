@@ -343,6 +343,7 @@ bool RangeProfiler::TakeTopReplay(ContextState* state, uint64_t key) {
 
 std::string RangeProfiler::TopReplayLine() {
   if (top_ == nullptr) return "";
+  top_->Choose();  // sets collected at this capture end count in "not launched again"
   return "; kernel replay of the " + std::to_string(top_->top()) +
          " heaviest configurations for their DRAM counters: " + std::to_string(top_->replayed()) +
          " replayed" +

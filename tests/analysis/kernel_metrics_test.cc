@@ -216,8 +216,9 @@ TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
         EXPECT_DOUBLE_EQ(Value(c.metrics, kBytes), 500);
       }
     }
-    // The kernel's means: bytes from the replay (grid 10) and grid 20's in-place sets.
-    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kBytes), (1000.0 + 3 * 500) / 4);
+    // The kernel's means: bytes from the replay (grid 10) and grid 20's in-place sets;
+    // grid 10's replayed value weighs as its 3 in-place sets, as in the other means.
+    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kBytes), (3 * 1000.0 + 3 * 500) / 6);
     EXPECT_DOUBLE_EQ(Value(gemm->metrics, kDur), 75000);
     const std::string json = exporter::RenderReportJson(rep);
     // The kernel's list and grid 10's name the bytes; grid 20's is empty.
