@@ -77,7 +77,9 @@
 //                        report takes their dram__* values from it (in-place
 //                        passes add write-backs of their own,
 //                        range_profiler_sequence.h ReplayTopChooser); 0..64,
-//                        default 5; only when the metrics include dram__ ones
+//                        default 0 (off) until a GPU run has checked the
+//                        switch between application and kernel replay on
+//                        the LM; only when the metrics include dram__ ones
 //   SIGHTLINE_METRICS_RANGE  nvtx:NAME: metrics per instance of the application's
 //                        NVTX range NAME (push/pop ranges; one pass per instance,
 //                        lib/collect/range_profiler_user.h) instead of per kernel;
@@ -193,7 +195,10 @@ struct CollectorConfig {
   uint32_t metric_launches_per_kernel = 0;  // 0 = no cap
   uint32_t metric_every_nth = 1;
   uint32_t metric_sequences = 1;           // SIGHTLINE_METRICS_SEQUENCES
-  uint32_t metric_replay_top = 5;          // SIGHTLINE_METRICS_REPLAY_TOP
+  // Off by default: the switch from application-replay passes to kernel
+  // replay and back (Disable + Enable between them, spread_probe variant F)
+  // has not yet run on a GPU in this mode.
+  uint32_t metric_replay_top = 0;          // SIGHTLINE_METRICS_REPLAY_TOP
   MetricsReplay metric_replay = MetricsReplay::kKernel;
   std::string metric_range_nvtx;           // SIGHTLINE_METRICS_RANGE=nvtx:NAME → NAME
   bool metric_range_graph = false;         // SIGHTLINE_METRICS_RANGE=graph

@@ -286,20 +286,21 @@ TEST_F(ConfigTest, MetricSelectionAndReplay) {
   EXPECT_EQ(c.metric_sequences, 1u);
   env_["SIGHTLINE_METRICS_REPLAY"] = "sequence";
   env_.erase("SIGHTLINE_METRICS_SEQUENCES");
-  // --metrics-replay-top: 5 by default in sequence replay, 0..64, and
-  // nothing (0) in the other modes; asked for there it is named and ignored.
+  // --metrics-replay-top: off by default (not yet run on a GPU), 0..64 in
+  // sequence replay, nothing (0) in the other modes; asked for there it is
+  // named and ignored.
   c = Parse();
-  EXPECT_EQ(HookConfigFromCollectorConfig(c).replay_top, 5u);
-  env_["SIGHTLINE_METRICS_REPLAY_TOP"] = "0";
+  EXPECT_EQ(HookConfigFromCollectorConfig(c).replay_top, 0u);
+  env_["SIGHTLINE_METRICS_REPLAY_TOP"] = "5";
   c = Parse();
   EXPECT_TRUE(problems_.empty()) << problems_[0];
-  EXPECT_EQ(HookConfigFromCollectorConfig(c).replay_top, 0u);
+  EXPECT_EQ(HookConfigFromCollectorConfig(c).replay_top, 5u);
   env_["SIGHTLINE_METRICS_REPLAY_TOP"] = "65";
   c = Parse();
   ASSERT_EQ(problems_.size(), 1u);
   EXPECT_EQ(problems_[0], "SIGHTLINE_METRICS_REPLAY_TOP: '65' is not a count in [0, 64] "
                           "(configurations kernel-replayed after sequence replay)");
-  EXPECT_EQ(c.metric_replay_top, 5u);
+  EXPECT_EQ(c.metric_replay_top, 0u);
   env_["SIGHTLINE_METRICS_REPLAY_TOP"] = "3";
   env_["SIGHTLINE_METRICS_REPLAY"] = "kernel";
   c = Parse();
