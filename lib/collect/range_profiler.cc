@@ -178,7 +178,14 @@ bool RangeProfiler::InitProfiler(std::string* error) {
       dram = dram || metrics_[i].rfind("dram__", 0) == 0;
       if (metrics_[i] == "gpu__time_duration.sum") top_duration_ = static_cast<int>(i);
     }
-    if (dram) top_ = std::make_unique<ReplayTopChooser>(config_.replay_top);
+    if (dram) {
+      top_ = std::make_unique<ReplayTopChooser>(config_.replay_top);
+    } else if (!config_.quiet) {
+      std::fprintf(stderr,
+                   "sightline: warning: --metrics-replay-top %u does nothing: the metrics '%s' "
+                   "have no dram__ metric (it replays kernels for their DRAM counters)\n",
+                   config_.replay_top, config_.metric_set.c_str());
+    }
   }
   // Host-side validation and pass count now (no context needed); the
   // counter-availability image of the first context refines it later.
