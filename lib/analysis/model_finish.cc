@@ -507,6 +507,9 @@ void ModelBuilder::Impl::AggregateKernels() {
     absl::flat_hash_map<uint64_t, uint8_t> kinds;  // (name, config) → bits
     absl::flat_hash_map<uint64_t, uint64_t> in_place_sets;  // (name, config) → count
     constexpr uint8_t kInPlace = 1, kReplayed = 2;
+    auto name_config = [](uint32_t name, uint32_t config) {
+      return (uint64_t{name} << 32) | config;
+    };
     for (MetricSample& m : model.metric_samples) {
       const uint64_t key = CorrelationKey(m.trace, m.correlation_id);
       auto it = wanted.find(key);
@@ -523,17 +526,16 @@ void ModelBuilder::Impl::AggregateKernels() {
       if (m.values.empty()) continue;
       const uint8_t bit = m.in_place ? kInPlace : kReplayed;
       if (m.config == kNone) continue;
-      kinds[(uint64_t{m.kernel_name} << 32) | m.config] |= bit;
-      if (m.in_place) in_place_sets[(uint64_t{m.kernel_name} << 32) | m.config]++;
+      kinds[name_config(m.kernel_name, m.config)] |= bit;
+      if (m.in_place) in_place_sets[name_config(m.kernel_name, m.config)]++;
     }
     auto both = [&](uint32_t name, uint32_t config) {
-      auto k = kinds.find((uint64_t{name} << 32) | config);
+      auto k = kinds.find(name_config(name, config));
       return k != kinds.end() && k->second == (kInPlace | kReplayed);
     };
     // Whether a value of this set is used where both kinds exist.
     auto used = [&](const MetricSample& m, uint32_t metric) {
-      const bool dram = model.strings[metric].rfind("dram__", 0) == 0;
-      return dram != m.in_place;
+      return IsDramMetric(model.strings[metric]) != m.in_place;
     };
     for (MetricSample& m : model.metric_samples) {
       const uint64_t key = CorrelationKey(m.trace, m.correlation_id);
@@ -552,8 +554,7 @@ void ModelBuilder::Impl::AggregateKernels() {
       const bool mixed = m.config != kNone && both(m.kernel_name, m.config);
       const bool replayed_value = mixed && !m.in_place;
       const uint64_t weight =
-          replayed_value ? std::max<uint64_t>(
-                               1, in_place_sets[(uint64_t{m.kernel_name} << 32) | m.config])
+          replayed_value ? std::max<uint64_t>(1, in_place_sets[name_config(m.kernel_name, m.config)])
                          : 1;
       for (const auto& [metric, value] : m.values) {
         if (mixed && !used(m, metric)) continue;

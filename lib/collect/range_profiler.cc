@@ -175,7 +175,7 @@ bool RangeProfiler::InitProfiler(std::string* error) {
   if (sequence_ != nullptr && config_.replay_top > 0) {
     bool dram = false;
     for (size_t i = 0; i < metrics_.size(); ++i) {
-      dram = dram || metrics_[i].rfind("dram__", 0) == 0;
+      dram = dram || IsDramMetric(metrics_[i]);
       if (metrics_[i] == "gpu__time_duration.sum") top_duration_ = static_cast<int>(i);
     }
     if (dram) {
@@ -377,8 +377,10 @@ void RangeProfiler::OnLaunchEnter(const KernelLaunchInfo& launch) {
 
 bool RangeProfiler::EnterKernelReplay(ContextState* state, const KernelLaunchInfo& launch,
                                       const char* name) {
-  bool rescued = false;  // in progress when spreading failed: replayed once, unconditionally
-  if (!rescue_keys_.empty()) {
+  // In progress when spreading failed, or a sequence's heaviest
+  // configuration (TakeTopReplay): replayed once, the selector not asked.
+  bool rescued = top_replay_active_;
+  if (!rescued && !rescue_keys_.empty()) {
     rescued = rescue_keys_.erase(SpreadKey(launch.context, name, launch.grid_x, launch.grid_y,
                                            launch.grid_z, launch.block_x, launch.block_y,
                                            launch.block_z, launch.dynamic_shared_bytes)) != 0;

@@ -325,10 +325,7 @@ RangeProfiler::SpreadRoute RangeProfiler::EnterSequence(ContextState* state,
     active_ = state;
     return SpreadRoute::kProfiled;
   }
-  if (TakeTopReplay(state, sl.key)) {
-    rescue_keys_.insert(sl.key);  // EnterKernelReplay profiles it, the selector not asked
-    return SpreadRoute::kNotSpread;
-  }
+  if (TakeTopReplay(state, sl.key)) return SpreadRoute::kNotSpread;  // EnterKernelReplay replays it
   return SpreadRoute::kSkip;  // unprofiled (idle, or another context)
 }
 

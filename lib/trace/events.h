@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sightline {
@@ -266,6 +267,13 @@ struct MetricValue {
   uint32_t name_id = 0;
   double value = 0;
 };
+
+// A DRAM counter (dram__*). Measured in place (sequence / spread replay)
+// its value includes write-backs the measurement itself adds; sequence
+// replay's --metrics-replay-top kernel-replays the heaviest configurations
+// for these (lib/collect/range_profiler_sequence.h ReplayTopChooser) and the
+// analyzer takes them from the replay (lib/analysis/model_finish.cc).
+inline bool IsDramMetric(std::string_view name) { return name.rfind("dram__", 0) == 0; }
 
 struct MetricRangeEvent {
   uint64_t start_ns = 0;  // when known (kernel start), else 0
