@@ -523,11 +523,42 @@ void ModelBuilder::Impl::AggregateKernels() {
       }
       m.kernel_name = it->second.name;
       m.config = it->second.config < model.launch_configs.size() ? it->second.config : kNone;
-      if (m.values.empty()) continue;
-      const uint8_t bit = m.in_place ? kInPlace : kReplayed;
-      if (m.config == kNone) continue;
-      kinds[name_config(m.kernel_name, m.config)] |= bit;
-      if (m.in_place) in_place_sets[name_config(m.kernel_name, m.config)]++;
+      if (m.in_place && m.config != kNone && !m.values.empty()) {
+        in_place_sets[name_config(m.kernel_name, m.config)]++;
+      }
+    }
+    // CUPTI's kernel replay runs a kernel under a shared-memory carveout of
+    // its own (H100, run CA: AdamW's 16 KiB and an nvjet GEMM's 196 KiB
+    // became 32 KiB), so a replayed launch's record names another
+    // configuration than the same launch measured in place. The carveout is
+    // the driver's choice at run time, not the application's launch: a
+    // replayed set joins the in-place configuration it differs from only there.
+    absl::flat_hash_map<uint32_t, std::vector<uint32_t>> in_place_configs;  // name → configs
+    for (const auto& [nc, n] : in_place_sets) {
+      in_place_configs[static_cast<uint32_t>(nc >> 32)].push_back(static_cast<uint32_t>(nc));
+    }
+    for (auto& [name, configs] : in_place_configs) std::sort(configs.begin(), configs.end());
+    auto same_launch = [&](uint32_t a, uint32_t b) {
+      LaunchConfig x = model.launch_configs[a];
+      x.shared_memory_config_bytes = model.launch_configs[b].shared_memory_config_bytes;
+      return x == model.launch_configs[b];
+    };
+    for (MetricSample& m : model.metric_samples) {
+      if (m.in_place || m.config == kNone || m.kernel_name == 0) continue;
+      if (in_place_sets.count(name_config(m.kernel_name, m.config)) != 0) continue;
+      auto c = in_place_configs.find(m.kernel_name);
+      if (c == in_place_configs.end()) continue;
+      for (uint32_t id : c->second) {
+        if (same_launch(m.config, id)) {
+          m.config = id;
+          break;
+        }
+      }
+    }
+    for (const MetricSample& m : model.metric_samples) {
+      if (m.kernel_name == 0 || m.values.empty() || m.config == kNone) continue;
+      if (wanted.find(CorrelationKey(m.trace, m.correlation_id)) == wanted.end()) continue;
+      kinds[name_config(m.kernel_name, m.config)] |= m.in_place ? kInPlace : kReplayed;
     }
     auto both = [&](uint32_t name, uint32_t config) {
       auto k = kinds.find(name_config(name, config));

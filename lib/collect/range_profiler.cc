@@ -174,10 +174,8 @@ bool RangeProfiler::InitProfiler(std::string* error) {
   for (const std::string& m : metrics_) metric_ptrs_.push_back(m.c_str());
   if (sequence_ != nullptr && config_.replay_top > 0) {
     bool dram = false;
-    for (size_t i = 0; i < metrics_.size(); ++i) {
-      dram = dram || IsDramMetric(metrics_[i]);
-      if (metrics_[i] == "gpu__time_duration.sum") top_duration_ = static_cast<int>(i);
-    }
+    for (const std::string& m : metrics_) dram = dram || IsDramMetric(m);
+    top_weight_ = TopWeightIndices(metrics_);
     if (dram) {
       top_ = std::make_unique<ReplayTopChooser>(config_.replay_top);
     } else if (!config_.quiet) {

@@ -307,10 +307,11 @@ class RangeProfiler final : public KernelLaunchHook,
   void ResolveDriver();
   // Sequence replay's kernel replay of the heaviest configurations
   // (config_.replay_top; ReplayTopChooser): made once the metric list is
-  // known and holds a dram__ metric. top_duration_ is gpu__time_duration.sum's
-  // index in metrics_ (-1: absent, sets are counted instead).
+  // known and holds a dram__ metric. top_weight_: the indices in metrics_
+  // whose values, summed, rank a set (TopWeightIndices; empty: sets are
+  // counted instead).
   std::unique_ptr<ReplayTopChooser> top_ SL_GUARDED_BY(mu_);
-  int top_duration_ SL_GUARDED_BY(mu_) = -1;
+  std::vector<size_t> top_weight_ SL_GUARDED_BY(mu_);
   // The launch holding mu_ is such a replay: its object is disabled after
   // it (and before it: kernel replay on an object that ran application-
   // replay passes crashed, spread_probe F2/F3).

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 namespace sightline::collect {
@@ -466,11 +467,35 @@ std::vector<SpreadCollection> SequenceSpread::FinishIncomplete(void* context) {
 
 // ---- ReplayTopChooser -------------------------------------------------------------
 
-void ReplayTopChooser::AddSet(uint64_t key, double duration_ns) {
+std::vector<size_t> TopWeightIndices(const std::vector<std::string>& metrics) {
+  auto find = [&](std::string_view name) -> std::optional<size_t> {
+    for (size_t i = 0; i < metrics.size(); ++i) {
+      if (metrics[i] == name) return i;
+    }
+    return std::nullopt;
+  };
+  if (auto b = find("dram__bytes.sum")) return {*b};
+  auto r = find("dram__bytes_read.sum"), w = find("dram__bytes_write.sum");
+  if (r && w) return {*r, *w};
+  if (auto d = find("gpu__time_duration.sum")) return {*d};
+  return {};
+}
+
+double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& values) {
+  if (indices.empty()) return -1.0;
+  double sum = 0;
+  for (size_t i : indices) {
+    if (i >= values.size()) return -1.0;
+    sum += values[i];
+  }
+  return sum;
+}
+
+void ReplayTopChooser::AddSet(uint64_t key, double weight) {
   if (top_ == 0) return;
   if (tally_.size() >= kMaxKeys && tally_.count(key) == 0) return;
   Tally& t = tally_[key];
-  if (duration_ns > 0) t.ns += duration_ns;
+  if (weight > 0) t.weight += weight;
   ++t.sets;
   changed_ = true;
 }
@@ -482,7 +507,9 @@ void ReplayTopChooser::Choose() {
   const size_t k = std::min<size_t>(top_, ranked.size());
   std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end(),
                     [](const auto& a, const auto& b) {
-                      if (a.second.ns != b.second.ns) return a.second.ns > b.second.ns;
+                      if (a.second.weight != b.second.weight) {
+                        return a.second.weight > b.second.weight;
+                      }
                       if (a.second.sets != b.second.sets) return a.second.sets > b.second.sets;
                       return a.first < b.first;
                     });

@@ -290,20 +290,34 @@ class SequenceSpread {
 // written include write-backs the in-place measurement itself adds: on the
 // L2 probe (bench/metrics/l2_idle_probe.cu, H100 and H200, runs BK-BM) 4 to
 // 31 % more than ncu, while CUPTI's kernel replay agreed with ncu within
-// 1.7 % after a sync; reads agreed either way. The K configurations with
-// the most measured kernel time (gpu__time_duration.sum summed over their
-// completed sets; the set count where the metric is absent) are ranked
-// after each completed sequence, and each gets its next launch while no
-// sequence is being collected replayed, once per run: a configuration that
-// joins the top K after a later sequence (the step found after a layer)
-// is replayed too, so more than K can be over a run. The analyzer takes a
-// configuration's dram__* values from that replay and every other value
-// from the in-place sets. Pure C++.
+// 1.7 % after a sync; reads agreed either way. A replay starts from memory
+// CUPTI restored, not from the L2 the application left: on the LM's small
+// launches (H100, run CA: 17-330 KB) it read up to 12x ncu's bytes. So the
+// ranking weight is the DRAM traffic the completed sets measured
+// (dram__bytes.sum, else read + write, summed over the sets; kernel time
+// where no such metric is listed; the set count where neither is): the
+// configurations whose bytes dominate a kernel's total are replayed, those
+// whose traffic is what L2 held are not. Ranked after each completed
+// sequence; each of the K gets its next launch while no sequence is being
+// collected replayed, once per run: a configuration that joins the top K
+// after a later sequence (the step found after a layer) is replayed too, so
+// more than K can be over a run. The analyzer takes a configuration's
+// dram__* values from that replay and every other value from the in-place
+// sets. Pure C++.
+// The indices in `metrics` whose summed values weigh a set for
+// ReplayTopChooser: dram__bytes.sum; else dram__bytes_read.sum and
+// dram__bytes_write.sum (both); else gpu__time_duration.sum; else none.
+std::vector<size_t> TopWeightIndices(const std::vector<std::string>& metrics);
+// A set's weight: the sum of its values at `indices`; -1 (unknown) when
+// there are none or one is missing.
+double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& values);
+
 class ReplayTopChooser {
  public:
   explicit ReplayTopChooser(uint32_t top) : top_(top) {}
-  // A completed set of configuration `key`; `duration_ns` < 0 when unknown.
-  void AddSet(uint64_t key, double duration_ns);
+  // A completed set of configuration `key`; `weight` (its DRAM bytes or
+  // kernel time) < 0 when unknown.
+  void AddSet(uint64_t key, double weight);
   // Re-ranks after new sets (no-op otherwise): the top K configurations not
   // replayed yet become pending; pending ones that fell out stay pending
   // (a replay already wanted costs one launch).
@@ -320,7 +334,7 @@ class ReplayTopChooser {
 
  private:
   struct Tally {
-    double ns = 0;
+    double weight = 0;
     uint64_t sets = 0;
   };
   uint32_t top_;

@@ -91,9 +91,7 @@ void RangeProfiler::ExitSpread() {
 void RangeProfiler::CollectSpread(std::vector<SpreadCollection> sets) {
   for (SpreadCollection& c : sets) {
     if (top_ != nullptr && !c.values.empty()) {
-      top_->AddSet(c.key, top_duration_ >= 0 && static_cast<size_t>(top_duration_) < c.values.size()
-                              ? c.values[static_cast<size_t>(top_duration_)]
-                              : -1.0);
+      top_->AddSet(c.key, TopWeight(top_weight_, c.values));
     }
     MetricRangeEvent event;
     event.device_id = c.device_id;
@@ -342,7 +340,8 @@ std::string RangeProfiler::TopReplayLine() {
   if (top_ == nullptr) return "";
   top_->Choose();  // sets collected at this capture end count in "not launched again"
   return "; kernel replay of the " + std::to_string(top_->top()) +
-         " heaviest configurations for their DRAM counters: " + std::to_string(top_->replayed()) +
+         " configurations moving the most DRAM bytes, for their DRAM counters: " +
+         std::to_string(top_->replayed()) +
          " replayed" +
          (top_->failed() > 0 ? ", " + std::to_string(top_->failed()) + " failed" : std::string()) +
          (top_->pending() > 0 ? ", " + std::to_string(top_->pending()) + " not launched again"

@@ -270,8 +270,9 @@ struct MetricValue {
 
 // A DRAM counter (dram__*). Measured in place (sequence / spread replay)
 // its value includes write-backs the measurement itself adds; sequence
-// replay's --metrics-replay-top kernel-replays the heaviest configurations
-// for these (lib/collect/range_profiler_sequence.h ReplayTopChooser) and the
+// replay's --metrics-replay-top kernel-replays the configurations moving the
+// most DRAM bytes for these (lib/collect/range_profiler_sequence.h
+// ReplayTopChooser) and the
 // analyzer takes them from the replay (lib/analysis/model_finish.cc).
 inline bool IsDramMetric(std::string_view name) { return name.rfind("dram__", 0) == 0; }
 

@@ -184,30 +184,48 @@ TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
   b.trace().header.devices.push_back(testing::H200());
   b.trace().header.metric_set = "full";
   uint64_t t = ms(1);
+  KernelEvent in_place = Config(10);
+  in_place.shared_memory_config_bytes = 16384;
   for (int i = 0; i < 3; ++i) {
-    uint32_t a = b.KernelWithConfig("gemm", t, t + us(100), Config(10));
+    uint32_t a = b.KernelWithConfig("gemm", t, t + us(100), in_place);
     Set(&b, a, {{kBytes, 1200}, {kDur, 100000}, {kSm, 70 + 2 * i}});
     t += us(110);
     uint32_t c = b.KernelWithConfig("gemm", t, t + us(50), Config(20));
     Set(&b, c, {{kBytes, 500}, {kDur, 50000}, {kSm, 40}});
     t += us(60);
   }
+  // CUPTI's kernel replay runs the launch under a carveout of its own
+  // (run CA, H100): still grid 10's configuration.
   KernelEvent replayed = Config(10);
+  replayed.shared_memory_config_bytes = 32768;
   replayed.replayed = true;
   uint32_t r = b.KernelWithConfig("gemm", t, t + us(100), replayed);
   b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
   Set(&b, r, {{kBytes, 1000}, {kDur, 130000}, {kSm, 60}});
+  // A replay of a launch shape never measured in place (other registers)
+  // keeps its own configuration and all its values.
+  KernelEvent other = Config(10);
+  other.registers_per_thread = 40;
+  other.replayed = true;
+  uint32_t o = b.KernelWithConfig("gemm", t, t + us(100), other);
+  b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+  Set(&b, o, {{kBytes, 900}, {kDur, 90000}, {kSm, 50}});
   for (testing::BuildPath path : {testing::BuildPath::kDirect, testing::BuildPath::kWireFormat}) {
     TimelineModel model = *testing::Build({b.trace()}, path);
     Report rep = AnalyzeModel(model, AnalysisOptions{});
     const KernelRow* gemm = Row(rep, "gemm");
     ASSERT_NE(gemm, nullptr);
-    ASSERT_EQ(gemm->metrics_by_config.size(), 2u);
+    ASSERT_EQ(gemm->metrics_by_config.size(), 3u);
     for (const KernelConfigMetrics& c : gemm->metrics_by_config) {
+      const bool regs40 = c.registers_per_thread == 40;
       for (const KernelMetricValue& m : c.metrics) {
-        EXPECT_EQ(m.kernel_replay, c.grid[0] == 10 && m.name == kBytes) << m.name;
+        EXPECT_EQ(m.kernel_replay, c.grid[0] == 10 && !regs40 && m.name == kBytes) << m.name;
       }
-      if (c.grid[0] == 10) {
+      if (regs40) {
+        EXPECT_EQ(c.samples, 1u);
+        EXPECT_DOUBLE_EQ(Value(c.metrics, kBytes), 900);
+        EXPECT_DOUBLE_EQ(Value(c.metrics, kSm), 50);
+      } else if (c.grid[0] == 10) {
         EXPECT_EQ(c.samples, 4u);
         EXPECT_DOUBLE_EQ(Value(c.metrics, kBytes), 1000);   // the replay's
         EXPECT_DOUBLE_EQ(Value(c.metrics, kDur), 100000);   // in place
@@ -218,8 +236,8 @@ TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
     }
     // The kernel's means: bytes from the replay (grid 10) and grid 20's in-place sets;
     // grid 10's replayed value weighs as its 3 in-place sets, as in the other means.
-    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kBytes), (3 * 1000.0 + 3 * 500) / 6);
-    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kDur), 75000);
+    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kBytes), (3 * 1000.0 + 3 * 500 + 900) / 7);
+    EXPECT_DOUBLE_EQ(Value(gemm->metrics, kDur), (3 * 100000.0 + 3 * 50000 + 90000) / 7);
     const std::string json = exporter::RenderReportJson(rep);
     // The kernel's list and grid 10's name the bytes; grid 20's is empty.
     size_t at = json.find("\"metrics_from_kernel_replay\"");

@@ -751,8 +751,8 @@ TEST(SequenceSpread, UnexpectedPassIndexFails) {
   EXPECT_NE(s.error().find("CUPTI reported pass 3 after pass 0"), std::string::npos) << s.error();
 }
 
-// --metrics-replay-top: the K configurations with the most measured time
-// become pending once, each is taken at most once, and a re-ranking after
+// --metrics-replay-top: the K configurations with the most weight (DRAM
+// bytes or kernel time, TopWeight) become pending once, each is taken at most once, and a re-ranking after
 // later sets adds the newcomers without taking back the replayed ones.
 TEST(ReplayTopChooser, TakesTheHeaviestOnce) {
   ReplayTopChooser c(2);
@@ -779,7 +779,7 @@ TEST(ReplayTopChooser, TakesTheHeaviestOnce) {
   EXPECT_EQ(c.pending(), 0u);
 }
 
-// Without gpu__time_duration.sum in the list (duration < 0) the set count ranks.
+// Without a weight metric in the list (weight < 0) the set count ranks.
 TEST(ReplayTopChooser, CountsSetsWithoutDurations) {
   ReplayTopChooser c(1);
   c.AddSet(7, -1);
@@ -792,6 +792,35 @@ TEST(ReplayTopChooser, CountsSetsWithoutDurations) {
   off.AddSet(7, 5.0);
   off.Choose();
   EXPECT_EQ(off.pending(), 0u);
+}
+
+// The weight is the DRAM traffic where the list measures it (dram__bytes.sum,
+// else read + write), kernel time otherwise: on the LM the configurations
+// with the most time are small launches whose replay reads what L2 held
+// (run CA), the ones with the most bytes are not.
+TEST(ReplayTopChooser, WeighsDramBytesFirst) {
+  const std::vector<std::string> full = {"dram__bytes_read.sum", "gpu__time_duration.sum",
+                                         "dram__bytes.sum", "dram__bytes_write.sum"};
+  EXPECT_EQ(TopWeightIndices(full), (std::vector<size_t>{2}));
+  const std::vector<std::string> split = {"gpu__time_duration.sum", "dram__bytes_write.sum",
+                                          "dram__bytes_read.sum"};
+  EXPECT_EQ(TopWeightIndices(split), (std::vector<size_t>{2, 1}));
+  const std::vector<std::string> read_only = {"dram__bytes_read.sum", "gpu__time_duration.sum"};
+  EXPECT_EQ(TopWeightIndices(read_only), (std::vector<size_t>{1}));
+  EXPECT_TRUE(TopWeightIndices({"dram__throughput.avg.pct_of_peak_sustained_elapsed"}).empty());
+
+  EXPECT_DOUBLE_EQ(TopWeight({2, 1}, {5.0, 300.0, 700.0}), 1000.0);
+  EXPECT_DOUBLE_EQ(TopWeight({2, 4}, {5.0, 300.0, 700.0}), -1.0);  // a value missing
+  EXPECT_DOUBLE_EQ(TopWeight({}, {5.0}), -1.0);
+
+  // Many short launches (time) against one launch moving many bytes.
+  ReplayTopChooser c(1);
+  const std::vector<size_t> w = TopWeightIndices(full);
+  for (int i = 0; i < 40; ++i) c.AddSet(1, TopWeight(w, {300e3, 4000.0, 330e3, 30e3}));
+  c.AddSet(2, TopWeight(w, {100e6, 77000.0, 115e6, 15e6}));
+  c.Choose();
+  EXPECT_FALSE(c.TakeIfPending(1));
+  EXPECT_TRUE(c.TakeIfPending(2));
 }
 
 }  // namespace
