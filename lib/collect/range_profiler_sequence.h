@@ -292,7 +292,7 @@ class SequenceSpread {
 // 31 % more than ncu, while CUPTI's kernel replay agreed with ncu within
 // 1.7 % after a sync; reads agreed either way. A replay starts from memory
 // CUPTI restored, not from the L2 the application left: on the LM's small
-// launches (H100, run CA: 17-330 KB) it read up to 12x ncu's bytes. So the
+// launches (H100, run CA: 2-70 KB in ncu) it measured 4.7-12x ncu's bytes. So the
 // ranking weight is the DRAM traffic the completed sets measured
 // (dram__bytes.sum, else read + write, summed over the sets; kernel time
 // where no such metric is listed; the set count where neither is): the

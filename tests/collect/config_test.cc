@@ -286,7 +286,7 @@ TEST_F(ConfigTest, MetricSelectionAndReplay) {
   EXPECT_EQ(c.metric_sequences, 1u);
   env_["SIGHTLINE_METRICS_REPLAY"] = "sequence";
   env_.erase("SIGHTLINE_METRICS_SEQUENCES");
-  // --metrics-replay-top: off by default (not yet run on a GPU), 0..64 in
+  // --metrics-replay-top: off by default (bench/metrics/README.md), 0..64 in
   // sequence replay, nothing (0) in the other modes; asked for there it is
   // named and ignored.
   c = Parse();
