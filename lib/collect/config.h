@@ -196,9 +196,9 @@ struct CollectorConfig {
   uint32_t metric_every_nth = 1;
   uint32_t metric_sequences = 1;           // SIGHTLINE_METRICS_SEQUENCES
   // Off by default: the switch from application-replay passes to kernel
-  // replay and back works (run CA, H100), but whether the replays' DRAM
-  // bytes land nearer ncu than the in-place ones is measured only on small
-  // launches, where they do not (bench/metrics/README.md).
+  // replay and back works (run CA, H100), but on the LM the replays' DRAM
+  // bytes were further from ncu than the in-place ones for every launch
+  // below L2's size (bench/metrics/README.md).
   uint32_t metric_replay_top = 0;          // SIGHTLINE_METRICS_REPLAY_TOP
   MetricsReplay metric_replay = MetricsReplay::kKernel;
   std::string metric_range_nvtx;           // SIGHTLINE_METRICS_RANGE=nvtx:NAME → NAME

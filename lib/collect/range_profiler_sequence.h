@@ -284,26 +284,6 @@ class SequenceSpread {
   SequenceStats stats_;
 };
 
-// After sequence replay: which kernel configurations get one launch
-// kernel-replayed for their DRAM counters (--metrics-replay-top K,
-// SIGHTLINE_METRICS_REPLAY_TOP). Measured in place, a kernel's DRAM bytes
-// written include write-backs the in-place measurement itself adds: on the
-// L2 probe (bench/metrics/l2_idle_probe.cu, H100 and H200, runs BK-BM) 4 to
-// 31 % more than ncu, while CUPTI's kernel replay agreed with ncu within
-// 1.7 % after a sync; reads agreed either way. A replay starts from memory
-// CUPTI restored, not from the L2 the application left: on the LM's small
-// launches (H100, run CA: 2-70 KB in ncu) it measured 4.7-12x ncu's bytes. So the
-// ranking weight is the DRAM traffic the completed sets measured
-// (dram__bytes.sum, else read + write, summed over the sets; kernel time
-// where no such metric is listed; the set count where neither is): the
-// configurations whose bytes dominate a kernel's total are replayed, those
-// whose traffic is what L2 held are not. Ranked after each completed
-// sequence; each of the K gets its next launch while no sequence is being
-// collected replayed, once per run: a configuration that joins the top K
-// after a later sequence (the step found after a layer) is replayed too, so
-// more than K can be over a run. The analyzer takes a configuration's
-// dram__* values from that replay and every other value from the in-place
-// sets. Pure C++.
 // The indices in `metrics` whose summed values weigh a set for
 // ReplayTopChooser: dram__bytes.sum; else dram__bytes_read.sum and
 // dram__bytes_write.sum (both); else gpu__time_duration.sum; else none.
@@ -312,6 +292,28 @@ std::vector<size_t> TopWeightIndices(const std::vector<std::string>& metrics);
 // there are none or one is missing.
 double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& values);
 
+// After sequence replay: which kernel configurations get one launch
+// kernel-replayed for their DRAM counters (--metrics-replay-top K,
+// SIGHTLINE_METRICS_REPLAY_TOP). Measured in place, a kernel's DRAM bytes
+// written include write-backs the in-place measurement itself adds: on the
+// L2 probe (bench/metrics/l2_idle_probe.cu, H100 and H200, runs BK-BM) 4 to
+// 31 % more than ncu, while CUPTI's kernel replay agreed with ncu within
+// 1.7 % after a sync; reads agreed either way. A replay starts from memory
+// CUPTI restored, not from the L2 the application left: on the LM's small
+// launches (H100, run CA: 2-70 KB in ncu) it measured 4.7-12x ncu's bytes.
+// So the ranking weight is the DRAM traffic the completed sets measured
+// (dram__bytes.sum, else read + write, summed over the sets; kernel time
+// where no such metric is listed; the set count where neither is): the
+// configurations whose bytes dominate a kernel's total are replayed, those
+// whose traffic is what L2 held are not. (On the LM, launches of 1.5-16 MB
+// measured 8-96 % more than ncu under kernel replay too, run CA: off by
+// default; it pays where a kernel's inputs are not in L2.) Ranked after
+// each completed sequence; each of the K gets its next launch while no
+// sequence is being collected replayed, once per run: a configuration that
+// joins the top K after a later sequence (the step found after a layer) is
+// replayed too, so more than K can be over a run. The analyzer takes a configuration's
+// dram__* values from that replay and every other value from the in-place
+// sets. Pure C++.
 class ReplayTopChooser {
  public:
   explicit ReplayTopChooser(uint32_t top) : top_(top) {}
