@@ -305,7 +305,7 @@ class RangeProfiler final : public KernelLaunchHook,
   std::atomic<CtxGetCurrentFn> ctx_get_current_{nullptr};
   std::atomic<CtxGetDeviceFn> ctx_get_device_{nullptr};
   void ResolveDriver();
-  // Sequence replay's kernel replay of the heaviest configurations
+  // Sequence replay's kernel replay of the top configurations by DRAM bytes
   // (config_.replay_top; ReplayTopChooser): made once the metric list is
   // known and holds a dram__ metric. top_weight_: the indices in metrics_
   // whose values, summed, rank a set (TopWeightIndices; empty: sets are

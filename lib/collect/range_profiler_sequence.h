@@ -311,9 +311,9 @@ double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& 
 // each completed sequence; each of the K gets its next launch while no
 // sequence is being collected replayed, once per run: a configuration that
 // joins the top K after a later sequence (the step found after a layer) is
-// replayed too, so more than K can be over a run. The analyzer takes a configuration's
-// dram__* values from that replay and every other value from the in-place
-// sets. Pure C++.
+// replayed too, so more than K can be over a run. The analyzer takes a
+// configuration's dram__* values from that replay and every other value
+// from the in-place sets. Pure C++.
 class ReplayTopChooser {
  public:
   explicit ReplayTopChooser(uint32_t top) : top_(top) {}
