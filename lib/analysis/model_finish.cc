@@ -556,8 +556,8 @@ void ModelBuilder::Impl::AggregateKernels() {
       }
     }
     for (const MetricSample& m : model.metric_samples) {
+      // kernel_name != 0: joined above.
       if (m.kernel_name == 0 || m.values.empty() || m.config == kNone) continue;
-      if (wanted.find(CorrelationKey(m.trace, m.correlation_id)) == wanted.end()) continue;
       kinds[name_config(m.kernel_name, m.config)] |= m.in_place ? kInPlace : kReplayed;
     }
     auto both = [&](uint32_t name, uint32_t config) {
