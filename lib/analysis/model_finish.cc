@@ -579,22 +579,15 @@ void ModelBuilder::Impl::AggregateKernels() {
         if (m.config != kNone) acc.config_samples[m.config]++;
       }
       // Decided per configuration: one measured only one way keeps all its
-      // values. At the kernel level a replayed value stands for its
-      // configuration's in-place sets (their weight), so configurations
-      // weigh as they do in the other metrics' means.
+      // values. At the kernel level the mean of a configuration's replayed
+      // values stands for its in-place sets (their weight; merged below), so
+      // configurations weigh as they do in the other metrics' means however
+      // many launches were replayed.
       const bool mixed = m.config != kNone && both(m.kernel_name, m.config);
       const bool replayed_value = mixed && !m.in_place;
-      const uint64_t weight =
-          replayed_value ? std::max<uint64_t>(1, in_place_sets[name_config(m.kernel_name, m.config)])
-                         : 1;
       for (const auto& [metric, value] : m.values) {
         if (mixed && !used(m, metric)) continue;
-        MetricAggregate& agg = acc.metrics[metric];
-        accumulate(agg, metric, value, weight);
-        if (replayed_value) {
-          agg.kernel_replay = true;
-          agg.replayed_sets++;
-        }
+        if (!replayed_value) accumulate(acc.metrics[metric], metric, value);
         if (m.config != kNone) {
           MetricAggregate& cagg = acc.config_metrics[m.config][metric];
           accumulate(cagg, metric, value);
@@ -602,6 +595,23 @@ void ModelBuilder::Impl::AggregateKernels() {
             cagg.kernel_replay = true;
             cagg.replayed_sets++;
           }
+        }
+      }
+    }
+    // Each mixed configuration's replayed mean, weighted by its in-place sets.
+    for (Acc& acc : accs) {
+      for (const auto& [config, metrics] : acc.config_metrics) {
+        const uint64_t weight =
+            std::max<uint64_t>(1, in_place_sets[name_config(acc.agg.name, config)]);
+        for (const auto& [metric, cagg] : metrics) {
+          if (!cagg.kernel_replay) continue;
+          MetricAggregate& agg = acc.metrics[metric];
+          const bool first = agg.samples == 0;
+          accumulate(agg, metric, cagg.mean, weight);
+          agg.min = first ? cagg.min : std::min(agg.min, cagg.min);
+          agg.max = first ? cagg.max : std::max(agg.max, cagg.max);
+          agg.kernel_replay = true;
+          agg.replayed_sets += cagg.replayed_sets;
         }
       }
     }

@@ -73,8 +73,9 @@
 //                        averages them per configuration); 1..8, default 1
 //   SIGHTLINE_METRICS_REPLAY_TOP K  sequence replay: after the sequences, one
 //                        launch of each of the K configurations moving the
-//                        most DRAM bytes is kernel-replayed, and the report
-//                        takes their dram__* values from it (in-place passes
+//                        most DRAM bytes is kernel-replayed with the dram__
+//                        metrics alone (one pass; ReplayMetrics), and the
+//                        report takes their dram__* values from it (in-place passes
 //                        add write-backs of their own,
 //                        range_profiler_sequence.h ReplayTopChooser); 0..64,
 //                        default 0 (off: on the LM, run CA, the replays were

@@ -41,16 +41,22 @@ void RangeProfiler::TurnOff(const std::string& why) {
                why.c_str());
 }
 
-void RangeProfiler::DestroyHost() {
-  if (host_ == nullptr) return;
+void RangeProfiler::DestroyHostObject(CUpti_Profiler_Host_Object** host) {
+  if (*host == nullptr) return;
   auto p = MakeParams<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
-  p.pHostObject = host_;
+  p.pHostObject = *host;
   Check(cuptiProfilerHostDeinitialize(&p), "cuptiProfilerHostDeinitialize");
-  host_ = nullptr;
+  *host = nullptr;
 }
 
-bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
-  DestroyHost();
+void RangeProfiler::DestroyHost() {
+  DestroyHostObject(&host_);
+  DestroyHostObject(&replay_host_);
+}
+
+bool RangeProfiler::BuildHostObject(const std::vector<const char*>& names, const uint8_t* availability,
+                                    CUpti_Profiler_Host_Object** host, std::vector<uint8_t>* image,
+                                    uint32_t* passes, std::string* error) {
   auto ip = MakeParams<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
   ip.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   ip.pChipName = chip_.c_str();
@@ -59,51 +65,75 @@ bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
     *error = "metrics: cannot initialise the CUPTI host API for " + chip_ + ": " + last_error();
     return false;
   }
-  host_ = ip.pHostObject;
-  host_has_availability_ = availability != nullptr;
+  *host = ip.pHostObject;
   // Each name on its own first, so an unknown one is named in the error.
-  for (const std::string& name : metrics_) {
+  for (const char* name : names) {
     auto mp = MakeParams<CUpti_Profiler_Host_GetMetricProperties_Params>(CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
-    mp.pHostObject = host_;
-    mp.pMetricName = name.c_str();
+    mp.pHostObject = *host;
+    mp.pMetricName = name;
     if (cuptiProfilerHostGetMetricProperties(&mp) != CUPTI_SUCCESS) {
-      *error = "metrics: unknown metric '" + name + "' on " + chip_;
+      *error = "metrics: unknown metric '" + std::string(name) + "' on " + chip_;
       return false;
     }
   }
   auto ap = MakeParams<CUpti_Profiler_Host_ConfigAddMetrics_Params>(CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-  ap.pHostObject = host_;
-  ap.ppMetricNames = metric_ptrs_.data();
-  ap.numMetrics = metric_ptrs_.size();
+  ap.pHostObject = *host;
+  ap.ppMetricNames = const_cast<const char**>(names.data());
+  ap.numMetrics = names.size();
   if (!Check(cuptiProfilerHostConfigAddMetrics(&ap), "cuptiProfilerHostConfigAddMetrics")) {
     *error = "metrics: cannot schedule the metrics on " + chip_ + ": " + last_error();
     return false;
   }
   auto sp = MakeParams<CUpti_Profiler_Host_GetConfigImageSize_Params>(CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
-  sp.pHostObject = host_;
+  sp.pHostObject = *host;
   if (!Check(cuptiProfilerHostGetConfigImageSize(&sp), "cuptiProfilerHostGetConfigImageSize")) {
     *error = "metrics: " + last_error();
     return false;
   }
-  config_image_.assign(sp.configImageSize, 0);
+  image->assign(sp.configImageSize, 0);
   auto gp = MakeParams<CUpti_Profiler_Host_GetConfigImage_Params>(CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
-  gp.pHostObject = host_;
-  gp.configImageSize = config_image_.size();
-  gp.pConfigImage = config_image_.data();
+  gp.pHostObject = *host;
+  gp.configImageSize = image->size();
+  gp.pConfigImage = image->data();
   if (!Check(cuptiProfilerHostGetConfigImage(&gp), "cuptiProfilerHostGetConfigImage")) {
     *error = "metrics: " + last_error();
     return false;
   }
   auto np = MakeParams<CUpti_Profiler_Host_GetNumOfPasses_Params>(CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-  np.configImageSize = config_image_.size();
-  np.pConfigImage = config_image_.data();
+  np.configImageSize = image->size();
+  np.pConfigImage = image->data();
   if (!Check(cuptiProfilerHostGetNumOfPasses(&np), "cuptiProfilerHostGetNumOfPasses")) {
     *error = "metrics: " + last_error();
     return false;
   }
-  passes_.store(static_cast<uint32_t>(np.numOfPasses));
-  if (spread_ != nullptr) spread_->set_num_passes(passes_.load());
-  if (sequence_ != nullptr) sequence_->set_num_passes(passes_.load());
+  *passes = static_cast<uint32_t>(np.numOfPasses);
+  return true;
+}
+
+bool RangeProfiler::BuildHost(const uint8_t* availability, std::string* error) {
+  DestroyHost();
+  host_has_availability_ = availability != nullptr;
+  uint32_t passes = 0;
+  if (!BuildHostObject(metric_ptrs_, availability, &host_, &config_image_, &passes, error)) {
+    return false;
+  }
+  passes_.store(passes);
+  if (spread_ != nullptr) spread_->set_num_passes(passes);
+  if (sequence_ != nullptr) sequence_->set_num_passes(passes);
+  if (top_ != nullptr && !replay_metric_ptrs_.empty()) {
+    std::string replay_error;
+    if (!BuildHostObject(replay_metric_ptrs_, availability, &replay_host_, &replay_config_image_,
+                         &replay_passes_, &replay_error)) {
+      // The replays then use the whole list (more passes), as before.
+      DestroyHostObject(&replay_host_);
+      if (!config_.quiet) {
+        std::fprintf(stderr,
+                     "sightline: warning: --metrics-replay-top: the DRAM metrics alone could not "
+                     "be scheduled (%s); the replays measure the whole list\n",
+                     replay_error.c_str());
+      }
+    }
+  }
   return true;
 }
 
@@ -177,7 +207,10 @@ bool RangeProfiler::InitProfiler(std::string* error) {
     for (const std::string& m : metrics_) dram = dram || IsDramMetric(m);
     top_weight_ = TopWeightIndices(metrics_);
     if (dram) {
-      top_ = std::make_unique<ReplayTopChooser>(config_.replay_top);
+      top_ = std::make_unique<ReplayTopChooser>(config_.replay_top, config_.sequences_per_step);
+      replay_metrics_ = ReplayMetrics(metrics_);
+      replay_metric_ptrs_.clear();
+      for (const std::string& m : replay_metrics_) replay_metric_ptrs_.push_back(m.c_str());
     } else if (!config_.quiet) {
       std::fprintf(stderr,
                    "sightline: warning: --metrics-replay-top %u does nothing: the metrics '%s' "
@@ -268,8 +301,11 @@ bool RangeProfiler::EnableOn(ContextState* state) {
   state->object = ep.pRangeProfilerObject;
   auto sp = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
   sp.pRangeProfilerObject = state->object;
-  sp.pMetricNames = metric_ptrs_.data();
-  sp.numMetrics = metric_ptrs_.size();
+  // A top replay's object measures the DRAM-only configuration; it is
+  // disabled after the replay, so the next enable sizes for the whole list.
+  const std::vector<const char*>& names = DramReplayActive() ? replay_metric_ptrs_ : metric_ptrs_;
+  sp.pMetricNames = const_cast<const char**>(names.data());
+  sp.numMetrics = names.size();
   state->capacity = image_per_launch_ ? kRangesPerImage : kRangesPerSharedImage;
   sp.maxNumOfRanges = state->capacity;
   sp.maxNumRangeTreeNodes = static_cast<uint32_t>(state->capacity);
@@ -296,8 +332,9 @@ bool RangeProfiler::PrepareImage(ContextState* state) {
   }
   auto cp = MakeParams<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
   cp.pRangeProfilerObject = state->object;
-  cp.configSize = config_image_.size();
-  cp.pConfig = config_image_.data();
+  const std::vector<uint8_t>& image = DramReplayActive() ? replay_config_image_ : config_image_;
+  cp.configSize = image.size();
+  cp.pConfig = image.data();
   cp.counterDataImageSize = state->counter_data.size();
   cp.pCounterDataImage = state->counter_data.data();
   cp.range = CUPTI_AutoRange;
@@ -408,7 +445,8 @@ bool RangeProfiler::EnterKernelReplay(ContextState* state, const KernelLaunchInf
     return false;
   }
   state->started = true;
-  state->undecoded.push_back(ProfiledLaunch{launch.correlation_id, launch.device_id, name});
+  state->undecoded.push_back(
+      ProfiledLaunch{launch.correlation_id, launch.device_id, name, DramReplayActive()});
   launch_started_ = NowSeconds();
   ++launches_profiled_;
   active_ = state;
@@ -512,15 +550,18 @@ void RangeProfiler::Flush(ContextState* state) {
 }
 
 void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch) {
-  std::vector<double> values(metric_ptrs_.size(), 0.0);
+  // A DRAM-only top replay's range: its own host object and metric list.
+  const bool dram = launch.dram_replay && replay_host_ != nullptr;
+  const std::vector<const char*>& names = dram ? replay_metric_ptrs_ : metric_ptrs_;
+  std::vector<double> values(names.size(), 0.0);
   auto ev = MakeParams<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
       CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-  ev.pHostObject = host_;
+  ev.pHostObject = dram ? replay_host_ : host_;
   ev.pCounterDataImage = state->counter_data.data();
   ev.counterDataImageSize = state->counter_data.size();
   ev.rangeIndex = range;
-  ev.ppMetricNames = metric_ptrs_.data();
-  ev.numMetrics = metric_ptrs_.size();
+  ev.ppMetricNames = const_cast<const char**>(names.data());
+  ev.numMetrics = names.size();
   ev.pMetricValues = values.data();
   bool evaluated;
   {
@@ -548,20 +589,22 @@ void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const Profi
   MetricRangeEvent event;
   event.device_id = launch.device_id;
   event.correlation_id = launch.correlation_id;
-  event.num_passes = passes_.load();
+  event.num_passes = dram ? replay_passes_ : passes_.load();
   SetValues(&event, values);
   MetricRangeSpan span;
   span.first_correlation_id = launch.correlation_id;
   span.passes_collected = event.num_passes;
-  AppendRange(std::move(event), std::move(range_name), span);
+  AppendRange(std::move(event), std::move(range_name), span, dram ? &replay_metrics_ : nullptr);
 }
 
-void RangeProfiler::AppendRange(MetricRangeEvent event, std::string name, const MetricRangeSpan& span) {
+void RangeProfiler::AppendRange(MetricRangeEvent event, std::string name, const MetricRangeSpan& span,
+                                const std::vector<std::string>* names) {
   event.range_index = static_cast<uint32_t>(range_index_++);
   const bool has_values = !event.values.empty();
   pending_.ranges.push_back(std::move(event));
   pending_.range_names.push_back(std::move(name));
-  pending_.metric_names.push_back(has_values ? metrics_ : std::vector<std::string>());
+  pending_.metric_names.push_back(has_values ? (names != nullptr ? *names : metrics_)
+                                             : std::vector<std::string>());
   pending_.spans.push_back(span);
 }
 
@@ -748,12 +791,21 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   }
   if (!user_mode_ && (launches_profiled_ > 0 || off_.load() || !spread_line.empty())) {
     if (!config_.quiet) {
+      // Top replays (--metrics-replay-top) measure the DRAM metrics alone.
+      const uint64_t dram_replays = replay_host_ != nullptr ? top_->replayed() : 0;
+      auto passes = [](uint32_t n) { return std::to_string(n) + (n == 1 ? " pass" : " passes"); };
+      std::string kr_passes = passes(passes_.load());
+      if (dram_replays > 0 && dram_replays >= launches_profiled_) {
+        kr_passes = passes(replay_passes_);
+      } else if (dram_replays > 0) {
+        kr_passes += " (the top replays " + passes(replay_passes_) + ")";
+      }
       std::fprintf(stderr,
-                   "sightline: metrics '%s' on %s: %llu launches profiled by kernel replay, %u passes each, "
+                   "sightline: metrics '%s' on %s: %llu launches profiled by kernel replay, %s each, "
                    "%llu ranges dropped; skipped %llu NCCL, %llu by name, %llu not every-Nth, "
                    "%llu over the per-kernel quota, %llu over the budget%s\n",
                    config_.metric_set.c_str(), chip_.empty() ? "?" : chip_.c_str(),
-                   static_cast<unsigned long long>(launches_profiled_), passes_.load(),
+                   static_cast<unsigned long long>(launches_profiled_), kr_passes.c_str(),
                    static_cast<unsigned long long>(pending_.ranges_dropped),
                    static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipNccl)),
                    static_cast<unsigned long long>(selector_.skipped(SelectDecision::kSkipName)),

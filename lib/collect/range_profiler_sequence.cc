@@ -6,6 +6,8 @@
 #include <optional>
 #include <utility>
 
+#include "lib/trace/events.h"
+
 namespace sightline::collect {
 
 namespace {
@@ -491,6 +493,15 @@ double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& 
   return sum;
 }
 
+std::vector<std::string> ReplayMetrics(const std::vector<std::string>& metrics) {
+  std::vector<std::string> out;
+  for (const std::string& m : metrics) {
+    if (IsDramMetric(m)) out.push_back(m);
+  }
+  if (out.size() == metrics.size()) out.clear();  // the list itself
+  return out;
+}
+
 void ReplayTopChooser::AddSet(uint64_t key, double weight) {
   if (top_ == 0) return;
   if (tally_.size() >= kMaxKeys && tally_.count(key) == 0) return;
@@ -514,13 +525,15 @@ void ReplayTopChooser::Choose() {
                       return a.first < b.first;
                     });
   for (size_t i = 0; i < k; ++i) {
-    if (done_.count(ranked[i].first) == 0) pending_.insert(ranked[i].first);
+    if (done_.insert(ranked[i].first).second) pending_.emplace(ranked[i].first, launches_);
   }
 }
 
 bool ReplayTopChooser::TakeIfPending(uint64_t key) {
-  if (pending_.empty() || pending_.erase(key) == 0) return false;
-  done_.insert(key);
+  if (pending_.empty()) return false;
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return false;
+  if (--it->second == 0) pending_.erase(it);
   ++taken_;
   return true;
 }

@@ -291,23 +291,30 @@ std::vector<size_t> TopWeightIndices(const std::vector<std::string>& metrics);
 // A set's weight: the sum of its values at `indices`; -1 (unknown) when
 // there are none or one is missing.
 double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& values);
+// The metrics a top replay measures: the dram__ ones of `metrics`, in
+// order, so the replay fits one pass (CUPTI's kernel replay saves and
+// restores memory only between passes); empty when `metrics` has no other
+// (the main configuration serves) or no dram__ metric.
+std::vector<std::string> ReplayMetrics(const std::vector<std::string>& metrics);
 
 // After sequence replay: which kernel configurations get one launch
 // kernel-replayed for their DRAM counters (--metrics-replay-top K,
 // SIGHTLINE_METRICS_REPLAY_TOP). Measured in place, a kernel's DRAM bytes
 // written include write-backs the in-place measurement itself adds: on the
 // L2 probe (bench/metrics/l2_idle_probe.cu, H100 and H200, runs BK-BM) 4 to
-// 31 % more than ncu, while CUPTI's kernel replay agreed with ncu within
-// 1.7 % after a sync; reads agreed either way. A replay starts from memory
-// CUPTI restored, not from the L2 the application left: on the LM's small
-// launches (H100, run CA: 2-70 KB in ncu) it measured 4.7-12x ncu's bytes.
-// So the ranking weight is the DRAM traffic the completed sets measured
-// (dram__bytes.sum, else read + write, summed over the sets; kernel time
-// where no such metric is listed; the set count where neither is): the
-// configurations whose bytes dominate a kernel's total are replayed, those
-// whose traffic is what L2 held are not. (On the LM, launches of 1.5-16 MB
-// measured 8-96 % more than ncu under kernel replay too, run CA: off by
-// default; it pays where a kernel's inputs are not in L2.) Ranked after
+// 31 % more than ncu, while CUPTI's kernel replay (one pass: the probe's
+// five metrics) agreed with ncu within 1.7 % after a sync; reads agreed
+// either way. A replay of the whole 'full' list (11 passes; H100, run CA)
+// measured 4.7-12x ncu's bytes on the LM's small launches (2-70 KB in ncu)
+// and 8-96 % more on its 1.5-16 MB ones: between passes CUPTI restores the
+// memory the kernel writes, so a pass does not start from the L2 the
+// application left. So a replay measures the dram__ metrics alone
+// (ReplayMetrics; one pass for 'full' on GH100), and the ranking weight is
+// the DRAM traffic the completed sets measured (dram__bytes.sum, else read
+// + write, summed over the sets; kernel time where no such metric is
+// listed; the set count where neither is): the configurations whose bytes
+// dominate a kernel's total are replayed. Off by default until a GPU run
+// shows the one-pass replay nearer ncu on the LM. Ranked after
 // each completed sequence; each of the K gets its next launch while no
 // sequence is being collected replayed, once per run: a configuration that
 // joins the top K after a later sequence (the step found after a layer) is
@@ -316,20 +323,25 @@ double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& 
 // from the in-place sets. Pure C++.
 class ReplayTopChooser {
  public:
-  explicit ReplayTopChooser(uint32_t top) : top_(top) {}
+  // `launches`: replays per configuration (the sequences per step, so a
+  // replayed value averages as many launches as the in-place ones).
+  explicit ReplayTopChooser(uint32_t top, uint32_t launches = 1)
+      : top_(top), launches_(launches == 0 ? 1 : launches) {}
   // A completed set of configuration `key`; `weight` (its DRAM bytes or
   // kernel time) < 0 when unknown.
   void AddSet(uint64_t key, double weight);
   // Re-ranks after new sets (no-op otherwise): the top K configurations not
-  // replayed yet become pending; pending ones that fell out stay pending
-  // (a replay already wanted costs one launch).
+  // replayed yet become pending, each for `launches` replays; pending ones
+  // that fell out stay pending (a replay already wanted costs a few launches).
   void Choose();
-  // True (and no longer pending) when this launch's configuration is to be
-  // replayed now.
+  // True when this launch's configuration is to be replayed now (one of its
+  // `launches`; no longer pending after the last).
   bool TakeIfPending(uint64_t key);
   // The replay of a taken configuration failed: counted, not retried.
   void NoteFailed() { ++failed_; }
   uint32_t top() const { return top_; }
+  uint32_t launches() const { return launches_; }
+  // Configurations still owed a replay.
   size_t pending() const { return pending_.size(); }
   uint64_t replayed() const { return taken_ - failed_; }
   uint64_t failed() const { return failed_; }
@@ -340,10 +352,11 @@ class ReplayTopChooser {
     uint64_t sets = 0;
   };
   uint32_t top_;
+  uint32_t launches_;
   bool changed_ = false;
   std::unordered_map<uint64_t, Tally> tally_;
-  std::unordered_set<uint64_t> pending_;
-  std::unordered_set<uint64_t> done_;  // taken (replayed or failed)
+  std::unordered_map<uint64_t, uint32_t> pending_;  // key → replays still owed
+  std::unordered_set<uint64_t> done_;  // chosen once (pending or owed nothing)
   uint64_t taken_ = 0;
   uint64_t failed_ = 0;
 };

@@ -339,12 +339,21 @@ bool RangeProfiler::TakeTopReplay(ContextState* state, uint64_t key) {
 std::string RangeProfiler::TopReplayLine() {
   if (top_ == nullptr) return "";
   top_->Choose();  // sets collected at this capture end count in "not launched again"
+  const std::string what =
+      replay_host_ != nullptr
+          ? std::to_string(replay_metrics_.size()) + " DRAM metric" +
+                (replay_metrics_.size() == 1 ? "" : "s") + " alone, " +
+                std::to_string(replay_passes_) + " pass" + (replay_passes_ == 1 ? "" : "es")
+          : "the whole list, " + std::to_string(passes_.load()) + " passes";
   return "; kernel replay of the " + std::to_string(top_->top()) +
-         " configurations moving the most DRAM bytes, for their DRAM counters: " +
-         std::to_string(top_->replayed()) +
+         " configurations moving the most DRAM bytes, " + std::to_string(top_->launches()) +
+         " launch" + (top_->launches() == 1 ? "" : "es") + " each, for their DRAM counters (" +
+         what + "): " +
+         std::to_string(top_->replayed()) + " launch" + (top_->replayed() == 1 ? "" : "es") +
          " replayed" +
          (top_->failed() > 0 ? ", " + std::to_string(top_->failed()) + " failed" : std::string()) +
-         (top_->pending() > 0 ? ", " + std::to_string(top_->pending()) + " not launched again"
+         (top_->pending() > 0 ? ", " + std::to_string(top_->pending()) +
+                                    " configurations owed a replay not launched again"
                               : std::string());
 }
 

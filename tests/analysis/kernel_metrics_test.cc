@@ -254,6 +254,58 @@ TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
   }
 }
 
+// --metrics-replay-top with --metrics-sequences 3: each top configuration
+// gets three replayed launches measuring the dram__ metrics alone (one
+// pass). The configuration's bytes are their mean; its other values stay
+// the in-place ones; at the kernel level the replays' mean weighs as the
+// configuration's in-place sets, however many launches were replayed.
+TEST(KernelMetrics, SeveralDramOnlyReplaysWeighAsTheirConfiguration) {
+  constexpr char kBytes[] = "dram__bytes.sum";
+  constexpr char kDur[] = "gpu__time_duration.sum";
+  TraceBuilder b;
+  b.trace().header.devices.push_back(testing::H200());
+  b.trace().header.metric_set = "full";
+  uint64_t t = ms(1);
+  for (int i = 0; i < 3; ++i) {
+    uint32_t a = b.KernelWithConfig("add", t, t + us(10), Config(10));
+    Set(&b, a, {{kBytes, 1500}, {kDram, 30}, {kDur, 10000}, {kSm, 20}});
+    t += us(20);
+    uint32_t c = b.KernelWithConfig("add", t, t + us(5), Config(20));
+    Set(&b, c, {{kBytes, 500}, {kDram, 10}, {kDur, 5000}, {kSm, 10}});
+    t += us(20);
+  }
+  for (double bytes : {900.0, 1000.0, 1100.0}) {
+    KernelEvent replayed = Config(10);
+    replayed.replayed = true;
+    uint32_t r = b.KernelWithConfig("add", t, t + us(10), replayed);
+    b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+    Set(&b, r, {{kBytes, bytes}, {kDram, bytes / 50}});  // the DRAM metrics alone
+    t += us(20);
+  }
+  for (testing::BuildPath path : {testing::BuildPath::kDirect, testing::BuildPath::kWireFormat}) {
+    TimelineModel model = *testing::Build({b.trace()}, path);
+    Report rep = AnalyzeModel(model, AnalysisOptions{});
+    const KernelRow* add = Row(rep, "add");
+    ASSERT_NE(add, nullptr);
+    ASSERT_EQ(add->metrics_by_config.size(), 2u);
+    for (const KernelConfigMetrics& c : add->metrics_by_config) {
+      if (c.grid[0] != 10) continue;
+      EXPECT_DOUBLE_EQ(Value(c.metrics, kBytes), 1000);  // the replays' mean
+      EXPECT_DOUBLE_EQ(Value(c.metrics, kDram), 20);
+      EXPECT_DOUBLE_EQ(Value(c.metrics, kDur), 10000);   // in place
+      EXPECT_DOUBLE_EQ(Value(c.metrics, kSm), 20);
+    }
+    EXPECT_DOUBLE_EQ(Value(add->metrics, kBytes), (3 * 1000.0 + 3 * 500) / 6);
+    EXPECT_DOUBLE_EQ(Value(add->metrics, kDram), (3 * 20.0 + 3 * 10) / 6);
+    EXPECT_DOUBLE_EQ(Value(add->metrics, kDur), (3 * 10000.0 + 3 * 5000) / 6);
+    absl::StatusOr<std::vector<KernelPage>> pages = BuildKernelPages(model, rep, "^add$", 0);
+    ASSERT_TRUE(pages.ok());
+    ASSERT_EQ(pages->size(), 1u);
+    const std::string text = exporter::RenderKernelPagesText(*pages, 140);
+    EXPECT_NE(text.find("from 3 kernel-replayed launches"), std::string::npos) << text;
+  }
+}
+
 // Kernel replay: CUPTI reports a replayed kernel without timestamps. The
 // model places it at its launch call's start for the duration its metric
 // range measured: on the timeline and in the device's kernel count, not in

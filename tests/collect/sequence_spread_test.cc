@@ -779,6 +779,29 @@ TEST(ReplayTopChooser, TakesTheHeaviestOnce) {
   EXPECT_EQ(c.pending(), 0u);
 }
 
+// With several sets per launch position (--metrics-sequences N), each
+// chosen configuration is replayed N times, so its replayed value averages
+// as many launches as its in-place ones.
+TEST(ReplayTopChooser, ReplaysEachChosenConfigurationNTimes) {
+  ReplayTopChooser c(1, 3);
+  EXPECT_EQ(c.launches(), 3u);
+  c.AddSet(4, 10.0);
+  c.AddSet(5, 1.0);
+  c.Choose();
+  EXPECT_FALSE(c.TakeIfPending(5));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(c.pending(), 1u);
+    EXPECT_TRUE(c.TakeIfPending(4)) << i;
+  }
+  EXPECT_FALSE(c.TakeIfPending(4));
+  EXPECT_EQ(c.pending(), 0u);
+  EXPECT_EQ(c.replayed(), 3u);
+  c.AddSet(4, 10.0);  // re-ranking does not owe it more
+  c.Choose();
+  EXPECT_FALSE(c.TakeIfPending(4));
+  EXPECT_EQ(ReplayTopChooser(1, 0).launches(), 1u);
+}
+
 // Without a weight metric in the list (weight < 0) the set count ranks.
 TEST(ReplayTopChooser, CountsSetsWithoutDurations) {
   ReplayTopChooser c(1);
@@ -821,6 +844,22 @@ TEST(ReplayTopChooser, WeighsDramBytesFirst) {
   c.Choose();
   EXPECT_FALSE(c.TakeIfPending(1));
   EXPECT_TRUE(c.TakeIfPending(2));
+}
+
+// A top replay measures the dram__ metrics alone (in the list's order), so
+// it fits one pass; a list of DRAM metrics only needs no second
+// configuration, and one without any has nothing to replay.
+TEST(ReplayTopChooser, ReplaysTheDramMetricsAlone) {
+  const std::vector<std::string> full = {"sm__cycles_active.avg", "dram__bytes_read.sum",
+                                         "gpu__time_duration.sum", "dram__bytes.sum",
+                                         "lts__t_bytes.sum",
+                                         "dram__throughput.avg.pct_of_peak_sustained_elapsed"};
+  EXPECT_EQ(ReplayMetrics(full),
+            (std::vector<std::string>{"dram__bytes_read.sum", "dram__bytes.sum",
+                                      "dram__throughput.avg.pct_of_peak_sustained_elapsed"}));
+  EXPECT_TRUE(ReplayMetrics({"dram__bytes_read.sum", "dram__bytes_write.sum"}).empty());
+  EXPECT_TRUE(ReplayMetrics({"gpu__time_duration.sum", "lts__t_bytes.sum"}).empty());
+  EXPECT_TRUE(ReplayMetrics({}).empty());
 }
 
 }  // namespace

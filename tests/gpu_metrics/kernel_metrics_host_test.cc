@@ -17,6 +17,7 @@
 #include "lib/collect/metric_sets.h"
 #include "lib/collect/cupti_params.h"
 #include "lib/collect/range_profiler.h"
+#include "lib/collect/range_profiler_sequence.h"
 
 namespace sightline::collect {
 namespace {
@@ -147,6 +148,31 @@ TEST(MetricSets, PassesPerSetPerChip) {
       else max_part = std::max(max_part, passes);
     }
     EXPECT_GE(full_passes, max_part);
+  }
+}
+
+// --metrics-replay-top replays the dram__ metrics of the set alone
+// (ReplayMetrics), so a replay is one pass: with more, CUPTI restores the
+// kernel's memory between passes and the DRAM bytes no longer describe the
+// L2 state the application left (bench/metrics/README.md, run CA).
+TEST(MetricSets, TopReplayMetricsFitOnePass) {
+  for (const std::string& chip : SupportedChips()) {
+    for (const std::string& set : MetricSetNames()) {
+      MetricSelection s;
+      std::string error;
+      ASSERT_TRUE(ResolveMetricSelection(set, chip, &s, &error)) << error;
+      std::vector<std::string> replay = ReplayMetrics(s.metrics);
+      if (replay.empty()) {
+        bool dram = false;
+        for (const std::string& m : s.metrics) dram = dram || m.rfind("dram__", 0) == 0;
+        if (!dram) continue;  // nothing to replay
+        replay = s.metrics;   // DRAM-only already
+      }
+      const size_t passes = CuptiHost::Passes(chip.c_str(), replay);
+      std::printf("%s %-9s top replay: %zu DRAM metrics, %zu pass(es)\n", chip.c_str(), set.c_str(),
+                  replay.size(), passes);
+      EXPECT_EQ(passes, 1u) << set << " on " << chip;
+    }
   }
 }
 
