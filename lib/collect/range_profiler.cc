@@ -791,7 +791,7 @@ MetricCaptureResult RangeProfiler::OnCaptureEnd() {
   }
   if (!user_mode_ && (launches_profiled_ > 0 || off_.load() || !spread_line.empty())) {
     if (!config_.quiet) {
-      // Top replays (--metrics-replay-top) measure the DRAM metrics alone.
+      // Top replays (--metrics-replay-top) measure the DRAM metrics alone (and the duration).
       const uint64_t dram_replays = replay_host_ != nullptr ? top_->replayed() : 0;
       auto passes = [](uint32_t n) { return std::to_string(n) + (n == 1 ? " pass" : " passes"); };
       std::string kr_passes = passes(passes_.load());

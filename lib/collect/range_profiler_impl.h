@@ -230,11 +230,11 @@ class RangeProfiler final : public KernelLaunchHook,
   std::vector<uint8_t> config_image_;
   std::atomic<uint32_t> passes_{0};
   // The top replays' own configuration (--metrics-replay-top): the dram__
-  // metrics of metrics_ only, so the replay fits one pass where CUPTI has
-  // nothing to save and restore around the kernel; an 11-pass replay of
-  // 'full' started from restored memory and measured 8-96 % more bytes
-  // than ncu on the LM (run CA). Null/empty when off or when metrics_ is
-  // DRAM-only already (then the main configuration serves).
+  // metrics of metrics_ and the duration (ReplayMetrics), so a replay fits
+  // one pass. With more, CUPTI restores the kernel's memory between passes:
+  // an 11-pass replay of 'full' measured 8-96 % more bytes than ncu on the
+  // LM (run CA). Null/empty when off or when metrics_ holds nothing else
+  // (then the main configuration serves).
   std::vector<std::string> replay_metrics_;
   std::vector<const char*> replay_metric_ptrs_;
   CUpti_Profiler_Host_Object* replay_host_ = nullptr;

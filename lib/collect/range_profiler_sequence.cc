@@ -495,10 +495,12 @@ double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& 
 
 std::vector<std::string> ReplayMetrics(const std::vector<std::string>& metrics) {
   std::vector<std::string> out;
+  bool dram = false;
   for (const std::string& m : metrics) {
-    if (IsDramMetric(m)) out.push_back(m);
+    if (IsDramMetric(m) || m == "gpu__time_duration.sum") out.push_back(m);
+    dram = dram || IsDramMetric(m);
   }
-  if (out.size() == metrics.size()) out.clear();  // the list itself
+  if (!dram || out.size() == metrics.size()) out.clear();  // nothing to replay, or the list itself
   return out;
 }
 

@@ -291,10 +291,11 @@ std::vector<size_t> TopWeightIndices(const std::vector<std::string>& metrics);
 // A set's weight: the sum of its values at `indices`; -1 (unknown) when
 // there are none or one is missing.
 double TopWeight(const std::vector<size_t>& indices, const std::vector<double>& values);
-// The metrics a top replay measures: the dram__ ones of `metrics`, in
-// order, so the replay fits one pass (CUPTI's kernel replay saves and
-// restores memory only between passes); empty when `metrics` has no other
-// (the main configuration serves) or no dram__ metric.
+// The metrics a top replay measures: the dram__ ones of `metrics` and
+// gpu__time_duration.sum where listed (it places the replayed kernel on the
+// timeline), in order, so the replay fits one pass (with more, CUPTI
+// restores the kernel's memory between passes); empty when `metrics` has no
+// dram__ metric or no other (then the main configuration serves).
 std::vector<std::string> ReplayMetrics(const std::vector<std::string>& metrics);
 
 // After sequence replay: which kernel configurations get one launch

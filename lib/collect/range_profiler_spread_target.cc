@@ -341,8 +341,7 @@ std::string RangeProfiler::TopReplayLine() {
   top_->Choose();  // sets collected at this capture end count in "not launched again"
   const std::string what =
       replay_host_ != nullptr
-          ? std::to_string(replay_metrics_.size()) + " DRAM metric" +
-                (replay_metrics_.size() == 1 ? "" : "s") + " alone, " +
+          ? std::to_string(replay_metrics_.size()) + " of the list (dram__ and duration), " +
                 std::to_string(replay_passes_) + " pass" + (replay_passes_ == 1 ? "" : "es")
           : "the whole list, " + std::to_string(passes_.load()) + " passes";
   return "; kernel replay of the " + std::to_string(top_->top()) +

@@ -255,8 +255,8 @@ TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
 }
 
 // --metrics-replay-top with --metrics-sequences 3: each top configuration
-// gets three replayed launches measuring the dram__ metrics alone (one
-// pass). The configuration's bytes are their mean; its other values stay
+// gets three replayed launches measuring the dram__ metrics and the
+// duration alone (one pass). The configuration's bytes are their mean; its other values stay
 // the in-place ones; at the kernel level the replays' mean weighs as the
 // configuration's in-place sets, however many launches were replayed.
 TEST(KernelMetrics, SeveralDramOnlyReplaysWeighAsTheirConfiguration) {
@@ -279,7 +279,8 @@ TEST(KernelMetrics, SeveralDramOnlyReplaysWeighAsTheirConfiguration) {
     replayed.replayed = true;
     uint32_t r = b.KernelWithConfig("add", t, t + us(10), replayed);
     b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
-    Set(&b, r, {{kBytes, bytes}, {kDram, bytes / 50}});  // the DRAM metrics alone
+    // The DRAM metrics and the duration (which places the replay on the timeline).
+    Set(&b, r, {{kBytes, bytes}, {kDram, bytes / 50}, {kDur, 13000}});
     t += us(20);
   }
   for (testing::BuildPath path : {testing::BuildPath::kDirect, testing::BuildPath::kWireFormat}) {

@@ -846,18 +846,21 @@ TEST(ReplayTopChooser, WeighsDramBytesFirst) {
   EXPECT_TRUE(c.TakeIfPending(2));
 }
 
-// A top replay measures the dram__ metrics alone (in the list's order), so
-// it fits one pass; a list of DRAM metrics only needs no second
-// configuration, and one without any has nothing to replay.
+// A top replay measures the dram__ metrics alone (in the list's order; the
+// duration too, which places the replayed kernel on the timeline), so it
+// fits one pass; a list of those only needs no second configuration, and
+// one without a DRAM metric has nothing to replay.
 TEST(ReplayTopChooser, ReplaysTheDramMetricsAlone) {
   const std::vector<std::string> full = {"sm__cycles_active.avg", "dram__bytes_read.sum",
                                          "gpu__time_duration.sum", "dram__bytes.sum",
                                          "lts__t_bytes.sum",
                                          "dram__throughput.avg.pct_of_peak_sustained_elapsed"};
   EXPECT_EQ(ReplayMetrics(full),
-            (std::vector<std::string>{"dram__bytes_read.sum", "dram__bytes.sum",
+            (std::vector<std::string>{"dram__bytes_read.sum", "gpu__time_duration.sum",
+                                      "dram__bytes.sum",
                                       "dram__throughput.avg.pct_of_peak_sustained_elapsed"}));
   EXPECT_TRUE(ReplayMetrics({"dram__bytes_read.sum", "dram__bytes_write.sum"}).empty());
+  EXPECT_TRUE(ReplayMetrics({"gpu__time_duration.sum", "dram__bytes.sum"}).empty());
   EXPECT_TRUE(ReplayMetrics({"gpu__time_duration.sum", "lts__t_bytes.sum"}).empty());
   EXPECT_TRUE(ReplayMetrics({}).empty());
 }

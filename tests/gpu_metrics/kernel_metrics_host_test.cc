@@ -151,8 +151,8 @@ TEST(MetricSets, PassesPerSetPerChip) {
   }
 }
 
-// --metrics-replay-top replays the dram__ metrics of the set alone
-// (ReplayMetrics), so a replay is one pass: with more, CUPTI restores the
+// --metrics-replay-top replays the dram__ metrics of the set and the
+// duration (ReplayMetrics), so a replay is one pass: with more, CUPTI restores the
 // kernel's memory between passes and the DRAM bytes no longer describe the
 // L2 state the application left (bench/metrics/README.md, run CA).
 TEST(MetricSets, TopReplayMetricsFitOnePass) {
@@ -169,7 +169,7 @@ TEST(MetricSets, TopReplayMetricsFitOnePass) {
         replay = s.metrics;   // DRAM-only already
       }
       const size_t passes = CuptiHost::Passes(chip.c_str(), replay);
-      std::printf("%s %-9s top replay: %zu DRAM metrics, %zu pass(es)\n", chip.c_str(), set.c_str(),
+      std::printf("%s %-9s top replay: %zu metrics, %zu pass(es)\n", chip.c_str(), set.c_str(),
                   replay.size(), passes);
       EXPECT_EQ(passes, 1u) << set << " on " << chip;
     }
