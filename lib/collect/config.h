@@ -71,16 +71,18 @@
 //                        learned step per capture window, so every launch
 //                        position gets N sets (one per sequence; the report
 //                        averages them per configuration); 1..8, default 1
-//   SIGHTLINE_METRICS_REPLAY_TOP K  sequence replay: after the sequences, one
-//                        launch of each of the K configurations moving the
-//                        most DRAM bytes is kernel-replayed with the dram__
-//                        metrics alone (one pass; ReplayMetrics), and the
-//                        report takes their dram__* values from it (in-place passes
-//                        add write-backs of their own,
+//   SIGHTLINE_METRICS_REPLAY_TOP K  sequence replay: after the sequences,
+//                        launches of each of the K configurations moving the
+//                        most DRAM bytes (as many as SIGHTLINE_METRICS_SEQUENCES)
+//                        are kernel-replayed with the dram__ metrics and the
+//                        duration alone (one pass; ReplayMetrics), and the
+//                        report takes their dram__* values from them (in-place
+//                        passes add write-backs of their own,
 //                        range_profiler_sequence.h ReplayTopChooser); 0..64,
-//                        default 0 (off: on the LM, run CA, the replays were
-//                        further from ncu); only when the metrics include
-//                        dram__ ones
+//                        default 0 (off: on the LM, run CA, 11-pass replays of
+//                        'full' were further from ncu; the one-pass replay is
+//                        not yet measured on a GPU); only when the metrics
+//                        include dram__ ones
 //   SIGHTLINE_METRICS_RANGE  nvtx:NAME: metrics per instance of the application's
 //                        NVTX range NAME (push/pop ranges; one pass per instance,
 //                        lib/collect/range_profiler_user.h) instead of per kernel;

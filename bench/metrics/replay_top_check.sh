@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# bench/metrics/replay_top_check.sh SECTION... — the GPU check of
+# --metrics-replay-top's one-pass replays on the LM (issue 14), run from the
+# repository root with a build staged by scripts/gpu/stage.sh into
+# build-gpu (rm -rf build-gpu && bash scripts/gpu/stage.sh build/release
+# build-gpu; carried to the GPU machine). Sections:
+#   seqtop  sequence replay (3 sequences) with --metrics-replay-top $TOPK
+#           (default 32) against ncu's application replay of the five
+#           heaviest kernels, one step (pytorch_vs_ncu.py), then per kernel
+#           and per configuration (compare_summary.py); keeps the trace.
+#   krlm6   the LM under kernel replay at run BN's scale
+#           (--metrics-launches 6, cudaProfilerApi capture): 0 lost records,
+#           forced flushes in the writer line.
+#   seq0    the same sequence replay without top replays, compared with
+#           seqtop's ncu CSV (the in-place control on the same machine;
+#           run seqtop first).
+# Writes $OUT/res/run.txt and $OUT/res.tgz (after every section).
+set -u
+R=$(pwd)
+B=$R/build-gpu
+SL=$B/tools/sightline/sightline
+export LD_LIBRARY_PATH="$B/deps:$B/injection:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
+OUT=${OUT:-$PWD/replay-top-out}
+RES=$OUT/res
+mkdir -p "$RES"
+LOG=$RES/run.txt
+M=gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__cycles_active.avg,sm__warps_active.avg.pct_of_peak_sustained_active
+{ date -u; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; git -C "$R" log --oneline -1 2>/dev/null; } >> "$LOG"
+for sec in "$@"; do
+  t0=$(date +%s)
+  echo "## $sec" >> "$LOG"
+  case $sec in
+    seqtop)
+      timeout 300 python3 bench/metrics/pytorch_vs_ncu.py "$SL" lm_train.py eager --out "$RES/seqtop" \
+        --ours-replay sequence --ours-sequences 3 --ours-args "--metrics-replay-top ${TOPK:-32}" --steps 40 \
+        --ncu-replay application --ncu-steps 1 --ncu-metrics "$M" >> "$LOG" 2>&1; echo "rc=$?" >> "$LOG"
+      grep -h "^sightline: \(metrics\|writer\|wrote\|warning\)" "$RES/seqtop/ours.stderr" >> "$LOG"
+      python3 bench/metrics/compare_summary.py --per-kernel "$RES/seqtop" >> "$LOG" 2>&1
+      python3 bench/metrics/compare_summary.py "$RES/seqtop" >> "$LOG" 2>&1
+      gzip -c "$RES/seqtop/ours.sltrace" > "$RES/seqtop_ours.sltrace.gz" ;;
+    seq0)
+      mkdir -p "$RES/seq0"; cp "$RES/seqtop/ncu.csv" "$RES/seq0/"
+      ( cd examples/pytorch && SIGHTLINE_METRICS_DEBUG=1 timeout 200 "$SL" profile --metrics full \
+          --metrics-replay sequence --metrics-sequences 3 -o "$RES/seq0/ours.sltrace" -- \
+          python3 lm_train.py --variant eager --steps 40 --warmup 10 ) > "$RES/seq0/ours.stdout" 2> "$RES/seq0/ours.stderr"
+      echo "rc=$?" >> "$LOG"
+      grep -h "^sightline: \(metrics\|writer\|wrote\|warning\)" "$RES/seq0/ours.stderr" >> "$LOG"
+      "$SL" analyze "$RES/seq0/ours.sltrace" --format json -o "$RES/seq0/ours.json" >> "$LOG" 2>&1
+      python3 bench/metrics/pytorch_vs_ncu.py "$SL" lm_train.py eager --out "$RES/seq0" --compare-only \
+        --ncu-replay application --ncu-metrics "$M" >> "$LOG" 2>&1
+      python3 bench/metrics/compare_summary.py --per-kernel "$RES/seq0" >> "$LOG" 2>&1
+      gzip -c "$RES/seq0/ours.sltrace" > "$RES/seq0_ours.sltrace.gz" ;;
+    krlm6)
+      mkdir -p "$RES/krlm6"
+      ( cd examples/pytorch && SIGHTLINE_METRICS_DEBUG=1 timeout 240 "$SL" profile --metrics full \
+          --metrics-replay kernel --metrics-launches 6 --capture-range cudaProfilerApi \
+          -o "$RES/krlm6/ours.sltrace" -- python3 lm_train.py --variant eager --steps 12 --warmup 10 \
+          --cuda-profiler-range ) > "$RES/krlm6/ours.txt" 2>&1
+      echo "rc=$?" >> "$LOG"
+      grep -h "^sightline: \(metrics\|writer\|wrote\|warning\|range profiler\)\|SIGHTLINE_STEPS" "$RES/krlm6/ours.txt" >> "$LOG"
+      "$SL" info "$RES/krlm6/ours.sltrace" >> "$LOG" 2>&1
+      rm -f "$RES/krlm6/ours.sltrace" ;;
+  esac
+  echo "## $sec took $(( $(date +%s) - t0 )) s" >> "$LOG"
+  ( cd "$RES/.." && tar czf "$OUT/res.tgz.tmp" --exclude='*.sltrace' res && mv res.tgz.tmp res.tgz )
+done
+tail -c 11000 "$LOG"
