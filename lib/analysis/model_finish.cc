@@ -601,8 +601,9 @@ void ModelBuilder::Impl::AggregateKernels() {
     // Each mixed configuration's replayed mean, weighted by its in-place sets.
     for (Acc& acc : accs) {
       for (const auto& [config, metrics] : acc.config_metrics) {
+        auto in_place = in_place_sets.find(name_config(acc.agg.name, config));
         const uint64_t weight =
-            std::max<uint64_t>(1, in_place_sets[name_config(acc.agg.name, config)]);
+            std::max<uint64_t>(1, in_place != in_place_sets.end() ? in_place->second : 0);
         for (const auto& [metric, cagg] : metrics) {
           if (!cagg.kernel_replay) continue;
           MetricAggregate& agg = acc.metrics[metric];

@@ -301,7 +301,7 @@ bool RangeProfiler::EnableOn(ContextState* state) {
   state->object = ep.pRangeProfilerObject;
   auto sp = MakeParams<CUpti_RangeProfiler_GetCounterDataSize_Params>(CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
   sp.pRangeProfilerObject = state->object;
-  // A top replay's object measures the DRAM-only configuration; it is
+  // A top replay's object measures replay_metrics_ only; it is
   // disabled after the replay, so the next enable sizes for the whole list.
   const std::vector<const char*>& names = DramReplayActive() ? replay_metric_ptrs_ : metric_ptrs_;
   sp.pMetricNames = const_cast<const char**>(names.data());
@@ -550,7 +550,7 @@ void RangeProfiler::Flush(ContextState* state) {
 }
 
 void RangeProfiler::EvaluateRange(ContextState* state, size_t range, const ProfiledLaunch& launch) {
-  // A DRAM-only top replay's range: its own host object and metric list.
+  // A top replay's range: its own host object and metric list.
   const bool dram = launch.dram_replay && replay_host_ != nullptr;
   const std::vector<const char*>& names = dram ? replay_metric_ptrs_ : metric_ptrs_;
   std::vector<double> values(names.size(), 0.0);

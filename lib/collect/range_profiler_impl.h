@@ -123,7 +123,7 @@ class RangeProfiler final : public KernelLaunchHook,
     uint32_t correlation_id = 0;
     uint32_t device_id = 0;
     std::string name;
-    bool dram_replay = false;  // a top replay measured with the DRAM metrics only (replay_*)
+    bool dram_replay = false;  // a top replay, measured with replay_metrics_ only
   };
   struct ContextState {
     CUcontext context = nullptr;
@@ -150,7 +150,7 @@ class RangeProfiler final : public KernelLaunchHook,
                        uint32_t* passes, std::string* error);
   void DestroyHost();
   void DestroyHostObject(CUpti_Profiler_Host_Object** host);
-  // A top replay with the DRAM-only configuration is in progress.
+  // A top replay with its own configuration (replay_metrics_) is in progress.
   bool DramReplayActive() const SL_REQUIRES(mu_) {
     return top_replay_active_ && replay_host_ != nullptr;
   }

@@ -341,9 +341,9 @@ std::string RangeProfiler::TopReplayLine() {
   top_->Choose();  // sets collected at this capture end count in "not launched again"
   const std::string what =
       replay_host_ != nullptr
-          ? std::to_string(replay_metrics_.size()) + " of the list (dram__ and duration), " +
+          ? std::to_string(replay_metrics_.size()) + " metrics: dram__ and duration, " +
                 std::to_string(replay_passes_) + " pass" + (replay_passes_ == 1 ? "" : "es")
-          : "the whole list, " + std::to_string(passes_.load()) + " passes";
+          : "the whole list: " + std::to_string(passes_.load()) + " passes";
   return "; kernel replay of the " + std::to_string(top_->top()) +
          " configurations moving the most DRAM bytes, " + std::to_string(top_->launches()) +
          " launch" + (top_->launches() == 1 ? "" : "es") + " each, for their DRAM counters (" +
