@@ -532,7 +532,6 @@ void ReplayTopChooser::Choose() {
 }
 
 bool ReplayTopChooser::TakeIfPending(uint64_t key) {
-  if (pending_.empty()) return false;
   auto it = pending_.find(key);
   if (it == pending_.end()) return false;
   if (--it->second == 0) pending_.erase(it);

@@ -22,6 +22,8 @@ using testing::us;
 constexpr char kSm[] = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr char kMem[] = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
 constexpr char kDram[] = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
+constexpr char kBytes[] = "dram__bytes.sum";
+constexpr char kDur[] = "gpu__time_duration.sum";
 
 KernelEvent Config(uint32_t grid) {
   KernelEvent k;
@@ -53,6 +55,22 @@ void Set(TraceBuilder* b, uint32_t correlation_id,
   for (const auto& [name, value] : values) m.values.push_back({b->trace().Intern(name), value});
   m.num_passes = 1;
   b->trace().metric_ranges.push_back(m);
+}
+
+// A trace of the 'full' set on one H200, for the replay tests.
+TraceBuilder FullSetOnH200() {
+  TraceBuilder b;
+  b.trace().header.devices.push_back(testing::H200());
+  b.trace().header.metric_set = "full";
+  return b;
+}
+
+// A kernel-replayed launch of `config` (CUPTI reports it without timestamps).
+uint32_t ReplayedKernel(TraceBuilder* b, const std::string& name, uint64_t t, KernelEvent config) {
+  config.replayed = true;
+  uint32_t corr = b->KernelWithConfig(name, t, t + us(10), config);
+  b->trace().kernels.back().start_ns = b->trace().kernels.back().end_ns = 0;
+  return corr;
 }
 
 // gemm on grids 10 and 20 (both measured, different values) and 30 (not
@@ -178,11 +196,7 @@ TEST(KernelMetrics, DetailsPagesNameTheBoundAndSayWhatWasNotCollected) {
 // (in-place passes add write-backs) and every other value from the
 // in-place sets; a configuration measured only in place keeps all of its.
 TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
-  constexpr char kBytes[] = "dram__bytes.sum";
-  constexpr char kDur[] = "gpu__time_duration.sum";
-  TraceBuilder b;
-  b.trace().header.devices.push_back(testing::H200());
-  b.trace().header.metric_set = "full";
+  TraceBuilder b = FullSetOnH200();
   uint64_t t = ms(1);
   KernelEvent in_place = Config(10);
   in_place.shared_memory_config_bytes = 16384;
@@ -198,17 +212,13 @@ TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
   // (run CA, H100): still grid 10's configuration.
   KernelEvent replayed = Config(10);
   replayed.shared_memory_config_bytes = 32768;
-  replayed.replayed = true;
-  uint32_t r = b.KernelWithConfig("gemm", t, t + us(100), replayed);
-  b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+  uint32_t r = ReplayedKernel(&b, "gemm", t, replayed);
   Set(&b, r, {{kBytes, 1000}, {kDur, 130000}, {kSm, 60}});
   // A replay of a launch shape never measured in place (other registers)
   // keeps its own configuration and all its values.
   KernelEvent other = Config(10);
   other.registers_per_thread = 40;
-  other.replayed = true;
-  uint32_t o = b.KernelWithConfig("gemm", t, t + us(100), other);
-  b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+  uint32_t o = ReplayedKernel(&b, "gemm", t, other);
   Set(&b, o, {{kBytes, 900}, {kDur, 90000}, {kSm, 50}});
   for (testing::BuildPath path : {testing::BuildPath::kDirect, testing::BuildPath::kWireFormat}) {
     TimelineModel model = *testing::Build({b.trace()}, path);
@@ -256,15 +266,12 @@ TEST(KernelMetrics, DramValuesComeFromTheReplayWhereBothKindsExist) {
 
 // --metrics-replay-top with --metrics-sequences 3: each top configuration
 // gets three replayed launches measuring the dram__ metrics and the
-// duration alone (one pass). The configuration's bytes are their mean; its other values stay
-// the in-place ones; at the kernel level the replays' mean weighs as the
-// configuration's in-place sets, however many launches were replayed.
+// duration alone (one pass). The configuration's bytes are their mean and
+// its other values stay the in-place ones; at the kernel level the replays'
+// mean weighs as the configuration's in-place sets, however many launches
+// were replayed.
 TEST(KernelMetrics, SeveralDramOnlyReplaysWeighAsTheirConfiguration) {
-  constexpr char kBytes[] = "dram__bytes.sum";
-  constexpr char kDur[] = "gpu__time_duration.sum";
-  TraceBuilder b;
-  b.trace().header.devices.push_back(testing::H200());
-  b.trace().header.metric_set = "full";
+  TraceBuilder b = FullSetOnH200();
   uint64_t t = ms(1);
   for (int i = 0; i < 3; ++i) {
     uint32_t a = b.KernelWithConfig("add", t, t + us(10), Config(10));
@@ -275,10 +282,7 @@ TEST(KernelMetrics, SeveralDramOnlyReplaysWeighAsTheirConfiguration) {
     t += us(20);
   }
   for (double bytes : {900.0, 1000.0, 1100.0}) {
-    KernelEvent replayed = Config(10);
-    replayed.replayed = true;
-    uint32_t r = b.KernelWithConfig("add", t, t + us(10), replayed);
-    b.trace().kernels.back().start_ns = b.trace().kernels.back().end_ns = 0;
+    uint32_t r = ReplayedKernel(&b, "add", t, Config(10));
     // The DRAM metrics and the duration (which places the replay on the timeline).
     Set(&b, r, {{kBytes, bytes}, {kDram, bytes / 50}, {kDur, 13000}});
     t += us(20);
