@@ -14,14 +14,17 @@
 #   seq0    the same sequence replay without top replays, compared with
 #           seqtop's ncu CSV (the in-place control on the same machine;
 #           run seqtop first).
-# Writes $OUT/res/run.txt and $OUT/res.tgz (after every section).
+# Works in $WORK/res (default /tmp/replay-top-check/res) and writes $OUT/res.tgz
+# after every section (one file: the device machine returns only a few).
 set -u
 R=$(pwd)
 B=$R/build-gpu
 SL=$B/tools/sightline/sightline
 export LD_LIBRARY_PATH="$B/deps:$B/injection:/usr/local/cuda/lib64:/usr/local/cuda/extras/CUPTI/lib64:${LD_LIBRARY_PATH:-}"
 OUT=${OUT:-$PWD/replay-top-out}
-RES=$OUT/res
+WORK=${WORK:-/tmp/replay-top-check}
+RES=$WORK/res
+mkdir -p "$OUT"
 mkdir -p "$RES"
 LOG=$RES/run.txt
 M=gpu__time_duration.sum,dram__bytes.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__cycles_active.avg,sm__warps_active.avg.pct_of_peak_sustained_active
@@ -62,6 +65,6 @@ for sec in "$@"; do
       rm -f "$RES/krlm6/ours.sltrace" ;;
   esac
   echo "## $sec took $(( $(date +%s) - t0 )) s" >> "$LOG"
-  ( cd "$RES/.." && tar czf "$OUT/res.tgz.tmp" --exclude='*.sltrace' res && mv res.tgz.tmp res.tgz )
+  ( cd "$WORK" && tar czf "$OUT/res.tgz.tmp" --exclude='*.sltrace' res && mv "$OUT/res.tgz.tmp" "$OUT/res.tgz" )
 done
 tail -c 11000 "$LOG"
