@@ -8,6 +8,7 @@
 #           (default 32) against ncu's application replay of the five
 #           heaviest kernels, one step (pytorch_vs_ncu.py), then per kernel
 #           and per configuration (compare_summary.py); keeps the trace.
+#   cnntop  the same for the CNN (cnn_train.py fixed, 16 steps after 4).
 #   krlm6   the LM under kernel replay at run BN's scale
 #           (--metrics-launches 6, cudaProfilerApi capture): 0 lost records,
 #           forced flushes in the writer line.
@@ -33,14 +34,16 @@ for sec in "$@"; do
   t0=$(date +%s)
   echo "## $sec" >> "$LOG"
   case $sec in
-    seqtop)
-      timeout 300 python3 bench/metrics/pytorch_vs_ncu.py "$SL" lm_train.py eager --out "$RES/seqtop" \
-        --ours-replay sequence --ours-sequences 3 --ours-args "--metrics-replay-top ${TOPK:-32}" --steps 40 \
+    seqtop|cnntop)
+      if [ "$sec" = seqtop ]; then app="lm_train.py eager"; st="--steps 40"; else
+        app="cnn_train.py fixed"; st="--steps 16 --warmup 4"; fi
+      timeout 300 python3 bench/metrics/pytorch_vs_ncu.py "$SL" $app --out "$RES/$sec" \
+        --ours-replay sequence --ours-sequences 3 --ours-args "--metrics-replay-top ${TOPK:-32}" $st \
         --ncu-replay application --ncu-steps 1 --ncu-metrics "$M" >> "$LOG" 2>&1; echo "rc=$?" >> "$LOG"
-      grep -h "^sightline: \(metrics\|writer\|wrote\|warning\)" "$RES/seqtop/ours.stderr" >> "$LOG"
-      python3 bench/metrics/compare_summary.py --per-kernel "$RES/seqtop" >> "$LOG" 2>&1
-      python3 bench/metrics/compare_summary.py "$RES/seqtop" >> "$LOG" 2>&1
-      gzip -c "$RES/seqtop/ours.sltrace" > "$RES/seqtop_ours.sltrace.gz" ;;
+      grep -h "^sightline: \(metrics\|writer\|wrote\|warning\)" "$RES/$sec/ours.stderr" >> "$LOG"
+      python3 bench/metrics/compare_summary.py --per-kernel "$RES/$sec" >> "$LOG" 2>&1
+      python3 bench/metrics/compare_summary.py "$RES/$sec" >> "$LOG" 2>&1
+      gzip -c "$RES/$sec/ours.sltrace" > "$RES/${sec}_ours.sltrace.gz" ;;
     seq0)
       mkdir -p "$RES/seq0"; cp "$RES/seqtop/ncu.csv" "$RES/seq0/"
       ( cd examples/pytorch && SIGHTLINE_METRICS_DEBUG=1 timeout 200 "$SL" profile --metrics full \
