@@ -35,6 +35,7 @@ void FillSteps(const TimelineModel& model, const DerivedTimeline& timeline,
   out.name = detection.name;
   out.detected = detection.steps.size();
   out.warmup_steps = detection.warmup;
+  out.metrics_steps = detection.metrics_steps;
   out.period = detection.period;
   out.match_pct = detection.match_pct;
   // Rows: the steps inside the analysed scope (all of them for a whole-trace

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/analysis/text_util.h"
@@ -267,6 +268,40 @@ std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, Ste
   return steps;
 }
 
+// Per step of `steps` (all of one trace): whether it launched a kernel that
+// was measured for hardware metrics (a sequence or spread pass, a kernel
+// replay, a top replay). Such a step runs under the profiler's passes, not
+// as the application runs.
+std::vector<bool> StepsHoldingMetricLaunches(const TimelineModel& model,
+                                             const std::vector<const DetectedStep*>& steps) {
+  std::vector<bool> out(steps.size(), false);
+  if (model.metric_samples.empty() || steps.empty()) return out;
+  const uint16_t trace = steps.front()->trace;
+  // The launches a metric set names, and every kernel measured without a
+  // timestamp of its own: replayed, or run untraced in a sequence pass (a
+  // set names one pass's launch of each position; the others are untraced).
+  absl::flat_hash_set<uint32_t> measured;
+  for (const MetricSample& m : model.metric_samples) {
+    if (m.trace == trace && m.correlation_id != 0) measured.insert(m.correlation_id);
+  }
+  if (measured.empty()) return out;
+  for (uint64_t key : model.replayed_activities) {
+    if ((key >> 32) == trace) measured.insert(static_cast<uint32_t>(key));
+  }
+  std::vector<uint64_t> launches;  // start of each measured kernel's launch call
+  for (const ApiCall& c : model.api_calls) {
+    if (c.trace == trace && c.correlation_id != 0 && measured.contains(c.correlation_id)) {
+      launches.push_back(c.start_ns);
+    }
+  }
+  std::sort(launches.begin(), launches.end());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    auto it = std::lower_bound(launches.begin(), launches.end(), steps[i]->start_ns);
+    out[i] = it != launches.end() && *it < steps[i]->end_ns;
+  }
+  return out;
+}
+
 }  // namespace
 
 size_t WarmupSteps(const std::vector<uint64_t>& d) {
@@ -344,7 +379,33 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
   }
   std::vector<uint64_t> durations;
   for (const DetectedStep* s : *ref) durations.push_back(s->duration());
-  out.warmup = WarmupSteps(durations);
+  // Steps that ran metric passes or replays (sightline's own, at the start
+  // of a --metrics run) are not the application's steady state: it begins
+  // after the last of them, when at least two steps follow (else the steps
+  // are kept and a note says their times include the passes).
+  const std::vector<bool> measured = StepsHoldingMetricLaunches(model, *ref);
+  size_t after_metrics = 0, measured_count = 0;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    if (measured[i]) {
+      after_metrics = i + 1;
+      ++measured_count;
+    }
+  }
+  if (after_metrics > 0 && durations.size() - after_metrics >= 2) {
+    std::vector<uint64_t> rest(durations.begin() + after_metrics, durations.end());
+    out.warmup = after_metrics + WarmupSteps(rest);
+    out.metrics_steps = measured_count;
+  } else {
+    out.warmup = WarmupSteps(durations);
+    if (after_metrics > 0 && notes != nullptr) {
+      notes->push_back(absl::StrCat(
+          measured_count, " of ", durations.size(),
+          " steps launched kernels measured for hardware metrics (passes or replays), the "
+          "last of them step ", after_metrics - 1,
+          ", and fewer than 2 steps follow: the steady state keeps them, so its step times "
+          "include the profiler's passes (run more steps after the passes)"));
+    }
+  }
   out.steady_start_ns = out.warmup < ref->size() ? (*ref)[out.warmup]->start_ns : 0;
   if (out.warmup > 0) {
     // Index among all steps: the first step (any trace) starting there or later.

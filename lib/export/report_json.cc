@@ -186,6 +186,7 @@ void WriteSteps(JsonWriter& w, const analysis::StepSummary& s) {
   w.Key("name").String(s.name);
   w.Key("detected").Uint(s.detected);
   w.Key("warmup_steps").Uint(s.warmup_steps);
+  w.Key("metrics_steps").Uint(s.metrics_steps);
   w.Key("period").Uint(s.period);
   w.Key("match_pct").Double(s.match_pct);
   w.Key("count").Uint(s.count);

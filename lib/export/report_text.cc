@@ -379,6 +379,9 @@ std::string RenderReportText(const Report& r, const TextOptions& options) {
     std::string line = absl::StrCat(
         "Scope: steady state from step ", s.steady_first_step, " (", st.warmup_steps,
         st.warmup_steps == 1 ? " warm-up step" : " warm-up steps", " skipped",
+        st.metrics_steps > 0
+            ? absl::StrCat(", ", st.metrics_steps, " of them ran metric passes or replays")
+            : "",
         st.source == "launch_pattern"
             ? absl::StrCat("; steps found from the repeating launch sequence, ", st.period,
                            " GPU operations each")

@@ -455,6 +455,60 @@ TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {
   EXPECT_EQ(part.summary.steps.steps.front().index, 10u);
 }
 
+// A --metrics run of an eager loop: 2 slow warm-up steps, then `measured`
+// steps whose 6 launches each were measured for hardware metrics (sequence
+// passes: 20 ms a step under the profiler), then `clean` steps as the
+// application runs them (loader 200 us + 6 launches 30 us apart = 380 us).
+TraceBuilder MetricsLoop(int measured, int clean) {
+  TraceBuilder b;
+  uint64_t t = ms(1);
+  const char* names[] = {"embedding", "gemm_a", "gelu", "gemm_b", "loss", "adamw"};
+  for (int s = 0; s < 2 + measured + clean + 1; ++s) {
+    const bool pass = s >= 2 && s < 2 + measured;
+    t += us(s < 2 ? 3200 : pass ? 19'820 : 200);
+    for (const char* n : names) {
+      uint32_t corr = b.Kernel(n, t + us(4), t + us(9), 7, t, us(4));
+      if (pass) b.Metric(corr, "sm__cycles_active.avg", 100);
+      t += us(30);
+    }
+  }
+  return b;
+}
+
+// Run CB (H100, LM eager, 3 sequences and top replays): 38 of 48 steps ran
+// metric passes or replays, the median of the second half was a pass step,
+// and the "steady state" was steps 2-47, p50 313 ms instead of 16 ms. The
+// steps that launched measured kernels are never the steady state when at
+// least two steps follow them.
+TEST(SteadyStateTest, StepsThatRanMetricPassesAreNotTheSteadyState) {
+  Report r = Analyze(MetricsLoop(30, 8));
+  EXPECT_EQ(r.summary.scope, "steady_state");
+  EXPECT_EQ(r.summary.steps.metrics_steps, 30u);
+  EXPECT_GE(r.summary.steps.warmup_steps, 32u) << "the warm-up and the passes";
+  EXPECT_EQ(r.summary.steps.count, r.summary.steps.detected - r.summary.steps.warmup_steps);
+  EXPECT_GE(r.summary.steps.count, 6u);
+  EXPECT_LT(r.summary.steps.max_ns, ms(1)) << "no pass step in the steady state";
+  EXPECT_NEAR(double(r.summary.steps.p50_ns), 380e3, 5e3);
+
+  // Without the metric sets the same step times put the median in the
+  // passes: the old rule's answer, kept for runs without metrics.
+  TraceBuilder plain = MetricsLoop(30, 8);
+  plain.trace().metric_ranges.clear();
+  Report p = Analyze(plain);
+  EXPECT_EQ(p.summary.steps.metrics_steps, 0u);
+  EXPECT_GT(p.summary.steps.max_ns, ms(10));
+
+  // Passes to the end (fewer than 2 steps after them): the steps are kept
+  // and a note says their times include the passes.
+  Report all = Analyze(MetricsLoop(30, 0));
+  EXPECT_EQ(all.summary.steps.metrics_steps, 0u);
+  bool noted = false;
+  for (const std::string& n : all.notes) {
+    noted = noted || n.find("measured for hardware metrics (passes or replays)") != std::string::npos;
+  }
+  EXPECT_TRUE(noted);
+}
+
 TEST(SteadyStateTest, LaunchBoundLoopGetsOneRootCauseWithItsSymptoms) {
   // 6 kernels of 5 us launched 30 us apart: the GPU idles 80 % of the step.
   Report r = Analyze(EagerLoop(40, 30, 20));
