@@ -8,7 +8,8 @@
 #           (default 32) against ncu's application replay of the five
 #           heaviest kernels, one step (pytorch_vs_ncu.py), then per kernel
 #           and per configuration (compare_summary.py); keeps the trace.
-#   cnntop  the same for the CNN (cnn_train.py fixed, 16 steps after 4).
+#   cnntop  the same for the CNN (cnn_train.py fixed, 44 steps after 4;
+#           run CB's 16 left room for one sequence).
 #   krlm6   the LM under kernel replay at run BN's scale
 #           (--metrics-launches 6, cudaProfilerApi capture): 0 lost records,
 #           forced flushes in the writer line.
@@ -36,7 +37,7 @@ for sec in "$@"; do
   case $sec in
     seqtop|cnntop)
       if [ "$sec" = seqtop ]; then app="lm_train.py eager"; st="--steps 40"; else
-        app="cnn_train.py fixed"; st="--steps 16 --warmup 4"; fi
+        app="cnn_train.py fixed"; st="--steps 44 --warmup 4"; fi  # 3 sequences of ~12 passes
       timeout 300 python3 bench/metrics/pytorch_vs_ncu.py "$SL" $app --out "$RES/$sec" \
         --ours-replay sequence --ours-sequences 3 --ours-args "--metrics-replay-top ${TOPK:-32}" $st \
         --ncu-replay application --ncu-steps 1 --ncu-metrics "$M" >> "$LOG" 2>&1; echo "rc=$?" >> "$LOG"

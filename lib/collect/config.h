@@ -79,10 +79,11 @@
 //                        report takes their dram__* values from them (in-place
 //                        passes add write-backs of their own,
 //                        range_profiler_sequence.h ReplayTopChooser); 0..64,
-//                        default 0 (off: on the LM, run CA, 11-pass replays of
-//                        'full' were further from ncu; the one-pass replay is
-//                        not yet measured on a GPU); only when the metrics
-//                        include dram__ ones
+//                        default 0 (off: on the LM the replays' DRAM bytes are
+//                        further from ncu than the in-place ones, with 11
+//                        passes (run CA) and with one (run CB); a replay starts
+//                        from an L2 the step never had); only when the
+//                        metrics include dram__ ones
 //   SIGHTLINE_METRICS_RANGE  nvtx:NAME: metrics per instance of the application's
 //                        NVTX range NAME (push/pop ranges; one pass per instance,
 //                        lib/collect/range_profiler_user.h) instead of per kernel;
