@@ -139,8 +139,8 @@ struct StepSummary {
   std::string name;    // NVTX range / marker name; launch_pattern: the step's first operation
   uint64_t detected = 0;      // steps found in the whole trace
   uint64_t warmup_steps = 0;  // of which leading warm-up steps
-  // Of the warm-up steps: those that launched kernels measured for hardware
-  // metrics (passes, replays); the steady state begins after the last.
+  // Of the warm-up steps: those that ran hardware-metric passes or replays
+  // (DetectSteps); the steady state begins after the last.
   uint64_t metrics_steps = 0;
   uint32_t period = 0;        // launch_pattern: GPU operations per step
   double match_pct = 0;       // launch_pattern: share of the loop that repeats exactly

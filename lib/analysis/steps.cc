@@ -270,13 +270,21 @@ std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, Ste
 
 // Per step of `steps` (all of one trace): whether it launched a kernel that
 // was measured for hardware metrics (a sequence or spread pass, a kernel
-// replay, a top replay). Such a step runs under the profiler's passes, not
-// as the application runs.
+// replay, a top replay) or overlaps a per-range metric set's instances
+// (--metrics-range). Such a step runs under the profiler's passes, not as
+// the application runs.
 std::vector<bool> StepsHoldingMetricLaunches(const TimelineModel& model,
                                              const std::vector<const DetectedStep*>& steps) {
   std::vector<bool> out(steps.size(), false);
-  if (model.metric_samples.empty() || steps.empty()) return out;
+  if (steps.empty()) return out;
   const uint16_t trace = steps.front()->trace;
+  for (const RangeMetricSet& r : model.range_metric_sets) {
+    if (r.trace != trace) continue;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      out[i] = out[i] || (steps[i]->start_ns < r.end_ns && r.start_ns < steps[i]->end_ns);
+    }
+  }
+  if (model.metric_samples.empty()) return out;
   // The launches a metric set names, and every kernel measured without a
   // timestamp of its own: replayed, or run untraced in a sequence pass (a
   // set names one pass's launch of each position; the others are untraced).
@@ -400,8 +408,8 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
     if (after_metrics > 0 && notes != nullptr) {
       notes->push_back(absl::StrCat(
           measured_count, " of ", durations.size(),
-          " steps launched kernels measured for hardware metrics (passes or replays), the "
-          "last of them step ", after_metrics - 1,
+          " steps ran hardware-metric passes or replays, the last of them step ",
+          after_metrics - 1,
           ", and fewer than 2 steps follow: the steady state keeps them, so its step times "
           "include the profiler's passes (run more steps after the passes)"));
     }

@@ -55,8 +55,9 @@ struct StepDetection {
   std::string name;    // NVTX range / marker name; launch pattern: the anchor operation
   std::vector<DetectedStep> steps;  // sorted by start
   size_t warmup = 0;                // leading steps that are warm-up (of the reference trace)
-  // Of the warm-up: steps that launched kernels measured for hardware
-  // metrics (passes, replays); the steady state begins after the last.
+  // Of the warm-up: steps that ran hardware-metric passes or replays (a
+  // measured kernel's launch, a per-range set's instances); the steady
+  // state begins after the last when at least 2 steps follow.
   size_t metrics_steps = 0;
   uint64_t steady_start_ns = 0;     // start of the first step after warm-up
   // Launch pattern only: operations per step and the share of the second

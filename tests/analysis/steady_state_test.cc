@@ -498,13 +498,33 @@ TEST(SteadyStateTest, StepsThatRanMetricPassesAreNotTheSteadyState) {
   EXPECT_EQ(p.summary.steps.metrics_steps, 0u);
   EXPECT_GT(p.summary.steps.max_ns, ms(10));
 
+  // Per-range metrics (--metrics-range nvtx:NAME): a set's instances, one
+  // pass each, are steps under the profiler too, kernels measured or not.
+  TraceBuilder ranged = MetricsLoop(30, 8);
+  ranged.trace().metric_ranges.clear();
+  MetricRangeEvent set;
+  set.user_range = true;
+  set.range_name_id = ranged.trace().Intern("train_step");
+  // Steps of 3380 us (warm-up) and 20 ms (passes): from the first pass
+  // step's launch to inside the last one.
+  set.start_ns = ms(1) + us(2 * 3380 + 19'820);
+  set.end_ns = ms(1) + us(2 * 3380 + 30 * 20'000 - 100);
+  set.launches_spanned = 30;
+  set.num_passes = 30;
+  set.passes_collected = 30;
+  set.values.push_back({ranged.trace().Intern("sm__cycles_active.avg"), 100});
+  ranged.trace().metric_ranges.push_back(set);
+  Report by_range = Analyze(ranged);
+  EXPECT_GE(by_range.summary.steps.metrics_steps, 29u);
+  EXPECT_LT(by_range.summary.steps.max_ns, ms(1));
+
   // Passes to the end (fewer than 2 steps after them): the steps are kept
   // and a note says their times include the passes.
   Report all = Analyze(MetricsLoop(30, 0));
   EXPECT_EQ(all.summary.steps.metrics_steps, 0u);
   bool noted = false;
   for (const std::string& n : all.notes) {
-    noted = noted || n.find("measured for hardware metrics (passes or replays)") != std::string::npos;
+    noted = noted || n.find("steps ran hardware-metric passes or replays") != std::string::npos;
   }
   EXPECT_TRUE(noted);
 }
