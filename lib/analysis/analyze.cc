@@ -278,10 +278,10 @@ Report AnalyzeWhole(const TimelineModel& whole, TimelineModel* owned,
   TimelineModel scoped;
   const TimelineModel* model = &whole;
   if (scope.kind != "whole" && owned != nullptr) {
-    ScopeModelInPlace(owned, scope.start_ns, scope.end_ns);
+    ScopeModelInPlace(owned, scope.start_ns, scope.end_ns, scope.gpu_start_ns, scope.gpu_end_ns);
     model = owned;
   } else if (scope.kind != "whole") {
-    scoped = ScopeModel(whole, scope.start_ns, scope.end_ns);
+    scoped = ScopeModel(whole, scope.start_ns, scope.end_ns, scope.gpu_start_ns, scope.gpu_end_ns);
     model = &scoped;
   }
   DerivedTimeline timeline = BuildDerivedTimeline(*model, TimelineOptionsFrom(options));

@@ -60,16 +60,25 @@ void KeepIf(std::vector<T>* v, Keep keep) {
 
 }  // namespace
 
-TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t end_ns) {
+TimelineModel ScopeModel(const TimelineModel& in, uint64_t start_ns, uint64_t end_ns,
+                         uint64_t gpu_start_ns, uint64_t gpu_end_ns) {
   TimelineModel m = in;
-  ScopeModelInPlace(&m, start_ns, end_ns);
+  ScopeModelInPlace(&m, start_ns, end_ns, gpu_start_ns, gpu_end_ns);
   return m;
 }
 
-void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns) {
+void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns,
+                       uint64_t gpu_start_ns, uint64_t gpu_end_ns) {
   TimelineModel& m = *model;
   auto overlaps = [&](uint64_t s, uint64_t e) { return s < end_ns && e > start_ns; };
   auto inside = [&](uint64_t t) { return t >= start_ns && t < end_ns; };
+  // Work without a launching call, by its GPU start: inside the steps' GPU
+  // span where one is given (a loop whose host runs ahead launches long
+  // before its GPU work runs), else inside the host range.
+  const bool gpu_span = gpu_end_ns > gpu_start_ns;
+  auto inside_gpu = [&](uint64_t t) {
+    return gpu_span ? t >= gpu_start_ns && t < gpu_end_ns : inside(t);
+  };
   // GPU work by its launch time; API calls that start inside (below) or
   // launched kept work.
   std::vector<uint8_t> keep_api(m.api_calls.size(), 0);
@@ -77,8 +86,9 @@ void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns)
   uint64_t gpu_end = end_ns;
   for (size_t i = 0; i < m.activities.size(); ++i) {
     const GpuActivity& a = m.activities[i];
-    uint64_t t = a.launch_api != kNone ? m.api_calls[a.launch_api].start_ns : a.start_ns;
-    if (!inside(t)) continue;
+    const bool kept = a.launch_api != kNone ? inside(m.api_calls[a.launch_api].start_ns)
+                                            : inside_gpu(a.start_ns);
+    if (!kept) continue;
     keep_act[i] = 1;
     gpu_end = std::max(gpu_end, a.end_ns);
     if (a.launch_api != kNone) keep_api[a.launch_api] = 1;

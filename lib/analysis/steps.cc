@@ -157,15 +157,9 @@ uint64_t Median(std::vector<uint64_t> v) {
   return v[v.size() / 2];
 }
 
-std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, StepDetection* out) {
-  // The trace with the most launches (one rank's loop is every rank's loop).
-  std::vector<uint64_t> per_trace(model.traces.size(), 0);
-  for (const GpuActivity& a : model.activities) {
-    if (a.launch_api != kNone) per_trace[a.trace]++;
-  }
-  if (per_trace.empty()) return {};
-  uint16_t trace = static_cast<uint16_t>(
-      std::max_element(per_trace.begin(), per_trace.end()) - per_trace.begin());
+// The steps of `trace`'s repeating launch sequence (empty when none repeats).
+std::vector<DetectedStep> StepsFromLaunchPatternOf(const TimelineModel& model, uint16_t trace,
+                                                   StepDetection* out) {
   std::vector<Launch> seq = LaunchSequence(model, trace);
   const size_t n = seq.size();
   if (n < 12) return {};
@@ -268,6 +262,38 @@ std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, Ste
   return steps;
 }
 
+// Launches per trace (GPU work with a launch call).
+std::vector<uint64_t> LaunchesPerTrace(const TimelineModel& model) {
+  std::vector<uint64_t> per_trace(model.traces.size(), 0);
+  for (const GpuActivity& a : model.activities) {
+    if (a.launch_api != kNone && a.trace < per_trace.size()) per_trace[a.trace]++;
+  }
+  return per_trace;
+}
+
+// The trace with the most launches (one rank's loop is every rank's loop).
+std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, StepDetection* out) {
+  std::vector<uint64_t> per_trace = LaunchesPerTrace(model);
+  if (per_trace.empty()) return {};
+  uint16_t trace = static_cast<uint16_t>(
+      std::max_element(per_trace.begin(), per_trace.end()) - per_trace.begin());
+  return StepsFromLaunchPatternOf(model, trace, out);
+}
+
+// Whether one of `windows` (capture windows) holds two or more of `steps`
+// (launch-pattern steps) of its own trace whole.
+bool SeveralStepsInOneWindow(const std::vector<DetectedStep>& windows,
+                             const std::vector<DetectedStep>& steps) {
+  for (const DetectedStep& w : windows) {
+    size_t inside = 0;
+    for (const DetectedStep& s : steps) {
+      inside += s.trace == w.trace && s.start_ns >= w.start_ns && s.end_ns <= w.end_ns;
+      if (inside >= 2) return true;
+    }
+  }
+  return false;
+}
+
 // Per step of `steps` (all of one trace): whether it launched a kernel that
 // was measured for hardware metrics (a sequence or spread pass, a kernel
 // replay, a top replay) or overlaps a per-range metric set's instances
@@ -357,12 +383,50 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
       }
     }
     if (steps.empty()) {
+      // A capture window is a step when the program brackets each
+      // iteration (cudaProfilerStart/Stop or an NVTX capture range per
+      // step). One window around many iterations (nsys-style
+      // --capture-range cudaProfilerApi over a training loop) is not: when
+      // the launch pattern of every trace with windows finds at least two
+      // steps inside one of its windows, those steps are the iterations
+      // (each rank's own: ranks' host timelines differ).
+      std::map<uint16_t, std::vector<DetectedStep>> windows;
       for (const CaptureWindow& w : model.capture_windows) {
         if (w.trigger == CaptureTrigger::kWholeRun) continue;
-        steps.push_back({w.start_ns, w.end_ns, w.trace});
+        windows[w.trace].push_back({w.start_ns, w.end_ns, w.trace});
       }
-      out.source = "capture_window";
-      out.name.clear();
+      if (!windows.empty()) {
+        const std::vector<uint64_t> launches = LaunchesPerTrace(model);
+        std::vector<DetectedStep> found;
+        StepDetection named;  // the pattern of the trace with the most launches
+        uint64_t named_launches = 0;
+        bool all = true;
+        for (const auto& [trace, list] : windows) {
+          StepDetection pattern;
+          std::vector<DetectedStep> own = StepsFromLaunchPatternOf(model, trace, &pattern);
+          if (!SeveralStepsInOneWindow(list, own)) {
+            all = false;
+            break;
+          }
+          const uint64_t n = trace < launches.size() ? launches[trace] : 0;
+          if (named.name.empty() || n > named_launches) {
+            named = std::move(pattern);
+            named_launches = n;
+          }
+          found.insert(found.end(), own.begin(), own.end());
+        }
+        if (all) {
+          steps = std::move(found);
+          out.source = "launch_pattern";
+          out.name = std::move(named.name);
+          out.period = named.period;
+          out.match_pct = named.match_pct;
+        } else {
+          for (auto& [trace, list] : windows) steps.insert(steps.end(), list.begin(), list.end());
+          out.source = "capture_window";
+          out.name.clear();
+        }
+      }
     }
     if (steps.empty()) {
       out.name.clear();
@@ -630,6 +694,24 @@ std::optional<RecordingGroup> LastRecordingGroup(const TimelineModel& model,
 
 }  // namespace
 
+namespace {
+
+// Steps first..last timed on the GPU (each one): their GPU span on `c`.
+void SetGpuSpan(const StepDetection& steps, int64_t first, int64_t last, ScopeChoice* c) {
+  if (first < 0 || last < first || static_cast<size_t>(last) >= steps.steps.size()) return;
+  uint64_t lo = 0, hi = 0;
+  for (int64_t i = first; i <= last; ++i) {
+    const DetectedStep& s = steps.steps[static_cast<size_t>(i)];
+    if (s.gpu_end_ns <= s.gpu_start_ns) return;
+    lo = lo == 0 ? s.gpu_start_ns : std::min(lo, s.gpu_start_ns);
+    hi = std::max(hi, s.gpu_end_ns);
+  }
+  c->gpu_start_ns = lo;
+  c->gpu_end_ns = hi;
+}
+
+}  // namespace
+
 ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
                         const WindowSpec& spec, std::vector<std::string>* notes) {
   ScopeChoice c;
@@ -689,6 +771,7 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
       c.last_step = static_cast<int64_t>(std::min<uint64_t>(spec.last, steps.steps.size() - 1));
       c.start_ns = steps.steps[c.first_step].start_ns;
       c.end_ns = steps.steps[c.last_step].end_ns;
+      SetGpuSpan(steps, c.first_step, c.last_step, &c);
       return c;
     case WindowSpec::kSteady:
       break;
@@ -726,6 +809,7 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
       c.last_step = last;
       c.start_ns = kept_start;
       c.end_ns = kept_end;
+      SetGpuSpan(steps, first, last, &c);
     } else if (first >= 0) {
       c.kind = "time";
       c.start_ns = kept_start;
@@ -764,6 +848,7 @@ ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
   for (size_t i = c.first_step; i < steps.steps.size(); ++i) {
     c.end_ns = std::max(c.end_ns, steps.steps[i].end_ns);
   }
+  SetGpuSpan(steps, c.first_step, c.last_step, &c);
   uint64_t begin = model.first_ns;
   for (const TraceSource& t : model.traces) {
     uint64_t s = t.header.start_realtime_ns;

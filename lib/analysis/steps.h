@@ -87,23 +87,31 @@ struct ScopeChoice {
   uint64_t start_ns = 0, end_ns = 0;  // host time range analysed (whole: 0, 0)
   int64_t first_step = -1, last_step = -1;  // indices into detection.steps
   uint64_t startup_ns = 0;  // trace start .. start_ns (steady_state only)
+  // Steps timed on the GPU (a launch pattern whose host runs ahead): the GPU
+  // span of the scope's steps. GPU work without a launching call (NCCL's
+  // kernels, launched through the driver) is kept by its GPU start inside
+  // it, not by the host range. 0, 0: host range only.
+  uint64_t gpu_start_ns = 0, gpu_end_ns = 0;
 };
 
 ScopeChoice ChooseScope(const TimelineModel& model, const StepDetection& steps,
                         const WindowSpec& spec, std::vector<std::string>* notes);
 
 // The part of `model` launched in [start_ns, end_ns): GPU work whose
-// launching call (or, without one, whose start) falls inside, API calls that
+// launching call (or, without one, whose start: inside [gpu_start_ns,
+// gpu_end_ns) when that span is given) falls inside, API calls that
 // start inside plus the launches of kept work, and NVTX ranges, syncs,
 // markers, windows and overhead spans that overlap. Devices, streams,
 // threads and strings keep their indices; kernel aggregates are recomputed
 // (launch configurations and metrics are kept). PyTorch's memory samples
 // are left out (whole-run facts: memory.h reads the whole model).
 // scope_model.cc.
-TimelineModel ScopeModel(const TimelineModel& model, uint64_t start_ns, uint64_t end_ns);
+TimelineModel ScopeModel(const TimelineModel& model, uint64_t start_ns, uint64_t end_ns,
+                         uint64_t gpu_start_ns = 0, uint64_t gpu_end_ns = 0);
 // The same, cut from `model` itself: its tables keep the rows in scope (the
 // analyzer's peak holds one model, not a whole one beside its scoped copy).
-void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns);
+void ScopeModelInPlace(TimelineModel* model, uint64_t start_ns, uint64_t end_ns,
+                       uint64_t gpu_start_ns = 0, uint64_t gpu_end_ns = 0);
 
 }  // namespace sightline::analysis
 

@@ -455,6 +455,79 @@ TEST(SteadyStateTest, LaunchPatternFindsStepsAndSkipsStartUpAndWarmUp) {
   EXPECT_EQ(part.summary.steps.steps.front().index, 10u);
 }
 
+// An eager loop without annotations: `steps` steps of 6 kernels (loader
+// 200 us + 6 launches 30 us apart = 380 us), recorded in capture windows of
+// `per_window` steps each (cudaProfilerStart/Stop), 2 ms apart.
+TraceBuilder CapturedLoop(int steps, int per_window) {
+  TraceBuilder b;
+  uint64_t t = ms(1), w0 = t;
+  const char* names[] = {"embedding", "gemm_a", "gelu", "gemm_b", "loss", "adamw"};
+  uint32_t index = 0;
+  for (int s = 0; s < steps; ++s) {
+    t += us(200);
+    for (const char* n : names) {
+      b.Kernel(n, t + us(4), t + us(9), 7, t, us(4));
+      t += us(30);
+    }
+    if ((s + 1) % per_window == 0) {
+      b.Capture(w0, t, CaptureTrigger::kProfilerApi, ++index);
+      t += ms(2);
+      w0 = t;
+    }
+  }
+  return b;
+}
+
+// `sightline profile --capture-range cudaProfilerApi` around a whole training
+// loop (nsys's way) is one window of many iterations: the steps are the
+// loop's (run of 2026-12-07 on the H100: the LM's 40 captured steps were
+// reported as 1 step of 4.09 s). A program that brackets every iteration
+// with its own window still gets a step per window.
+TEST(SteadyStateTest, OneCaptureAroundTheLoopHoldsItsSteps) {
+  Report one = Analyze(CapturedLoop(40, 40));
+  EXPECT_EQ(one.summary.steps.source, "launch_pattern");
+  EXPECT_EQ(one.summary.steps.period, 6u);
+  EXPECT_GE(one.summary.steps.detected, 38u);
+  EXPECT_NEAR(double(one.summary.steps.p50_ns), 380e3, 5e3);
+
+  Report each = Analyze(CapturedLoop(12, 1));
+  EXPECT_EQ(each.summary.steps.source, "capture_window");
+  EXPECT_EQ(each.summary.steps.detected, 12u);
+}
+
+// A loop whose host runs ahead of the GPU (the fixed nccl_allreduce rank:
+// launches 10 us apart, kernels of 100 us), each step ending with work that
+// has no launch call in the trace (an NCCL kernel launched through the
+// driver): such work is in the steady state when it runs inside the steady
+// steps' GPU span; the host range, long over when the GPU gets there, held
+// only the first few.
+TEST(SteadyStateTest, WorkWithoutALaunchCallIsScopedByTheStepsGpuSpan) {
+  TraceBuilder b;
+  uint64_t host = ms(1), gpu = ms(1) + us(50);
+  const int steps = 40;
+  for (int s = 0; s < steps; ++s) {
+    host += us(20);
+    for (const char* n : {"embedding", "gemm", "loss"}) {
+      b.Kernel(n, gpu, gpu + us(100), 7, host, us(4));
+      host += us(10);
+      gpu += us(100);
+    }
+    b.BareKernel("allreduce", gpu, gpu + us(50), 13);
+    gpu += us(50);
+  }
+  Report r = Analyze(b);
+  ASSERT_EQ(r.summary.steps.source, "launch_pattern");
+  EXPECT_NEAR(double(r.summary.steps.p50_ns), 350e3, 5e3) << "GPU-timed steps";
+  uint64_t gemm = 0, allreduce = 0;
+  for (const KernelRow& k : r.kernels) {
+    if (k.name == "gemm") gemm = k.count;
+    if (k.name == "allreduce") allreduce = k.count;
+  }
+  EXPECT_GE(gemm, 30u);
+  EXPECT_GE(allreduce + 1, gemm) << "the unlaunched work of the steady steps is in scope";
+  EXPECT_LE(allreduce, gemm + 1);
+}
+
 // A --metrics run of an eager loop: 2 slow warm-up steps, then `measured`
 // steps whose 6 launches each were measured for hardware metrics (sequence
 // passes: 20 ms a step under the profiler), then `clean` steps as the
