@@ -819,32 +819,45 @@ void CollectorImpl::SelectApiRecords(bool enable) {
   // and +2.1 µs this way, with the same records (H200, bench/overhead run
   // H, 4 of 4 rounds cheaper). SIGHTLINE_RUNTIME_PER_API=0 restores the
   // kind. The driver kind (-t cuda-driver) is still enabled whole.
-  auto each = [](CUpti_CallbackDomain domain, CUpti_CallbackId end, auto fn) {
-    for (CUpti_CallbackId cbid = 1; cbid < end; ++cbid) {
-      const char* name = nullptr;
-      if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS) fn(cbid, name);
-    }
-  };
-  if (config_.trace_cuda && config_.runtime_records_per_api) {
+  //
+  // The callback ids of each list are looked up once (a window opened every
+  // step would otherwise ask CUPTI the names of ~450 runtime APIs at every
+  // opening).
+  std::call_once(api_cbids_once_, [this] {
+    auto each = [](CUpti_CallbackDomain domain, CUpti_CallbackId end, auto fn) {
+      for (CUpti_CallbackId cbid = 1; cbid < end; ++cbid) {
+        const char* name = nullptr;
+        if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS) fn(cbid, name);
+      }
+    };
     each(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
          [&](CUpti_CallbackId cbid, const char* name) {
-           if (!ApiSkipped(name)) cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0);
+           (ApiSkipped(name) ? runtime_skipped_cbids_ : runtime_kept_cbids_).push_back(cbid);
          });
-  } else if (config_.trace_cuda && enable && !config_.api_skip.empty()) {
-    each(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
-         [&](CUpti_CallbackId cbid, const char* name) {
-           if (ApiSkipped(name)) cuptiActivityEnableRuntimeApi(cbid, 0);
-         });
-  }
-  if (config_.trace_driver_api && enable && !config_.api_skip.empty()) {
     each(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE,
          [&](CUpti_CallbackId cbid, const char* name) {
-           if (ApiSkipped(name)) cuptiActivityEnableDriverApi(cbid, 0);
+           if (ApiSkipped(name)) driver_skipped_cbids_.push_back(cbid);
          });
+  });
+  if (config_.trace_cuda && config_.runtime_records_per_api) {
+    for (CUpti_CallbackId cbid : runtime_kept_cbids_) cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0);
+  } else if (config_.trace_cuda && enable && !config_.api_skip.empty()) {
+    for (CUpti_CallbackId cbid : runtime_skipped_cbids_) cuptiActivityEnableRuntimeApi(cbid, 0);
+  }
+  if (config_.trace_driver_api && enable && !config_.api_skip.empty()) {
+    for (CUpti_CallbackId cbid : driver_skipped_cbids_) cuptiActivityEnableDriverApi(cbid, 0);
   }
 }
 
 bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
+  if (action == CaptureAction::kNone) return false;
+  const uint64_t t0 = SelfCost::Enabled() ? SelfCost::NowNs() : 0;
+  const bool closed = ApplyActionLocked(action, now_ns);
+  if (t0 != 0) SelfCost::Add(CostPart::kCapture, SelfCost::NowNs() - t0);
+  return closed;
+}
+
+bool CollectorImpl::ApplyActionLocked(CaptureAction action, uint64_t now_ns) {
   if (action == CaptureAction::kStart) {
     if (flight_recorder_) {
       ++recorder_captures_;
@@ -903,6 +916,12 @@ bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
 }
 
 void CollectorImpl::AfterWindowClosed() {
+  const uint64_t t0 = SelfCost::Enabled() ? SelfCost::NowNs() : 0;
+  HandOverClosedWindow();
+  if (t0 != 0) SelfCost::Add(CostPart::kCapture, SelfCost::NowNs() - t0);
+}
+
+void CollectorImpl::HandOverClosedWindow() {
   if (const uint64_t n = untraced_launches_.exchange(0); n > 0 && config_.metric_debug) {
     std::fprintf(stderr,
                  "sightline: %llu kernel launches measured in place without being traced, "

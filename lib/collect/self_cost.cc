@@ -90,6 +90,7 @@ const char* SelfCost::Name(CostPart part) {
     case CostPart::kObserver: return "nvtx handlers";
     case CostPart::kMonitor: return "monitor thread cpu";
     case CostPart::kFlush: return "writer flush";
+    case CostPart::kCapture: return "capture windows";
     case CostPart::kCount: break;
   }
   return "?";

@@ -24,6 +24,10 @@
 //             and signalled), wall time, including sightline's buffer
 //             completion callback when CUPTI runs it inside the call; off the
 //             application's threads
+//   capture   opening or closing a capture window (activity kinds switched
+//             on or off, the window's events, the metrics hand-over), wall
+//             time, on the thread whose call or tick did it (an NVTX or
+//             cudaProfilerStart/Stop callback: inside nvtx or api)
 // Not counted: CUPTI's own work (its activity records, its dispatch into our
 // callbacks). The writer and flush parts are off the application's threads. The
 // difference between a profiled step and the floor subscriber's step, minus
@@ -51,6 +55,7 @@ enum class CostPart : int {
   kObserver,
   kMonitor,
   kFlush,
+  kCapture,
   kCount
 };
 

@@ -5,8 +5,13 @@
 #    profiling records is recorded: API calls, the NVTX ranges themselves
 #    (each window's own range included), kernels, copies, memsets;
 #  - --capture-skip N --capture-count K: K windows, the first after N ranges;
-#  - step time inside windows against whole-run profiling (printed; the
-#    check allows the machine's run-to-run noise).
+#  - step time inside windows and under whole-run profiling (printed, not
+#    judged: one unpinned run of each moves by more than the difference;
+#    bench/overhead/capture_window_cost.sh measures it, interleaved and
+#    pinned);
+#  - --capture-range cudaProfilerApi around the whole loop (no NVTX): one
+#    window, and the analyzer finds the loop's steps inside it (it reported
+#    the window as one step before 2026-12-07).
 source "$(dirname "$0")/lib.sh"
 if ! python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   echo "SKIPPED: no PyTorch with CUDA"; exit 77
@@ -39,8 +44,20 @@ print("analysis: scope", s["scope"], "steps", s["steps"]["source"], s["steps"]["
       "api_calls", s["api_calls"], "first", d["findings"][0]["rule"] if d["findings"] else None)
 assert s["api_calls"] > 0, "no API calls in the analysed windows"
 PY
+(cd "$E" && "$SL" profile -q --capture-range cudaProfilerApi -o "$WORK/api.sltrace" -- python3 lm_train.py \
+   --variant eager --steps 40 --warmup 10 --cuda-profiler-range) >"$WORK/api.out" 2>"$WORK/api.err" ||
+  { echo "FAIL cudaProfilerApi run"; cat "$WORK/api.err"; fail=1; }
+is "cudaProfilerApi windows" "$(count "$WORK/api.sltrace" capture_window)" 1
+"$SL" analyze "$WORK/api.sltrace" --format json >"$WORK/api.json" || fail=1
+python3 - "$WORK/api.json" <<'PY' || fail=1
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]["steps"]
+print("cudaProfilerApi analysis: steps", s["source"], "detected", s["detected"], "steady", s["count"],
+      "p50 ms", round(s["p50_ns"] / 1e6, 2))
+assert s["source"] == "launch_pattern", "the window around the loop was taken as one step"
+assert s["detected"] >= 35, "fewer steps than the 40 captured iterations allow"
+PY
 mw=$(median "$WORK/whole.out"); mn=$(median "$WORK/nvtx.out"); ms=$(median "$WORK/skip.out")
-echo "step median: whole-run $mw ms, inside nvtx windows $mn ms, skip/count run $ms ms"
-is_ge "windows cost no more than whole-run profiling (+15 % noise)" "$(python3 -c "print(round($mw*1.15-$mn,3))")" 0
+echo "step median: whole-run $mw ms, inside nvtx windows $mn ms, skip/count run $ms ms (not judged here)"
 [ "$fail" = 0 ] && echo "ALL PASS"
 exit $fail
