@@ -389,7 +389,8 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
       // --capture-range cudaProfilerApi over a training loop) is not: when
       // the launch pattern of every trace with windows finds at least two
       // steps inside one of its windows, those steps are the iterations
-      // (each rank's own: ranks' host timelines differ).
+      // (each rank's own: ranks' host timelines differ), the ones inside a
+      // window: a step from one window into the next holds unrecorded time.
       std::map<uint16_t, std::vector<DetectedStep>> windows;
       for (const CaptureWindow& w : model.capture_windows) {
         if (w.trigger == CaptureTrigger::kWholeRun) continue;
@@ -413,7 +414,15 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
             named = std::move(pattern);
             named_launches = n;
           }
-          found.insert(found.end(), own.begin(), own.end());
+          // A step across the unrecorded time between two windows is none.
+          for (const DetectedStep& st : own) {
+            for (const DetectedStep& w : list) {
+              if (st.start_ns >= w.start_ns && st.end_ns <= w.end_ns) {
+                found.push_back(st);
+                break;
+              }
+            }
+          }
         }
         if (all) {
           steps = std::move(found);

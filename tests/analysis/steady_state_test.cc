@@ -490,6 +490,13 @@ TEST(SteadyStateTest, OneCaptureAroundTheLoopHoldsItsSteps) {
   EXPECT_GE(one.summary.steps.detected, 38u);
   EXPECT_NEAR(double(one.summary.steps.p50_ns), 380e3, 5e3);
 
+  // Windows of 10 iterations each, 2 ms apart (a capture every N steps):
+  // the iterations again; the time between windows is no step of the scope.
+  Report some = Analyze(CapturedLoop(40, 10));
+  EXPECT_EQ(some.summary.steps.source, "launch_pattern");
+  EXPECT_LT(some.summary.steps.max_ns, us(500)) << "no step across the unrecorded gap";
+  EXPECT_GE(some.summary.steps.count, 5u);
+
   Report each = Analyze(CapturedLoop(12, 1));
   EXPECT_EQ(each.summary.steps.source, "capture_window");
   EXPECT_EQ(each.summary.steps.detected, 12u);
