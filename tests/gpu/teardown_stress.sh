@@ -6,9 +6,12 @@
 # cuptiFinalize as well (opt-in because of CUDA 13.0 crashes, see
 # MaybeTearDown; case D crashed it in 4 of 5 and 1 of 2 runs on the H200).
 # Repeats each case TEARDOWN_RUNS times (default 8):
-#   A. --duration 0.2 on a launch + sync loop (fragmented_kernels, slow)
+#   A. --duration 0.4 on a launch + sync loop (fragmented_kernels, slow,
+#      12000 steps: ~0.5 s of launches on the H100 after CUDA's start-up)
 #   B. cudaProfilerApi capture of the first repetition of a launch loop
-#   D. --duration 1 on a longer launch + sync loop (20000 steps; the case
+#   D. --duration 1 on a longer launch + sync loop (40000 steps, ~1.7 s on
+#      the H100: the loop outlasts the window; 20000 steps ended inside it on
+#      a machine whose CUDA start-up was quick, 2026-12-07; the case
 #      that crashed 8 of 9 finalize runs before detaching moved to an
 #      outermost API exit), TEARDOWN_LONG_RUNS times (default 4)
 #   C. --duration 0.3 on a PyTorch loop with NVTX ranges (NVTX calls keep
@@ -41,21 +44,29 @@ duration_case() {  # NAME DURATION STEPS EXPECTED_X0: --duration on the launch +
   local got
   got=$(grep -o 'x\[0\]=[^,]*' "$WORK/$1.out")
   [ "$got" = "$4" ] || { echo "FAIL: $1 output $got != $4"; fail=1; }
-  expect_ok "$CHECK" "$WORK/$1.sltrace" --windows 1 --allow-loss >/dev/null
+  if [ -e "$WORK/$1.sltrace" ]; then
+    expect_ok "$CHECK" "$WORK/$1.sltrace" --windows 1 --allow-loss >/dev/null
+  elif grep -q "recorded no GPU work and no CUDA call; no trace kept" "$WORK/$1.err"; then
+    # The window closed before the program's first CUDA call (CUDA's
+    # start-up outlasted it): no trace is kept, by design, and said so.
+    echo "note: $1: the window closed before the first CUDA call; no trace kept (said)"
+  else
+    echo "FAIL: $1 wrote no trace and did not say why"; fail=1
+  fi
   rm -f "$WORK/$1.sltrace"
 }
-ref=$("$EX/fragmented_kernels" --variant slow --steps=4000 | grep -o 'x\[0\]=[^,]*')
+ref=$("$EX/fragmented_kernels" --variant slow --steps=12000 | grep -o 'x\[0\]=[^,]*')
 for i in $(seq 1 "$N"); do
-  duration_case "A$i" 0.2 4000 "$ref"
+  duration_case "A$i" 0.4 12000 "$ref"
   one "B$i" "$SL" profile -o "$WORK/B$i.sltrace" --capture-range cudaProfilerApi --capture-range-end stop -- \
     "$LO" --mode plain --launches=50000 --reps=3 --capture-first-rep
   expect_ok "$CHECK" "$WORK/B$i.sltrace" --stdout "$WORK/B$i.out" >/dev/null
   grep -h AFTER_CAPTURE "$WORK/B$i.out"
   rm -f "$WORK/B$i.sltrace"
 done
-ref_long=$("$EX/fragmented_kernels" --variant slow --steps=20000 | grep -o 'x\[0\]=[^,]*')
+ref_long=$("$EX/fragmented_kernels" --variant slow --steps=40000 | grep -o 'x\[0\]=[^,]*')
 for i in $(seq 1 "${TEARDOWN_LONG_RUNS:-4}"); do
-  duration_case "D$i" 1 20000 "$ref_long"
+  duration_case "D$i" 1 40000 "$ref_long"
 done
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   PY=$(dirname "$0")/../../examples/pytorch_train.py
