@@ -701,10 +701,6 @@ std::optional<RecordingGroup> LastRecordingGroup(const TimelineModel& model,
   return g;
 }
 
-}  // namespace
-
-namespace {
-
 // Steps first..last timed on the GPU (each one): their GPU span on `c`.
 void SetGpuSpan(const StepDetection& steps, int64_t first, int64_t last, ScopeChoice* c) {
   if (first < 0 || last < first || static_cast<size_t>(last) >= steps.steps.size()) return;

@@ -840,7 +840,9 @@ void CollectorImpl::SelectApiRecords(bool enable) {
          });
   });
   if (config_.trace_cuda && config_.runtime_records_per_api) {
-    for (CUpti_CallbackId cbid : runtime_kept_cbids_) cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0);
+    for (CUpti_CallbackId cbid : runtime_kept_cbids_) {
+      cuptiActivityEnableRuntimeApi(cbid, enable ? 1 : 0);
+    }
   } else if (config_.trace_cuda && enable && !config_.api_skip.empty()) {
     for (CUpti_CallbackId cbid : runtime_skipped_cbids_) cuptiActivityEnableRuntimeApi(cbid, 0);
   }
