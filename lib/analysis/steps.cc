@@ -280,18 +280,24 @@ std::vector<DetectedStep> StepsFromLaunchPattern(const TimelineModel& model, Ste
   return StepsFromLaunchPatternOf(model, trace, out);
 }
 
-// Whether one of `windows` (capture windows) holds two or more of `steps`
-// (launch-pattern steps) of its own trace whole.
-bool SeveralStepsInOneWindow(const std::vector<DetectedStep>& windows,
-                             const std::vector<DetectedStep>& steps) {
-  for (const DetectedStep& w : windows) {
-    size_t inside = 0;
-    for (const DetectedStep& s : steps) {
-      inside += s.trace == w.trace && s.start_ns >= w.start_ns && s.end_ns <= w.end_ns;
-      if (inside >= 2) return true;
+// The `steps` that lie whole inside one of `windows` (one trace's capture
+// windows); `most` gets the largest number inside a single window.
+std::vector<DetectedStep> StepsInsideWindows(const std::vector<DetectedStep>& windows,
+                                             const std::vector<DetectedStep>& steps,
+                                             size_t* most) {
+  std::vector<DetectedStep> inside;
+  std::vector<size_t> per_window(windows.size(), 0);
+  for (const DetectedStep& st : steps) {
+    for (size_t w = 0; w < windows.size(); ++w) {
+      if (st.start_ns >= windows[w].start_ns && st.end_ns <= windows[w].end_ns) {
+        inside.push_back(st);
+        ++per_window[w];
+        break;
+      }
     }
   }
-  return false;
+  *most = per_window.empty() ? 0 : *std::max_element(per_window.begin(), per_window.end());
+  return inside;
 }
 
 // Per step of `steps` (all of one trace): whether it launched a kernel that
@@ -404,8 +410,10 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
         bool all = true;
         for (const auto& [trace, list] : windows) {
           StepDetection pattern;
-          std::vector<DetectedStep> own = StepsFromLaunchPatternOf(model, trace, &pattern);
-          if (!SeveralStepsInOneWindow(list, own)) {
+          size_t most = 0;
+          std::vector<DetectedStep> own =
+              StepsInsideWindows(list, StepsFromLaunchPatternOf(model, trace, &pattern), &most);
+          if (most < 2) {
             all = false;
             break;
           }
@@ -415,14 +423,7 @@ StepDetection DetectSteps(const TimelineModel& model, const std::string& step_ra
             named_launches = n;
           }
           // A step across the unrecorded time between two windows is none.
-          for (const DetectedStep& st : own) {
-            for (const DetectedStep& w : list) {
-              if (st.start_ns >= w.start_ns && st.end_ns <= w.end_ns) {
-                found.push_back(st);
-                break;
-              }
-            }
-          }
+          found.insert(found.end(), own.begin(), own.end());
         }
         if (all) {
           steps = std::move(found);

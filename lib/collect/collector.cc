@@ -853,13 +853,7 @@ void CollectorImpl::SelectApiRecords(bool enable) {
 
 bool CollectorImpl::ApplyLocked(CaptureAction action, uint64_t now_ns) {
   if (action == CaptureAction::kNone) return false;
-  const uint64_t t0 = SelfCost::Enabled() ? SelfCost::NowNs() : 0;
-  const bool closed = ApplyActionLocked(action, now_ns);
-  if (t0 != 0) SelfCost::Add(CostPart::kCapture, SelfCost::NowNs() - t0);
-  return closed;
-}
-
-bool CollectorImpl::ApplyActionLocked(CaptureAction action, uint64_t now_ns) {
+  CostScope cost(CostPart::kCapture);
   if (action == CaptureAction::kStart) {
     if (flight_recorder_) {
       ++recorder_captures_;
@@ -918,12 +912,7 @@ bool CollectorImpl::ApplyActionLocked(CaptureAction action, uint64_t now_ns) {
 }
 
 void CollectorImpl::AfterWindowClosed() {
-  const uint64_t t0 = SelfCost::Enabled() ? SelfCost::NowNs() : 0;
-  HandOverClosedWindow();
-  if (t0 != 0) SelfCost::Add(CostPart::kCapture, SelfCost::NowNs() - t0);
-}
-
-void CollectorImpl::HandOverClosedWindow() {
+  CostScope cost(CostPart::kCapture);
   if (const uint64_t n = untraced_launches_.exchange(0); n > 0 && config_.metric_debug) {
     std::fprintf(stderr,
                  "sightline: %llu kernel launches measured in place without being traced, "

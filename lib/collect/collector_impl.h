@@ -144,15 +144,11 @@ class CollectorImpl final : public Collector {
   bool ApiSkipped(const char* name) const;  // config_.api_skip, CUPTI's _vN suffix ignored
   // Applies a state-machine answer; returns true when a window just closed.
   bool ApplyLocked(CaptureAction action, uint64_t now_ns) SL_REQUIRES(control_mu_);
-  // ApplyLocked's work, untimed (ApplyLocked adds its time to the self-cost
-  // part "capture windows").
-  bool ApplyActionLocked(CaptureAction action, uint64_t now_ns) SL_REQUIRES(control_mu_);
   // The monitor's capture start: opens a window and returns its index, or 0
   // (and leaves no pending request behind) when none opened — a window the
   // program opened is open, a delay or a capture count holds it back.
   uint32_t MonitorStart() SL_EXCLUDES(control_mu_);
   void AfterWindowClosed() SL_EXCLUDES(control_mu_);  // metrics, flush request
-  void HandOverClosedWindow() SL_EXCLUDES(control_mu_);  // AfterWindowClosed, untimed
   void Control(CaptureAction (CaptureStateMachine::*fn)(uint64_t)) SL_EXCLUDES(control_mu_);
   void OnResource(CUpti_CallbackId cbid, const CUpti_ResourceData* data);
   void OnApi(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data);
