@@ -9,7 +9,8 @@
 #         -DSIGHTLINE_BUILD_BENCH=OFF
 # The script builds the two fuzz targets, generates the seed corpus from small
 # valid traces, runs libFuzzer and exits non-zero on any crash, sanitizer
-# report, timeout or out-of-memory. Crash inputs are left in BUILD_DIR/fuzz/artifacts.
+# report, timeout or out-of-memory. Crash inputs are left in BUILD_DIR/fuzz/artifacts;
+# once fixed, copy one into fuzz/regressions/ (it is run first every time).
 set -euo pipefail
 if [[ $# -ne 2 ]]; then
   echo "usage: $0 BUILD_DIR SECONDS" >&2
@@ -30,6 +31,20 @@ mkdir -p "$seeds" "$corpus" "$artifacts" "$large_seeds" "$large_corpus"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+# Inputs that once failed (fuzz/regressions, one file each, named for the
+# bug): each is run once before fuzzing, so a fixed bug stays fixed.
+regressions=$(cd "$(dirname "$0")" && pwd)/regressions
+shopt -s nullglob
+regression_inputs=("$regressions"/*)
+shopt -u nullglob
+if [[ ${#regression_inputs[@]} -gt 0 ]]; then
+  if ! "$build_dir/fuzz/trace_reader_fuzz" "${regression_inputs[@]}" >"$work/regressions.log" 2>&1; then
+    tail -n 40 "$work/regressions.log" >&2
+    echo "run_fuzz.sh: a regression input fails again (fuzz/regressions)" >&2
+    exit 1
+  fi
+  echo "run_fuzz.sh: ${#regression_inputs[@]} regression input(s) pass"
+fi
 # -rss_limit_mb: the reader must never allocate more than the input justifies.
 "$build_dir/fuzz/trace_reader_fuzz" "$corpus" "$seeds" \
   -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \

@@ -530,6 +530,7 @@ bool ChunkDecoder::DecodePayload(uint32_t field, std::string_view bytes, bool re
                   e.values.size() + s.size() / 4 > kMaxGpuMetricSamples * kMaxGpuMetrics) {
                 return false;
               }
+              if (s.empty()) return true;  // memcpy's pointers must not be null, even for 0 bytes
               const size_t old = e.values.size();
               e.values.resize(old + s.size() / 4);
               std::memcpy(e.values.data() + old, s.data(), s.size());

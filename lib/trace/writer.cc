@@ -315,7 +315,7 @@ uint32_t TraceWriter::Intern(std::string_view s) {
   p = wire::WriteVarint(body_size, p);
   std::memcpy(p, body, static_cast<size_t>(b - body));
   p += b - body;
-  std::memcpy(p, s.data(), s.size());
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());  // an empty view's data() may be null
   m.string_defs.CommitTo(p + s.size());
   m.strings.Find(s, hash, &slot);  // the table may not have existed yet
   return m.strings.Insert(s, hash, slot, id);

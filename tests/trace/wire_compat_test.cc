@@ -345,6 +345,7 @@ TEST(WireCompatTest, GpuMetricSamplesPackedUnpackedAndInconsistent) {
   u->AddVarint(3, 100);
   u->AddVarint(4, 100);  // sample_duration_ns, unpacked
   u->AddVarint(4, 100);
+  u->AddLengthDelimited(5, "");  // an empty packed `values`: nothing to copy (once UB: memcpy to null)
   RecordingVisitor v2;
   auto r2 = ReadAllFromBuffer(GeneratedFile(unpacked, nullptr), &v2);
   ASSERT_TRUE(r2.ok()) << r2.status();
