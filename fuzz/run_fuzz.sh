@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
-# Runs the trace reader fuzzer for a bounded time (CI calls it with ~60 s).
+# Runs the trace reader fuzzer, then the analyzer fuzzer, each for a bounded
+# time (CI calls it with ~60 s).
 #
-#   fuzz/run_fuzz.sh BUILD_DIR SECONDS
+#   fuzz/run_fuzz.sh BUILD_DIR SECONDS [ANALYZER_SECONDS (default SECONDS)]
 #
 # BUILD_DIR is a CMake build configured with clang and -DSIGHTLINE_FUZZ=ON, e.g.
 #   cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 #         -DSIGHTLINE_FUZZ=ON -DSIGHTLINE_WITH_CUDA=OFF -DSIGHTLINE_BUILD_TESTS=OFF \
 #         -DSIGHTLINE_BUILD_BENCH=OFF
-# The script builds the two fuzz targets, generates the seed corpus from small
-# valid traces, runs libFuzzer and exits non-zero on any crash, sanitizer
-# report, timeout or out-of-memory. Crash inputs are left in BUILD_DIR/fuzz/artifacts;
-# once fixed, copy one into fuzz/regressions/ (it is run first every time).
+# The script builds the fuzz targets, generates the seed corpora (small valid
+# traces for the reader; tests/data's real traces up to 256 KB, unframed, for
+# the analyzer: analyze_fuzz.cc), runs libFuzzer and exits non-zero on any
+# crash, sanitizer report, timeout or out-of-memory. Crash inputs are left in BUILD_DIR/fuzz/artifacts;
+# once fixed, copy one into fuzz/regressions/reader/ or .../analyze/ (run first every time).
 set -euo pipefail
-if [[ $# -ne 2 ]]; then
-  echo "usage: $0 BUILD_DIR SECONDS" >&2
+if [[ $# -ne 2 && $# -ne 3 ]]; then
+  echo "usage: $0 BUILD_DIR SECONDS [ANALYZER_SECONDS]" >&2
   exit 2
 fi
 build_dir=$(cd "$1" && pwd)
 seconds=$2
-cmake --build "$build_dir" --target trace_reader_fuzz trace_fuzz_seeds -- -j"${FUZZ_BUILD_JOBS:-2}"
+analyzer_seconds=${3:-$2}
+source_dir=$(cd "$(dirname "$0")/.." && pwd)
+cmake --build "$build_dir" --target trace_reader_fuzz trace_fuzz_seeds analyze_fuzz \
+  analyze_fuzz_seeds -- -j"${FUZZ_BUILD_JOBS:-2}"
 
 work="$build_dir/fuzz"
 seeds="$work/seeds"
@@ -31,20 +36,23 @@ mkdir -p "$seeds" "$corpus" "$artifacts" "$large_seeds" "$large_corpus"
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-# Inputs that once failed (fuzz/regressions, one file each, named for the
-# bug): each is run once before fuzzing, so a fixed bug stays fixed.
+# Inputs that once failed (fuzz/regressions/TARGET/, one file each, named
+# for the bug): each is run once before fuzzing, so a fixed bug stays fixed.
 regressions=$(cd "$(dirname "$0")" && pwd)/regressions
-shopt -s nullglob
-regression_inputs=("$regressions"/*)
-shopt -u nullglob
-if [[ ${#regression_inputs[@]} -gt 0 ]]; then
-  if ! "$build_dir/fuzz/trace_reader_fuzz" "${regression_inputs[@]}" >"$work/regressions.log" 2>&1; then
-    tail -n 40 "$work/regressions.log" >&2
-    echo "run_fuzz.sh: a regression input fails again (fuzz/regressions)" >&2
+run_regressions() {  # TARGET
+  local inputs=()
+  shopt -s nullglob
+  inputs=("$regressions/$1"/*)
+  shopt -u nullglob
+  [[ ${#inputs[@]} -gt 0 ]] || return 0
+  if ! "$build_dir/fuzz/$2" "${inputs[@]}" >"$work/regressions-$1.log" 2>&1; then
+    tail -n 40 "$work/regressions-$1.log" >&2
+    echo "run_fuzz.sh: a regression input fails again (fuzz/regressions/$1)" >&2
     exit 1
   fi
-  echo "run_fuzz.sh: ${#regression_inputs[@]} regression input(s) pass"
-fi
+  echo "run_fuzz.sh: ${#inputs[@]} $1 regression input(s) pass"
+}
+run_regressions reader trace_reader_fuzz
 # -rss_limit_mb: the reader must never allocate more than the input justifies.
 "$build_dir/fuzz/trace_reader_fuzz" "$corpus" "$seeds" \
   -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
@@ -67,4 +75,22 @@ if [[ $status -ne 0 ]]; then
   echo "run_fuzz.sh: fuzzer failed on large inputs (exit $status); reproducers in $artifacts" >&2
   exit 1
 fi
-echo "run_fuzz.sh: no failures in ${seconds}s + ${large_seconds}s (multi-MiB inputs)"
+echo "run_fuzz.sh: reader: no failures in ${seconds}s + ${large_seconds}s (multi-MiB inputs)"
+
+# The analyzer and renderers behind the reader, seeded with real traces.
+analyze_seeds="$work/analyze-seeds"
+analyze_corpus="$work/analyze-corpus"
+mkdir -p "$analyze_seeds" "$analyze_corpus"
+mapfile -t seed_traces < <(find "$source_dir/tests/data" -maxdepth 1 -name '*.sltrace' -size -257k | sort)
+"$build_dir/fuzz/analyze_fuzz_seeds" "$analyze_seeds" "${seed_traces[@]}"
+run_regressions analyze analyze_fuzz
+"$build_dir/fuzz/analyze_fuzz" "$analyze_corpus" "$analyze_seeds" \
+  -max_total_time="$analyzer_seconds" -max_len=262144 -timeout=20 -rss_limit_mb=2048 \
+  -malloc_limit_mb=1024 -artifact_prefix="$artifacts/analyze-" -print_final_stats=1 2>&1 |
+  tail -n 20
+status=${PIPESTATUS[0]}
+if [[ $status -ne 0 ]]; then
+  echo "run_fuzz.sh: analyzer fuzzer failed (exit $status); reproducers in $artifacts/analyze-*" >&2
+  exit 1
+fi
+echo "run_fuzz.sh: analyzer: no failures in ${analyzer_seconds}s (${#seed_traces[@]} real traces as seeds)"

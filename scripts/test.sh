@@ -6,8 +6,9 @@
 #      signal flush; synthetic CUPTI records) under ThreadSanitizer, and the
 #      collector's CPU tests under AddressSanitizer + UBSan (needs the CUDA
 #      toolkit's CUPTI headers, not a GPU),
-#   3. the libFuzzer target of the trace reader for a bounded time, with a
-#      multi-MiB corpus that reaches resync after damage,
+#   3. the libFuzzer targets for a bounded time: the trace reader (with a
+#      multi-MiB corpus that reaches resync after damage), then the analyzer
+#      and report renderers on mutated real traces (fuzz/analyze_fuzz.cc),
 #   4. the whole ctest suite (tests labelled `gpu` report "Skipped" without a GPU),
 #   5. clang's thread-safety analysis (-Werror=thread-safety) over the
 #      libraries whose locks are annotated (lib/trace/thread_annotations.h):
@@ -50,7 +51,7 @@ else
   echo "== [2/5] skipped: no CUDA toolkit (the collector needs CUPTI's headers)"
 fi
 
-echo "== [3/5] libFuzzer: trace reader, ${FUZZ_SECONDS}s"
+echo "== [3/5] libFuzzer: trace reader, then analyzer, ${FUZZ_SECONDS}s each"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSIGHTLINE_FUZZ=ON -DSIGHTLINE_WITH_CUDA=OFF -DSIGHTLINE_BUILD_TESTS=OFF \
   -DSIGHTLINE_BUILD_BENCH=OFF >/dev/null

@@ -1,0 +1,72 @@
+// Converts .sltrace files into analyze_fuzz inputs (its header comment says
+// the form): each frame's type, LEB128 length and payload, framing and CRCs
+// dropped. A damaged frame is copied as it is; a file that is not a trace is
+// an error naming it.
+//
+//   analyze_fuzz_seeds OUT_DIR TRACE...
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "lib/trace/format.h"
+
+namespace {
+
+bool Convert(const std::string& path, const std::string& out_path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "analyze_fuzz_seeds: cannot open %s\n", path.c_str());
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t preamble = sizeof(sightline::trace::kFileMagic) + 4;
+  if (bytes.size() < preamble ||
+      std::memcmp(bytes.data(), sightline::trace::kFileMagic, sizeof(sightline::trace::kFileMagic)) != 0) {
+    std::fprintf(stderr, "analyze_fuzz_seeds: %s: not a .sltrace file\n", path.c_str());
+    return false;
+  }
+  std::string out;
+  size_t i = preamble;
+  while (i + sightline::trace::kFrameHeaderSize <= bytes.size()) {
+    uint32_t length = 0;
+    std::memcpy(&length, bytes.data() + i + 8, 4);
+    const uint8_t type = static_cast<uint8_t>(bytes[i + 4]);
+    i += sightline::trace::kFrameHeaderSize;
+    if (length > bytes.size() - i) length = static_cast<uint32_t>(bytes.size() - i);
+    out.push_back(static_cast<char>(type));
+    uint64_t v = length;
+    do {
+      uint8_t b = v & 0x7f;
+      v >>= 7;
+      out.push_back(static_cast<char>(v ? (b | 0x80) : b));
+    } while (v);
+    out.append(bytes, i, length);
+    i += length;
+  }
+  std::ofstream o(out_path, std::ios::binary | std::ios::trunc);
+  o.write(out.data(), static_cast<std::streamsize>(out.size()));
+  if (!o) {
+    std::fprintf(stderr, "analyze_fuzz_seeds: cannot write %s\n", out_path.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s OUT_DIR TRACE...\n", argv[0]);
+    return 2;
+  }
+  int failed = 0;
+  for (int a = 2; a < argc; ++a) {
+    std::string name = argv[a];
+    name = name.substr(name.rfind('/') + 1);
+    if (!Convert(argv[a], std::string(argv[1]) + "/" + name + ".rec")) ++failed;
+  }
+  return failed == 0 ? 0 : 1;
+}
