@@ -9,8 +9,10 @@
 //
 // Each input is built into a timeline model, analysed (steady window, and the
 // whole window for inputs of odd length), rendered as text, JSON and HTML, and
-// the JSON read back. The analyzer must never crash, hang, allocate beyond
-// what the input justifies, or write a report its own reader refuses.
+// the JSON read back; the trace is also exported as Chrome JSON and as a
+// Perfetto trace (to /dev/null). The analyzer and the exporters must never
+// crash, hang, allocate beyond what the input justifies, or write a report
+// their own reader refuses.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +22,9 @@
 
 #include "lib/analysis/analyze.h"
 #include "lib/analysis/model.h"
+#include "lib/export/chrome_trace.h"
+#include "lib/export/output_file.h"
+#include "lib/export/perfetto_trace.h"
 #include "lib/export/report_html.h"
 #include "lib/export/report_json_read.h"
 #include "lib/export/report_render.h"
@@ -86,11 +91,23 @@ void AnalyzeImage(const std::string& image, bool whole_window) {
   if (text.empty() || html.empty()) __builtin_trap();
 }
 
+void ExportImage(const std::string& image, bool perfetto) {
+  auto reader = trace::TraceReader::FromBuffer("fuzz.sltrace", image);
+  if (!reader.ok()) return;
+  auto out = exporter::OutputFile::Open("/dev/null");
+  if (!out.ok()) __builtin_trap();
+  auto stats = perfetto ? exporter::ExportPerfettoTrace(**reader, **out)
+                        : exporter::ExportChromeTrace(**reader, **out);
+  if (!stats.ok() && stats.status().message().empty()) __builtin_trap();
+  (void)(*out)->Close();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string image = Frame(std::string_view(reinterpret_cast<const char*>(data), size));
   AnalyzeImage(image, /*whole_window=*/false);
   if (size % 2 == 1) AnalyzeImage(image, /*whole_window=*/true);
+  ExportImage(image, /*perfetto=*/size % 3 == 0);
   return 0;
 }
