@@ -1,19 +1,30 @@
 // Converts .sltrace files into analyze_fuzz inputs (its header comment says
 // the form): each frame's type, LEB128 length and payload, framing and CRCs
 // dropped. A damaged frame is copied as it is; a file that is not a trace is
-// an error naming it.
+// an error naming it. With --reports, also writes each trace's report JSON
+// there (report_json_fuzz's seeds).
 //
-//   analyze_fuzz_seeds OUT_DIR TRACE...
+//   analyze_fuzz_seeds [--reports REPORT_DIR] OUT_DIR TRACE...
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
+#include "lib/analysis/analyze.h"
+#include "lib/export/report_render.h"
 #include "lib/trace/format.h"
 
 namespace {
+
+bool WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream o(path, std::ios::binary | std::ios::trunc);
+  o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!o) std::fprintf(stderr, "analyze_fuzz_seeds: cannot write %s\n", path.c_str());
+  return static_cast<bool>(o);
+}
 
 bool Convert(const std::string& path, const std::string& out_path) {
   std::ifstream in(path, std::ios::binary);
@@ -46,27 +57,39 @@ bool Convert(const std::string& path, const std::string& out_path) {
     out.append(bytes, i, length);
     i += length;
   }
-  std::ofstream o(out_path, std::ios::binary | std::ios::trunc);
-  o.write(out.data(), static_cast<std::streamsize>(out.size()));
-  if (!o) {
-    std::fprintf(stderr, "analyze_fuzz_seeds: cannot write %s\n", out_path.c_str());
+  return WriteFile(out_path, out);
+}
+
+bool Report(const std::string& path, const std::string& out_path) {
+  auto report = sightline::analysis::Analyze(std::vector<std::string>{path},
+                                             sightline::analysis::AnalysisOptions());
+  if (!report.ok()) {
+    std::fprintf(stderr, "analyze_fuzz_seeds: %s\n", std::string(report.status().message()).c_str());
     return false;
   }
-  return true;
+  return WriteFile(out_path, sightline::exporter::RenderReportJson(*report));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    std::fprintf(stderr, "usage: %s OUT_DIR TRACE...\n", argv[0]);
+  int a = 1;
+  std::string reports;
+  if (argc > 2 && std::string(argv[1]) == "--reports") {
+    reports = argv[2];
+    a = 3;
+  }
+  if (argc - a < 2) {
+    std::fprintf(stderr, "usage: %s [--reports REPORT_DIR] OUT_DIR TRACE...\n", argv[0]);
     return 2;
   }
+  const std::string out_dir = argv[a++];
   int failed = 0;
-  for (int a = 2; a < argc; ++a) {
+  for (; a < argc; ++a) {
     std::string name = argv[a];
     name = name.substr(name.rfind('/') + 1);
-    if (!Convert(argv[a], std::string(argv[1]) + "/" + name + ".rec")) ++failed;
+    if (!Convert(argv[a], out_dir + "/" + name + ".rec")) ++failed;
+    if (!reports.empty() && !Report(argv[a], reports + "/" + name + ".json")) ++failed;
   }
   return failed == 0 ? 0 : 1;
 }

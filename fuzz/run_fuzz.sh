@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the trace reader fuzzer, then the analyzer fuzzer, each for a bounded
-# time (CI calls it with ~60 s).
+# Runs the trace reader fuzzer, then the analyzer fuzzer, then the report JSON
+# reader's, each for a bounded time (CI calls it with ~60 s).
 #
 #   fuzz/run_fuzz.sh BUILD_DIR SECONDS [ANALYZER_SECONDS (default SECONDS)]
 #
@@ -10,9 +10,10 @@
 #         -DSIGHTLINE_BUILD_BENCH=OFF
 # The script builds the fuzz targets, generates the seed corpora (small valid
 # traces for the reader; tests/data's real traces up to 256 KB, unframed, for
-# the analyzer: analyze_fuzz.cc), runs libFuzzer and exits non-zero on any
+# the analyzer: analyze_fuzz.cc; their reports for the report JSON reader),
+# runs libFuzzer and exits non-zero on any
 # crash, sanitizer report, timeout or out-of-memory. Crash inputs are left in BUILD_DIR/fuzz/artifacts;
-# once fixed, copy one into fuzz/regressions/reader/ or .../analyze/ (run first every time).
+# once fixed, copy one into fuzz/regressions/TARGET/ (run first every time).
 set -euo pipefail
 if [[ $# -ne 2 && $# -ne 3 ]]; then
   echo "usage: $0 BUILD_DIR SECONDS [ANALYZER_SECONDS]" >&2
@@ -23,7 +24,7 @@ seconds=$2
 analyzer_seconds=${3:-$2}
 source_dir=$(cd "$(dirname "$0")/.." && pwd)
 cmake --build "$build_dir" --target trace_reader_fuzz trace_fuzz_seeds analyze_fuzz \
-  analyze_fuzz_seeds -- -j"${FUZZ_BUILD_JOBS:-2}"
+  analyze_fuzz_seeds report_json_fuzz -- -j"${FUZZ_BUILD_JOBS:-2}"
 
 work="$build_dir/fuzz"
 seeds="$work/seeds"
@@ -80,9 +81,11 @@ echo "run_fuzz.sh: reader: no failures in ${seconds}s + ${large_seconds}s (multi
 # The analyzer and renderers behind the reader, seeded with real traces.
 analyze_seeds="$work/analyze-seeds"
 analyze_corpus="$work/analyze-corpus"
-mkdir -p "$analyze_seeds" "$analyze_corpus"
+report_seeds="$work/report-json-seeds"
+report_corpus="$work/report-json-corpus"
+mkdir -p "$analyze_seeds" "$analyze_corpus" "$report_seeds" "$report_corpus"
 mapfile -t seed_traces < <(find "$source_dir/tests/data" -maxdepth 1 -name '*.sltrace' -size -257k | sort)
-"$build_dir/fuzz/analyze_fuzz_seeds" "$analyze_seeds" "${seed_traces[@]}"
+"$build_dir/fuzz/analyze_fuzz_seeds" --reports "$report_seeds" "$analyze_seeds" "${seed_traces[@]}"
 run_regressions analyze analyze_fuzz
 "$build_dir/fuzz/analyze_fuzz" "$analyze_corpus" "$analyze_seeds" \
   -max_total_time="$analyzer_seconds" -max_len=262144 -timeout=20 -rss_limit_mb=2048 \
@@ -94,3 +97,18 @@ if [[ $status -ne 0 ]]; then
   exit 1
 fi
 echo "run_fuzz.sh: analyzer: no failures in ${analyzer_seconds}s (${#seed_traces[@]} real traces as seeds)"
+
+# The report JSON reader (diff, history read reports from anywhere), seeded
+# with those traces' reports, for half the analyzer's time.
+report_seconds=$(( (analyzer_seconds + 1) / 2 ))
+run_regressions report_json report_json_fuzz
+"$build_dir/fuzz/report_json_fuzz" "$report_corpus" "$report_seeds" \
+  -dict="$source_dir/fuzz/report_json.dict" -max_total_time="$report_seconds" -max_len=131072 \
+  -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -artifact_prefix="$artifacts/report-json-" \
+  -print_final_stats=1 2>&1 | tail -n 20
+status=${PIPESTATUS[0]}
+if [[ $status -ne 0 ]]; then
+  echo "run_fuzz.sh: report JSON fuzzer failed (exit $status); reproducers in $artifacts/report-json-*" >&2
+  exit 1
+fi
+echo "run_fuzz.sh: report JSON reader: no failures in ${report_seconds}s"

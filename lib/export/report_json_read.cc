@@ -1,8 +1,10 @@
 // lib/export/report_json_read.cc — see report_json_read.h.
 #include "lib/export/report_json_read.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -187,6 +189,36 @@ analysis::Severity SeverityFromName(const std::string& s) {
   return analysis::Severity::kInfo;
 }
 
+// Integer fields (ids, counts, bytes, nanoseconds): a number outside the
+// field's range (negative for a count, 1e300, 1e999 read as infinity) is an
+// error naming the field, never an out-of-range conversion; a fraction is
+// truncated. A missing or non-number field reads as `fallback`.
+class IntFields {
+ public:
+  template <typename T>
+  T Get(const Value& object, std::string_view key, T fallback, std::string_view where) {
+    const Value* v = object.Get(key);
+    if (v == nullptr || v->type != Value::kNumber) return fallback;
+    const double d = v->number;
+    // [min, 2^digits): every double in it converts; 2^digits is exact.
+    const double low = static_cast<double>(std::numeric_limits<T>::min());
+    const double high = std::ldexp(1.0, std::numeric_limits<T>::digits);
+    if (!(d >= low && d < high)) {
+      if (error_.empty()) {
+        error_ = absl::StrCat(std::string(where), std::string(key), ": ", d, " is outside [",
+                              std::numeric_limits<T>::min(), ", ",
+                              std::numeric_limits<T>::max(), "]");
+      }
+      return fallback;
+    }
+    return static_cast<T>(d);
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string error_;
+};
+
 }  // namespace
 
 bool LooksLikeJson(std::string_view bytes) {
@@ -209,11 +241,14 @@ absl::StatusOr<analysis::Report> ReportFromJson(const std::string& name, std::st
         name, ": not a sightline report (expected \"schema\": \"", analysis::kReportSchema, "\")"));
   }
   analysis::Report r;
+  IntFields ints;
+  std::string where;
   for (const Value& t : doc.Arr("traces")) {
+    where = absl::StrCat("traces[", r.traces.size(), "].");
     analysis::TraceSummary ts;
     ts.path = t.Str("path");
-    ts.pid = static_cast<uint32_t>(t.Num("pid"));
-    ts.rank = static_cast<int32_t>(t.Num("rank", -1));
+    ts.pid = ints.Get<uint32_t>(t, "pid", 0, where);
+    ts.rank = ints.Get<int32_t>(t, "rank", -1, where);
     // Reports written before "complete" existed count as complete.
     const Value* complete = t.Get("complete");
     ts.complete = complete == nullptr || complete->type != Value::kBool || complete->boolean;
@@ -229,60 +264,68 @@ absl::StatusOr<analysis::Report> ReportFromJson(const std::string& name, std::st
   static const Value kEmptyObject = [] { Value v; v.type = Value::kObject; return v; }();
   const Value* summary = doc.Get("summary");
   if (!summary) summary = &kEmptyObject;
-  r.summary.window_ns = static_cast<uint64_t>(summary->Num("window_ns"));
+  r.summary.window_ns = ints.Get<uint64_t>(*summary, "window_ns", 0, "summary.");
   for (const Value& d : summary->Arr("devices")) {
+    where = absl::StrCat("summary.devices[", r.summary.devices.size(), "].");
     analysis::DeviceSummary ds;
-    ds.id = static_cast<uint32_t>(d.Num("id"));
-    ds.rank = static_cast<int32_t>(d.Num("rank", -1));
+    ds.id = ints.Get<uint32_t>(d, "id", 0, where);
+    ds.rank = ints.Get<int32_t>(d, "rank", -1, where);
     ds.name = d.Str("name");
     ds.gpu_utilization_pct = d.Num("gpu_utilization_pct");
-    ds.memory_peak_bytes = static_cast<uint64_t>(d.Num("memory_peak_bytes"));
+    ds.memory_peak_bytes = ints.Get<uint64_t>(d, "memory_peak_bytes", 0, where);
     r.summary.devices.push_back(std::move(ds));
   }
   if (const Value* m = doc.Get("memory")) {
     const Value* recorded = m->Get("recorded");
     r.memory.recorded = recorded != nullptr && recorded->type == Value::kBool && recorded->boolean;
     for (const Value& d : m->Arr("devices")) {
+      where = absl::StrCat("memory.devices[", r.memory.devices.size(), "].");
       analysis::MemoryDevice md;
-      md.id = static_cast<uint32_t>(d.Num("id"));
-      md.rank = static_cast<int32_t>(d.Num("rank", -1));
-      md.capacity_bytes = static_cast<uint64_t>(d.Num("capacity_bytes"));
-      md.peak_bytes = static_cast<uint64_t>(d.Num("peak_bytes"));
-      md.scope_peak_bytes = static_cast<uint64_t>(d.Num("scope_peak_bytes"));
-      md.end_bytes = static_cast<uint64_t>(d.Num("end_bytes"));
+      md.id = ints.Get<uint32_t>(d, "id", 0, where);
+      md.rank = ints.Get<int32_t>(d, "rank", -1, where);
+      md.capacity_bytes = ints.Get<uint64_t>(d, "capacity_bytes", 0, where);
+      md.peak_bytes = ints.Get<uint64_t>(d, "peak_bytes", 0, where);
+      md.scope_peak_bytes = ints.Get<uint64_t>(d, "scope_peak_bytes", 0, where);
+      md.end_bytes = ints.Get<uint64_t>(d, "end_bytes", 0, where);
       md.growth_bytes_per_step = d.Num("growth_bytes_per_step");
-      md.scope_allocations = static_cast<uint64_t>(d.Num("scope_allocations"));
-      md.scope_releases = static_cast<uint64_t>(d.Num("scope_releases"));
+      md.scope_allocations = ints.Get<uint64_t>(d, "scope_allocations", 0, where);
+      md.scope_releases = ints.Get<uint64_t>(d, "scope_releases", 0, where);
       md.allocations_per_step = d.Num("allocations_per_step");
       r.memory.devices.push_back(std::move(md));
     }
   }
   if (const Value* s = summary->Get("steps")) {
+    where = "summary.steps.";
     r.summary.steps.source = s->Str("source");
     r.summary.steps.name = s->Str("name");
-    r.summary.steps.count = static_cast<uint64_t>(s->Num("count"));
+    r.summary.steps.count = ints.Get<uint64_t>(*s, "count", 0, where);
     r.summary.steps.mean_ns = s->Num("mean_ns");
-    r.summary.steps.p50_ns = static_cast<uint64_t>(s->Num("p50_ns"));
-    r.summary.steps.p99_ns = static_cast<uint64_t>(s->Num("p99_ns"));
+    r.summary.steps.p50_ns = ints.Get<uint64_t>(*s, "p50_ns", 0, where);
+    r.summary.steps.p99_ns = ints.Get<uint64_t>(*s, "p99_ns", 0, where);
   }
   for (const Value& k : doc.Arr("kernels")) {
+    where = absl::StrCat("kernels[", r.kernels.size(), "].");
     analysis::KernelRow row;
     row.name = k.Str("name");
     row.klass = k.Str("class");
-    row.count = static_cast<uint64_t>(k.Num("count"));
-    row.total_ns = static_cast<uint64_t>(k.Num("total_ns"));
+    row.count = ints.Get<uint64_t>(k, "count", 0, where);
+    row.total_ns = ints.Get<uint64_t>(k, "total_ns", 0, where);
     row.share_pct = k.Num("share_pct");
     r.kernels.push_back(std::move(row));
   }
   for (const Value& f : doc.Arr("findings")) {
+    where = absl::StrCat("findings[", r.findings.size(), "].");
     analysis::Finding finding;
     finding.rule = f.Str("rule");
     finding.scope = f.Str("scope");
     finding.title = f.Str("title");
     finding.severity = SeverityFromName(f.Str("severity"));
-    finding.est_saving_ns = static_cast<uint64_t>(f.Num("est_saving_ns"));
+    finding.est_saving_ns = ints.Get<uint64_t>(f, "est_saving_ns", 0, where);
     finding.est_saving_pct = f.Num("est_saving_pct");
     r.findings.push_back(std::move(finding));
+  }
+  if (!ints.error().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": ", ints.error()));
   }
   return r;
 }

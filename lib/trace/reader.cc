@@ -35,8 +35,9 @@ std::string_view StringTable::Get(uint32_t id) const {
   } else if (auto it = sparse_.find(id); it != sparse_.end()) {
     return it->second;
   }
-  scratch_ = absl::StrCat("<unknown string ", id, ">");
-  return scratch_;
+  if (auto it = unknown_.find(id); it != unknown_.end()) return it->second;
+  if (unknown_.size() >= kMaxUnknownTexts) return "<unknown string>";
+  return unknown_.emplace(id, absl::StrCat("<unknown string ", id, ">")).first->second;
 }
 
 bool StringTable::Has(uint32_t id) const {

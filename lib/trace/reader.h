@@ -60,7 +60,12 @@ class EventVisitor {
 };
 
 // Interned strings of one trace, id → text. Unknown ids (e.g. defined in a
-// damaged chunk) resolve to "<unknown string N>".
+// damaged chunk) resolve to "<unknown string N>" (the first 4096 distinct
+// ones; after that to "<unknown string>").
+//
+// A view of a defined string stays valid until the next Set() (the reader
+// calls it only between chunks, never while a visitor holds an event); a view
+// of an unknown id's text stays valid as long as the table.
 //
 // Memory grows with the definitions only: ids are stored densely while they
 // stay close to the number of definitions seen (the normal case: 1, 2, 3...)
@@ -81,7 +86,10 @@ class StringTable {
   std::vector<bool> defined_{true};
   std::unordered_map<uint32_t, std::string> sparse_;
   size_t defined_count_ = 0;
-  mutable std::string scratch_;
+  // Texts handed out for unknown ids, stable for the table's life (a later
+  // Get must not move what an earlier view points at). Bounded.
+  static constexpr size_t kMaxUnknownTexts = 4096;
+  mutable std::unordered_map<uint32_t, std::string> unknown_;
 };
 
 struct Integrity {

@@ -245,6 +245,40 @@ TEST(ReportJsonReadTest, RoundTripsWhatTheDiffUses) {
   EXPECT_FALSE(LooksLikeJson("SLTRACE\n"));
 }
 
+// An integer field out of its type's range is an error naming the field (it
+// was an out-of-range double-to-integer conversion: undefined behaviour).
+TEST(ReportJsonTest, IntegerFieldsOutOfRangeAreErrorsNamingTheField) {
+  const std::string head = "{\"schema\": \"sightline.report.v1\", ";
+  struct Case {
+    std::string body, message;
+  };
+  const Case cases[] = {
+      {"\"traces\": [{\"pid\": 1e300}]}", "traces[0].pid: 1e+300 is outside [0, 4294967295]"},
+      {"\"traces\": [{}, {\"rank\": -3e9}]}", "traces[1].rank: -3e+09 is outside [-2147483648, 2147483647]"},
+      {"\"summary\": {\"window_ns\": -1}}", "summary.window_ns: -1 is outside [0, 18446744073709551615]"},
+      {"\"summary\": {\"steps\": {\"p50_ns\": 1e999}}}", "summary.steps.p50_ns: inf is outside"},
+      {"\"kernels\": [{\"count\": 18446744073709551616}]}", "kernels[0].count: 1.84467e+19 is outside"},
+      {"\"findings\": [{\"est_saving_ns\": -0.5e20}]}", "findings[0].est_saving_ns: -5e+19 is outside"},
+  };
+  for (const Case& c : cases) {
+    auto r = ReportFromJson("odd.json", head + c.body);
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_NE(r.status().message().find("odd.json: " + c.message), absl::string_view::npos)
+        << r.status().message();
+  }
+  // The edges of each range, and a fraction (truncated), still read.
+  auto edge = ReportFromJson(
+      "edge.json", head +
+                       "\"traces\": [{\"pid\": 4294967295, \"rank\": -2147483648}], "
+                       "\"summary\": {\"window_ns\": 18446744073709549568}, "
+                       "\"kernels\": [{\"count\": 2.9, \"total_ns\": 0}]}");
+  ASSERT_TRUE(edge.ok()) << edge.status();
+  EXPECT_EQ(edge->traces[0].pid, 4294967295u);
+  EXPECT_EQ(edge->traces[0].rank, -2147483648);
+  EXPECT_EQ(edge->summary.window_ns, 18446744073709549568u);
+  EXPECT_EQ(edge->kernels[0].count, 2u);
+}
+
 TEST(DisplayNameTest, KernelNamesShortenAtTokenBoundaries) {
   // PyTorch's vectorized_elementwise_kernel, as CUPTI reports it.
   const char* mangled =

@@ -403,5 +403,25 @@ TEST(StringTableTest, DenseSparseAndRedefinition) {
   EXPECT_EQ(table.defined_count(), 1400u + 3);
 }
 
+// The analyzer fuzzer's heap-use-after-free: the Chrome exporter held the API
+// name of an unknown id while the call stack's unknown ids were resolved;
+// each Get used to overwrite the one text every unknown-id view pointed at.
+TEST(StringTableTest, UnknownIdViewsStayValidAcrossLaterGets) {
+  StringTable table;
+  table.Set(1, "known");
+  std::string_view a = table.Get(7);
+  std::string_view b = table.Get(8);
+  std::string_view c = table.Get(4000000000u);
+  EXPECT_EQ(a, "<unknown string 7>");
+  EXPECT_EQ(b, "<unknown string 8>");
+  EXPECT_EQ(c, "<unknown string 4000000000>");
+  EXPECT_EQ(table.Get(7).data(), a.data());  // the same text, not a copy per call
+  // Bounded: past 4096 distinct unknown ids, one shared text.
+  for (uint32_t id = 100; id < 100 + 5000; ++id) (void)table.Get(id);
+  EXPECT_EQ(table.Get(900000), "<unknown string>");
+  EXPECT_EQ(a, "<unknown string 7>");
+  EXPECT_EQ(table.Get(1), "known");
+}
+
 }  // namespace
 }  // namespace sightline::trace::testing
