@@ -9,8 +9,9 @@
 //
 // Each input is built into a timeline model, analysed (steady window, and the
 // whole window for inputs of odd length), rendered as text, JSON and HTML, and
-// the JSON read back; the trace is also exported as Chrome JSON and as a
-// Perfetto trace (to /dev/null). The analyzer and the exporters must never
+// the JSON read back; the trace is also exported (to /dev/null) as a
+// Perfetto trace when the input's length is a multiple of 3, else as Chrome
+// JSON. The analyzer and the exporters must never
 // crash, hang, allocate beyond what the input justifies, or write a report
 // their own reader refuses.
 #include <cstddef>
