@@ -53,29 +53,32 @@ run_regressions() {  # TARGET
   fi
   echo "run_fuzz.sh: ${#inputs[@]} $1 regression input(s) pass"
 }
+# Runs fuzz target TARGET over CORPUS and SEEDS with the given libFuzzer
+# flags; a failure names WHAT and where its reproducers are, and exits.
+run_fuzzer() {  # WHAT TARGET CORPUS SEEDS ARTIFACT_PREFIX [libFuzzer flags...]
+  local what=$1 target=$2 corpus_dir=$3 seed_dir=$4 prefix=$5
+  shift 5
+  local status=0
+  # (`|| status=`: under errexit and pipefail a failing pipeline would end
+  # the script before the message.)
+  "$build_dir/fuzz/$target" "$corpus_dir" "$seed_dir" "$@" -artifact_prefix="$prefix" \
+    -print_final_stats=1 2>&1 | tail -n 30 || status=${PIPESTATUS[0]}
+  if [[ $status -ne 0 ]]; then
+    echo "run_fuzz.sh: $what fuzzer failed (exit $status); reproducers in ${prefix}*" >&2
+    exit 1
+  fi
+}
+
 run_regressions reader trace_reader_fuzz
 # -rss_limit_mb: the reader must never allocate more than the input justifies.
-"$build_dir/fuzz/trace_reader_fuzz" "$corpus" "$seeds" \
-  -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=1024 \
-  -malloc_limit_mb=512 -artifact_prefix="$artifacts/" -print_final_stats=1 2>&1 |
-  tail -n 40
-status=${PIPESTATUS[0]}
-if [[ $status -ne 0 ]]; then
-  echo "run_fuzz.sh: fuzzer failed (exit $status); reproducers in $artifacts" >&2
-  exit 1
-fi
+run_fuzzer reader trace_reader_fuzz "$corpus" "$seeds" "$artifacts/" \
+  -max_total_time="$seconds" -max_len=65536 -timeout=10 -rss_limit_mb=1024 -malloc_limit_mb=512
 # Multi-MiB inputs (resync after damage, fake frame headers): a quarter of
 # the time again, with inputs up to 8 MiB.
 large_seconds=$(( (seconds + 3) / 4 ))
-"$build_dir/fuzz/trace_reader_fuzz" "$large_corpus" "$large_seeds" \
+run_fuzzer "reader (large inputs)" trace_reader_fuzz "$large_corpus" "$large_seeds" "$artifacts/" \
   -max_total_time="$large_seconds" -max_len=8388608 -timeout=30 -rss_limit_mb=2048 \
-  -malloc_limit_mb=1024 -artifact_prefix="$artifacts/" -print_final_stats=1 2>&1 |
-  tail -n 20
-status=${PIPESTATUS[0]}
-if [[ $status -ne 0 ]]; then
-  echo "run_fuzz.sh: fuzzer failed on large inputs (exit $status); reproducers in $artifacts" >&2
-  exit 1
-fi
+  -malloc_limit_mb=1024
 echo "run_fuzz.sh: reader: no failures in ${seconds}s + ${large_seconds}s (multi-MiB inputs)"
 
 # The analyzer and renderers behind the reader, seeded with real traces.
@@ -87,28 +90,16 @@ mkdir -p "$analyze_seeds" "$analyze_corpus" "$report_seeds" "$report_corpus"
 mapfile -t seed_traces < <(find "$source_dir/tests/data" -maxdepth 1 -name '*.sltrace' -size -257k | sort)
 "$build_dir/fuzz/analyze_fuzz_seeds" --reports "$report_seeds" "$analyze_seeds" "${seed_traces[@]}"
 run_regressions analyze analyze_fuzz
-"$build_dir/fuzz/analyze_fuzz" "$analyze_corpus" "$analyze_seeds" \
+run_fuzzer analyzer analyze_fuzz "$analyze_corpus" "$analyze_seeds" "$artifacts/analyze-" \
   -max_total_time="$analyzer_seconds" -max_len=262144 -timeout=20 -rss_limit_mb=2048 \
-  -malloc_limit_mb=1024 -artifact_prefix="$artifacts/analyze-" -print_final_stats=1 2>&1 |
-  tail -n 20
-status=${PIPESTATUS[0]}
-if [[ $status -ne 0 ]]; then
-  echo "run_fuzz.sh: analyzer fuzzer failed (exit $status); reproducers in $artifacts/analyze-*" >&2
-  exit 1
-fi
+  -malloc_limit_mb=1024
 echo "run_fuzz.sh: analyzer: no failures in ${analyzer_seconds}s (${#seed_traces[@]} real traces as seeds)"
 
 # The report JSON reader (diff, history read reports from anywhere), seeded
 # with those traces' reports, for half the analyzer's time.
 report_seconds=$(( (analyzer_seconds + 1) / 2 ))
 run_regressions report_json report_json_fuzz
-"$build_dir/fuzz/report_json_fuzz" "$report_corpus" "$report_seeds" \
+run_fuzzer "report JSON" report_json_fuzz "$report_corpus" "$report_seeds" "$artifacts/report-json-" \
   -dict="$source_dir/fuzz/report_json.dict" -max_total_time="$report_seconds" -max_len=131072 \
-  -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -artifact_prefix="$artifacts/report-json-" \
-  -print_final_stats=1 2>&1 | tail -n 20
-status=${PIPESTATUS[0]}
-if [[ $status -ne 0 ]]; then
-  echo "run_fuzz.sh: report JSON fuzzer failed (exit $status); reproducers in $artifacts/report-json-*" >&2
-  exit 1
-fi
+  -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024
 echo "run_fuzz.sh: report JSON reader: no failures in ${report_seconds}s"
