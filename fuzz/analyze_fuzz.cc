@@ -14,6 +14,7 @@
 // JSON. The analyzer and the exporters must never
 // crash, hang, allocate beyond what the input justifies, or write a report
 // their own reader refuses.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -84,6 +85,18 @@ void AnalyzeImage(const std::string& image, bool whole_window) {
   analysis::AnalysisOptions options;
   if (whole_window) options.window = "all";
   analysis::Report report = analysis::AnalyzeModel(model, options);
+  // What the report promises whatever the trace: percentages of the window
+  // in [0, 100] and finite, savings no larger than the window.
+  auto pct_ok = [](double v) { return std::isfinite(v) && v >= 0 && v <= 100.0 + 1e-6; };
+  for (const analysis::Finding& f : report.findings) {
+    if (!pct_ok(f.est_saving_pct)) __builtin_trap();
+  }
+  for (const analysis::DeviceSummary& d : report.summary.devices) {
+    if (!pct_ok(d.gpu_utilization_pct) || !pct_ok(d.compute_pct) || !pct_ok(d.comm_pct) ||
+        !pct_ok(d.memory_pct) || !pct_ok(d.idle_pct)) {
+      __builtin_trap();
+    }
+  }
   std::string text = exporter::RenderReportText(report);
   std::string json = exporter::RenderReportJson(report);
   auto back = exporter::ReportFromJson("fuzz.json", json);
