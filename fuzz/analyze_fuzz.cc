@@ -17,7 +17,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,15 +38,10 @@ namespace {
 using namespace sightline;
 
 void AppendFrame(std::string* out, uint8_t type, std::string_view payload) {
-  char header[trace::kFrameHeaderSize] = {};
-  const uint32_t magic = trace::kFrameMagic;
-  const uint32_t length = static_cast<uint32_t>(payload.size());
-  const uint32_t crc = trace::Crc32c(payload.data(), payload.size());
-  std::memcpy(header, &magic, 4);
-  header[4] = static_cast<char>(type);
-  std::memcpy(header + 8, &length, 4);
-  std::memcpy(header + 12, &crc, 4);
-  out->append(header, sizeof(header));
+  uint8_t header[trace::kFrameHeaderSize];
+  trace::EncodeFrameHeader(type, static_cast<uint32_t>(payload.size()),
+                           trace::Crc32c(payload.data(), payload.size()), header);
+  out->append(reinterpret_cast<const char*>(header), sizeof(header));
   out->append(payload);
 }
 

@@ -33,7 +33,7 @@ bool Convert(const std::string& path, const std::string& out_path) {
     return false;
   }
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t preamble = sizeof(sightline::trace::kFileMagic) + 4;
+  const size_t preamble = sightline::trace::kFilePreambleSize;
   if (bytes.size() < preamble ||
       std::memcmp(bytes.data(), sightline::trace::kFileMagic, sizeof(sightline::trace::kFileMagic)) != 0) {
     std::fprintf(stderr, "analyze_fuzz_seeds: %s: not a .sltrace file\n", path.c_str());

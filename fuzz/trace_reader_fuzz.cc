@@ -95,13 +95,10 @@ void ReadEverything(std::string_view bytes, bool resync) {
 }
 
 std::string Frame(trace::FrameType type, std::string_view payload) {
-  std::string out(trace::kFrameHeaderSize, '\0');
-  uint32_t magic = trace::kFrameMagic, length = static_cast<uint32_t>(payload.size());
-  uint32_t crc = trace::Crc32c(payload.data(), payload.size());
-  std::memcpy(&out[0], &magic, 4);
-  out[4] = static_cast<char>(type);
-  std::memcpy(&out[8], &length, 4);
-  std::memcpy(&out[12], &crc, 4);
+  uint8_t header[trace::kFrameHeaderSize];
+  trace::EncodeFrameHeader(static_cast<uint8_t>(type), static_cast<uint32_t>(payload.size()),
+                           trace::Crc32c(payload.data(), payload.size()), header);
+  std::string out(reinterpret_cast<const char*>(header), trace::kFrameHeaderSize);
   out.append(payload);
   return out;
 }

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace sightline::trace {
 
@@ -28,6 +29,18 @@ inline constexpr size_t kFrameHeaderSize = 16;
 inline constexpr uint32_t kMaxFramePayload = 64u << 20;
 
 enum class FrameType : uint8_t { kHeader = 1, kChunk = 2, kFooter = 3 };
+
+// A frame header: magic, type byte, 3 zero bytes, payload length, CRC-32C of
+// the payload (crc32c.h), integers little endian. `type` is a byte so tests
+// and fuzzers can write types this reader does not know.
+inline void EncodeFrameHeader(uint8_t type, uint32_t length, uint32_t crc,
+                              uint8_t out[kFrameHeaderSize]) {
+  std::memset(out, 0, kFrameHeaderSize);
+  std::memcpy(out, &kFrameMagic, 4);
+  out[4] = type;
+  std::memcpy(out + 8, &length, 4);
+  std::memcpy(out + 12, &crc, 4);
+}
 
 inline constexpr const char* kTraceExtension = ".sltrace";
 

@@ -204,13 +204,8 @@ struct TraceWriter::Impl {
     frame.Resize(header_at + kFrameHeaderSize);
     for (const Part& part : parts) frame.Append(part.data, part.size);
     uint8_t* header = frame.data() + header_at;
-    uint32_t magic = kFrameMagic, length = static_cast<uint32_t>(size);
-    uint32_t crc = Crc32c(header + kFrameHeaderSize, size);
-    std::memset(header, 0, kFrameHeaderSize);
-    std::memcpy(header, &magic, 4);
-    header[4] = static_cast<uint8_t>(type);
-    std::memcpy(header + 8, &length, 4);
-    std::memcpy(header + 12, &crc, 4);
+    EncodeFrameHeader(static_cast<uint8_t>(type), static_cast<uint32_t>(size),
+                      Crc32c(header + kFrameHeaderSize, size), header);
     if (!sink->Write(frame.data(), frame.size())) {
       *error = sink->last_error();
       return false;

@@ -477,13 +477,10 @@ std::string Preamble(uint32_t version) {
 }
 
 std::string Frame(uint8_t type, std::string_view payload) {
-  std::string out(kFrameHeaderSize, '\0');
-  uint32_t magic = kFrameMagic, length = static_cast<uint32_t>(payload.size());
-  uint32_t crc = Crc32c(payload.data(), payload.size());
-  std::memcpy(&out[0], &magic, 4);
-  out[4] = static_cast<char>(type);
-  std::memcpy(&out[8], &length, 4);
-  std::memcpy(&out[12], &crc, 4);
+  uint8_t header[kFrameHeaderSize];
+  EncodeFrameHeader(type, static_cast<uint32_t>(payload.size()),
+                    Crc32c(payload.data(), payload.size()), header);
+  std::string out(reinterpret_cast<const char*>(header), kFrameHeaderSize);
   out.append(payload);
   return out;
 }
